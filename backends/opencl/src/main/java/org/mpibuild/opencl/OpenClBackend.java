@@ -1,0 +1,359 @@
+package org.mpibuild.opencl;
+
+import static org.jocl.CL.CL_DEVICE_NAME;
+import static org.jocl.CL.CL_DEVICE_TYPE_ALL;
+import static org.jocl.CL.CL_DEVICE_VERSION;
+import static org.jocl.CL.CL_DRIVER_VERSION;
+import static org.jocl.CL.CL_INVALID_BUILD_OPTIONS;
+import static org.jocl.CL.CL_INVALID_KERNEL_NAME;
+import static org.jocl.CL.CL_KERNEL_FUNCTION_NAME;
+import static org.jocl.CL.CL_PLATFORM_NAME;
+import static org.jocl.CL.CL_PLATFORM_VERSION;
+import static org.jocl.CL.CL_PROGRAM_BINARIES;
+import static org.jocl.CL.CL_PROGRAM_BINARY_SIZES;
+import static org.jocl.CL.CL_PROGRAM_BUILD_LOG;
+import static org.jocl.CL.CL_PROGRAM_KERNEL_NAMES;
+import static org.jocl.CL.CL_SUCCESS;
+import static org.jocl.CL.clBuildProgram;
+import static org.jocl.CL.clCreateCommandQueueWithProperties;
+import static org.jocl.CL.clCreateContext;
+import static org.jocl.CL.clCreateKernel;
+import static org.jocl.CL.clCreateKernelsInProgram;
+import static org.jocl.CL.clCreateProgramWithBinary;
+import static org.jocl.CL.clCreateProgramWithSource;
+import static org.jocl.CL.clGetDeviceIDs;
+import static org.jocl.CL.clGetDeviceInfo;
+import static org.jocl.CL.clGetKernelInfo;
+import static org.jocl.CL.clGetPlatformIDs;
+import static org.jocl.CL.clGetPlatformInfo;
+import static org.jocl.CL.clGetProgramBuildInfo;
+import static org.jocl.CL.clGetProgramInfo;
+import static org.jocl.CL.clReleaseCommandQueue;
+import static org.jocl.CL.clReleaseContext;
+import static org.jocl.CL.clReleaseProgram;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.jocl.CL;
+import org.jocl.LibUtils;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_command_queue;
+import org.jocl.cl_context;
+import org.jocl.cl_device_id;
+import org.jocl.cl_kernel;
+import org.jocl.cl_platform_id;
+import org.jocl.cl_program;
+import org.jocl.cl_queue_properties;
+import org.mpibuild.BackendUnavailableException;
+import org.mpibuild.CompileException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.spi.NativeLibraries;
+
+/** The OpenCL backend on one device, through JOCL. Calls are checked by return code, never by JOCL's global exception switch. */
+final class OpenClBackend implements Backend {
+  private static final String JOCL_LIBRARY = "JOCL_2_0_5";
+  private static volatile String nativeProblem;
+  private static volatile boolean nativeReady;
+
+  private final cl_device_id device;
+  private final cl_context context;
+  private final cl_command_queue queue;
+  private final String target;
+
+  private OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target) {
+    this.device = device;
+    this.context = context;
+    this.queue = queue;
+    this.target = target;
+  }
+
+  static OpenClBackend open(String platformSelector, String deviceSelector) {
+    loadNatives();
+    int[] count = new int[1];
+    int rc = clGetPlatformIDs(0, null, count);
+    if (rc != CL_SUCCESS || count[0] == 0) {
+      throw unavailable("no OpenCL platform (" + CL.stringFor_errorCode(rc)
+          + "); install an ICD such as PoCL (Debian: pocl-opencl-icd)", null);
+    }
+    cl_platform_id[] platforms = new cl_platform_id[count[0]];
+    check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
+    for (cl_platform_id platform : platforms) {
+      String name = platformInfo(platform, CL_PLATFORM_NAME);
+      if (platformSelector != null && !name.toLowerCase(Locale.ROOT).contains(platformSelector.toLowerCase(Locale.ROOT))) {
+        continue;
+      }
+      int[] n = new int[1];
+      if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, null, n) != CL_SUCCESS || n[0] == 0) {
+        continue;
+      }
+      cl_device_id[] devices = new cl_device_id[n[0]];
+      check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
+      int index = 0;
+      if (deviceSelector != null) {
+        try {
+          index = Integer.parseInt(deviceSelector.trim());
+        } catch (NumberFormatException e) {
+          throw new IllegalArgumentException("MPI_BUILD_OPENCL_DEVICE is '" + deviceSelector
+              + "'; expected a device index", e);
+        }
+        if (index < 0 || index >= devices.length) {
+          throw unavailable("MPI_BUILD_OPENCL_DEVICE=" + index + " but platform '" + name + "' has "
+              + devices.length + " device(s)", null);
+        }
+      }
+      return onDevice(platform, devices[index]);
+    }
+    throw unavailable(platformSelector == null ? "no OpenCL device on any platform"
+        : "no OpenCL platform with a device matches MPI_BUILD_OPENCL_PLATFORM='" + platformSelector + "'", null);
+  }
+
+  private static OpenClBackend onDevice(cl_platform_id platform, cl_device_id device) {
+    String target = "platform=" + platformInfo(platform, CL_PLATFORM_NAME) + " " + platformInfo(platform, CL_PLATFORM_VERSION)
+        + "; device=" + deviceInfo(device, CL_DEVICE_NAME) + "; device-version=" + deviceInfo(device, CL_DEVICE_VERSION)
+        + "; driver=" + deviceInfo(device, CL_DRIVER_VERSION);
+    int[] err = new int[1];
+    cl_context context = clCreateContext(null, 1, new cl_device_id[] {device}, null, null, err);
+    check(err[0], "clCreateContext");
+    cl_command_queue queue = clCreateCommandQueueWithProperties(context, device, new cl_queue_properties(), err);
+    if (err[0] != CL_SUCCESS) {
+      clReleaseContext(context);
+      check(err[0], "clCreateCommandQueueWithProperties");
+    }
+    return new OpenClBackend(device, context, queue, target);
+  }
+
+  @Override
+  public String id() {
+    return OpenClBackendProvider.ID;
+  }
+
+  @Override
+  public String target() {
+    return target;
+  }
+
+  @Override
+  public Compilation compile(KernelSource request) {
+    int[] err = new int[1];
+    cl_program program = clCreateProgramWithSource(context, 1, new String[] {request.source()}, null, err);
+    check(err[0], "clCreateProgramWithSource");
+    try {
+      int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, request.options(), null, null);
+      String log = buildLog(program);
+      if (rc == CL_INVALID_BUILD_OPTIONS) {
+        throw new IllegalArgumentException("invalid build options '" + request.options() + "' ("
+            + CL.stringFor_errorCode(rc) + ")" + (log.isBlank() ? "" : ": " + log.strip()));
+      }
+      if (rc != CL_SUCCESS) {
+        throw new CompileException("clBuildProgram failed: " + CL.stringFor_errorCode(rc), log);
+      }
+      // Asking for the binary makes PoCL generate the machine code of every kernel now, so that the
+      // kernels are ready to launch here and the binary is ready to load elsewhere.
+      byte[] binary = programBinary(program);
+      OpenClKernel kernels = createKernels(program, request.kernelNames());
+      return new Compilation(kernels, binary, log);
+    } catch (RuntimeException e) {
+      clReleaseProgram(program);
+      throw e;
+    }
+  }
+
+  @Override
+  public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+    int[] err = new int[1];
+    int[] status = new int[1];
+    cl_program program = clCreateProgramWithBinary(context, 1, new cl_device_id[] {device},
+        new long[] {binary.length}, new byte[][] {binary}, status, err);
+    if (err[0] != CL_SUCCESS) {
+      throw new IllegalStateException("clCreateProgramWithBinary failed: " + CL.stringFor_errorCode(err[0])
+          + " (binary status " + CL.stringFor_errorCode(status[0]) + ", " + binary.length + " bytes)");
+    }
+    try {
+      int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, "", null, null);
+      if (rc != CL_SUCCESS) {
+        throw new IllegalStateException("clBuildProgram from binary failed: " + CL.stringFor_errorCode(rc)
+            + ": " + buildLog(program).strip());
+      }
+      return createKernels(program, kernelNames);
+    } catch (RuntimeException e) {
+      clReleaseProgram(program);
+      throw e;
+    }
+  }
+
+  private OpenClKernel createKernels(cl_program program, List<String> names) {
+    Map<String, cl_kernel> kernels = new LinkedHashMap<>();
+    int[] err = new int[1];
+    try {
+      if (names.isEmpty()) {
+        int[] n = new int[1];
+        check(clCreateKernelsInProgram(program, 0, null, n), "clCreateKernelsInProgram");
+        if (n[0] == 0) {
+          throw new IllegalArgumentException("the source defines no kernel");
+        }
+        cl_kernel[] all = new cl_kernel[n[0]];
+        check(clCreateKernelsInProgram(program, all.length, all, null), "clCreateKernelsInProgram");
+        for (cl_kernel k : all) {
+          kernels.put(kernelName(k), k);
+        }
+      } else {
+        for (String name : names) {
+          cl_kernel k = clCreateKernel(program, name, err);
+          if (err[0] == CL_INVALID_KERNEL_NAME) {
+            throw new IllegalArgumentException("unknown kernel name '" + name + "': the source defines "
+                + definedKernels(program));
+          }
+          check(err[0], "clCreateKernel(" + name + ")");
+          kernels.put(name, k);
+        }
+      }
+      return new OpenClKernel(this, program, kernels);
+    } catch (RuntimeException e) {
+      kernels.values().forEach(CL::clReleaseKernel);
+      throw e;
+    }
+  }
+
+  private static List<String> definedKernels(cl_program program) {
+    String names = programString(program, CL_PROGRAM_KERNEL_NAMES);
+    List<String> out = new ArrayList<>();
+    for (String s : names.split(";")) {
+      if (!s.isBlank()) {
+        out.add(s.trim());
+      }
+    }
+    return out;
+  }
+
+  private static String kernelName(cl_kernel k) {
+    long[] size = new long[1];
+    check(clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, null, size), "clGetKernelInfo");
+    byte[] b = new byte[(int) size[0]];
+    check(clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, b.length, Pointer.to(b), null), "clGetKernelInfo");
+    return cString(b);
+  }
+
+  private byte[] programBinary(cl_program program) {
+    long[] sizes = new long[1];
+    check(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, Sizeof.size_t, Pointer.to(sizes), null),
+        "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
+    if (sizes[0] <= 0 || sizes[0] > Integer.MAX_VALUE - 8) {
+      throw new IllegalStateException("the OpenCL driver reports a program binary of " + sizes[0] + " bytes");
+    }
+    byte[] binary = new byte[(int) sizes[0]];
+    check(clGetProgramInfo(program, CL_PROGRAM_BINARIES, Sizeof.POINTER, Pointer.to(Pointer.to(binary)), null),
+        "clGetProgramInfo(CL_PROGRAM_BINARIES)");
+    return binary;
+  }
+
+  private String buildLog(cl_program program) {
+    long[] size = new long[1];
+    if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, null, size) != CL_SUCCESS || size[0] <= 1) {
+      return "";
+    }
+    byte[] b = new byte[(int) size[0]];
+    clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, b.length, Pointer.to(b), null);
+    return cString(b);
+  }
+
+  cl_context context() {
+    return context;
+  }
+
+  cl_device_id device() {
+    return device;
+  }
+
+  cl_command_queue queue() {
+    return queue;
+  }
+
+  @Override
+  public void close() {
+    clReleaseCommandQueue(queue);
+    clReleaseContext(context);
+  }
+
+  /**
+   * Loads JOCL's native library once. JOCL extracts it into java.io.tmpdir non-atomically; ranks that start
+   * together could load a half-written file, so the complete file is put in place atomically first.
+   */
+  private static synchronized void loadNatives() {
+    if (nativeReady) {
+      return;
+    }
+    if (nativeProblem != null) {
+      throw unavailable(nativeProblem, null);
+    }
+    try {
+      String file = System.mapLibraryName(LibUtils.createPlatformLibraryName(JOCL_LIBRARY));
+      if (CL.class.getResource("/lib/" + file) != null) {
+        NativeLibraries.install(CL.class, "/lib/" + file, Path.of(System.getProperty("java.io.tmpdir"), file));
+      }
+      CL.clGetPlatformIDs(0, null, new int[1]);
+      nativeReady = true;
+    } catch (LinkageError | RuntimeException e) {
+      nativeProblem = "cannot load JOCL's native library or libOpenCL.so (" + firstLine(e)
+          + "); install the OpenCL ICD loader's development package (Debian: ocl-icd-opencl-dev)";
+      throw unavailable(nativeProblem, e);
+    }
+  }
+
+  private static String firstLine(Throwable e) {
+    String m = String.valueOf(e.getMessage());
+    int nl = m.indexOf('\n');
+    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
+  }
+
+  private static BackendUnavailableException unavailable(String why, Throwable cause) {
+    return new BackendUnavailableException("OpenCL backend unavailable: " + why, cause);
+  }
+
+  private static void check(int rc, String what) {
+    if (rc != CL_SUCCESS) {
+      throw new IllegalStateException(what + " failed: " + CL.stringFor_errorCode(rc));
+    }
+  }
+
+  private static String platformInfo(cl_platform_id p, int param) {
+    long[] size = new long[1];
+    check(clGetPlatformInfo(p, param, 0, null, size), "clGetPlatformInfo");
+    byte[] b = new byte[(int) size[0]];
+    check(clGetPlatformInfo(p, param, b.length, Pointer.to(b), null), "clGetPlatformInfo");
+    return cString(b);
+  }
+
+  private static String deviceInfo(cl_device_id d, int param) {
+    long[] size = new long[1];
+    check(clGetDeviceInfo(d, param, 0, null, size), "clGetDeviceInfo");
+    byte[] b = new byte[(int) size[0]];
+    check(clGetDeviceInfo(d, param, b.length, Pointer.to(b), null), "clGetDeviceInfo");
+    return cString(b);
+  }
+
+  private static String programString(cl_program p, int param) {
+    long[] size = new long[1];
+    check(clGetProgramInfo(p, param, 0, null, size), "clGetProgramInfo");
+    byte[] b = new byte[(int) size[0]];
+    check(clGetProgramInfo(p, param, b.length, Pointer.to(b), null), "clGetProgramInfo");
+    return cString(b);
+  }
+
+  private static String cString(byte[] b) {
+    int n = 0;
+    while (n < b.length && b[n] != 0) {
+      n++;
+    }
+    return new String(Arrays.copyOf(b, n), StandardCharsets.UTF_8).trim();
+  }
+}

@@ -1,0 +1,140 @@
+package org.mpibuild.opencl;
+
+import static org.jocl.CL.CL_MEM_COPY_HOST_PTR;
+import static org.jocl.CL.CL_MEM_READ_ONLY;
+import static org.jocl.CL.CL_MEM_WRITE_ONLY;
+import static org.jocl.CL.CL_TRUE;
+import static org.jocl.CL.clCreateBuffer;
+import static org.jocl.CL.clEnqueueNDRangeKernel;
+import static org.jocl.CL.clEnqueueReadBuffer;
+import static org.jocl.CL.clReleaseMemObject;
+import static org.jocl.CL.clSetKernelArg;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_kernel;
+import org.jocl.cl_mem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.mpibuild.BinaryData;
+import org.mpibuild.CompileException;
+import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.Kernel;
+import org.mpibuild.KernelSource;
+import org.mpibuild.MpiBuild;
+
+/** Local-mode builds on a real OpenCL device (PoCL on the CI machines). */
+class OpenClLocalBuildTest {
+  static final String ADD = "__kernel void add(__global const float* a, __global const float* b,"
+      + " __global float* c) { int i = get_global_id(0); c[i] = a[i] + b[i] * SCALE; }\n"
+      + "__kernel void unused(__global float* x) { x[0] = 1.0f; }\n";
+
+  static MpiBuild mpiBuild;
+
+  @BeforeAll
+  static void open() {
+    mpiBuild = MpiBuild.builder().local().build();
+  }
+
+  @AfterAll
+  static void close() {
+    mpiBuild.close();
+  }
+
+  @Test
+  void localBuildCreatesRunnableKernels() {
+    try (Kernel kernel = mpiBuild.mpiBuildKernel(KernelSource.of(ADD).withKernels("add").withOptions("-D SCALE=2.0f"), 0)) {
+      assertEquals(1, mpiBuild.size());
+      assertEquals(List.of("add"), kernel.kernelNames());
+      assertEquals("opencl", kernel.backend());
+      assertTrue(kernel.stats().compiled());
+      assertTrue(kernel.stats().binaryBytes() > 0);
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(kernel.as(OpenClKernel.class)));
+    }
+  }
+
+  @Test
+  void noKernelNamesMeansEveryKernel() {
+    try (Kernel kernel = mpiBuild.mpiBuildKernel(KernelSource.of(ADD).withOptions("-DSCALE=1"), 0)) {
+      assertEquals(List.of("add", "unused"), kernel.kernelNames().stream().sorted().toList());
+    }
+  }
+
+  @Test
+  void binaryDataRoundTripLoadsAndRuns() {
+    byte[] bytes;
+    try (Kernel kernel = mpiBuild.mpiBuildKernel(KernelSource.of(ADD).withKernels("add").withOptions("-D SCALE=2.0f"), 0)) {
+      bytes = kernel.binaryData().toBytes();
+    }
+    BinaryData data = BinaryData.fromBytes(bytes);
+    assertEquals(List.of("add"), data.kernelNames());
+    try (Kernel loaded = mpiBuild.buildKernelFromBinaryData(data)) {
+      assertFalse(loaded.stats().compiled());
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(loaded.as(OpenClKernel.class)));
+    }
+    bytes[bytes.length - 1] ^= 1;
+    CorruptBinaryException e = assertThrows(CorruptBinaryException.class, () -> BinaryData.fromBytes(bytes));
+    assertTrue(e.getMessage().contains("SHA-256"), e.getMessage());
+  }
+
+  @Test
+  void compileErrorCarriesTheBuildLog() {
+    CompileException e = assertThrows(CompileException.class,
+        () -> mpiBuild.mpiBuildKernel("__kernel void broken(__global float* x) { x[0] = undefined_name; }", 0));
+    assertTrue(e.buildLog().contains("undefined_name"), e.buildLog());
+    assertTrue(e.getMessage().contains("CL_BUILD_PROGRAM_FAILURE"), e.getMessage());
+  }
+
+  @Test
+  void unknownKernelNameIsNamed() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> mpiBuild.mpiBuildKernel(KernelSource.of(ADD).withKernels("nope").withOptions("-DSCALE=1"), 0));
+    assertTrue(e.getMessage().contains("'nope'") && e.getMessage().contains("add"), e.getMessage());
+  }
+
+  @Test
+  void invalidOptionIsNamed() {
+    RuntimeException e = assertThrows(RuntimeException.class,
+        () -> mpiBuild.mpiBuildKernel(KernelSource.of(ADD).withOptions("-DSCALE=1 --no-such-option"), 0));
+    assertTrue(e.getMessage().contains("--no-such-option"), e.getMessage());
+  }
+
+  @Test
+  void badInputIsRefusedWithTheValue() {
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> mpiBuild.mpiBuildKernel("  ", 0))
+        .getMessage().contains("empty"));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> mpiBuild.mpiBuildKernel((String) null, 0))
+        .getMessage().contains("null"));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> mpiBuild.mpiBuildKernel(ADD, 3))
+        .getMessage().contains("root 3"));
+  }
+
+  static float[] run(OpenClKernel k) {
+    float[] a = {0, 1, 2, 3};
+    float[] b = {1, 2, 3, 4};
+    float[] c = new float[4];
+    cl_mem ma = clCreateBuffer(k.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, Sizeof.cl_float * 4L, Pointer.to(a), null);
+    cl_mem mb = clCreateBuffer(k.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, Sizeof.cl_float * 4L, Pointer.to(b), null);
+    cl_mem mc = clCreateBuffer(k.context(), CL_MEM_WRITE_ONLY, Sizeof.cl_float * 4L, null, null);
+    try {
+      cl_kernel add = k.kernel("add");
+      clSetKernelArg(add, 0, Sizeof.cl_mem, Pointer.to(ma));
+      clSetKernelArg(add, 1, Sizeof.cl_mem, Pointer.to(mb));
+      clSetKernelArg(add, 2, Sizeof.cl_mem, Pointer.to(mc));
+      clEnqueueNDRangeKernel(k.queue(), add, 1, null, new long[] {4}, null, 0, null, null);
+      clEnqueueReadBuffer(k.queue(), mc, CL_TRUE, 0, Sizeof.cl_float * 4L, Pointer.to(c), 0, null, null);
+      return c;
+    } finally {
+      clReleaseMemObject(ma);
+      clReleaseMemObject(mb);
+      clReleaseMemObject(mc);
+    }
+  }
+}

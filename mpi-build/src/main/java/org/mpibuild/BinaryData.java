@@ -1,0 +1,89 @@
+package org.mpibuild;
+
+import java.util.List;
+import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.Settings;
+
+/**
+ * A kernel binary with everything needed to check and load it: backend, target, kernel names, build
+ * options, build log, length and SHA-256 digest. This is the blob that the root broadcasts.
+ *
+ * <p>Use it to ship binaries your own way: {@link #toBytes()} on one machine, {@link #fromBytes(byte[])}
+ * and {@link MpiBuild#buildKernelFromBinaryData(BinaryData)} on another. The bytes are checked when they
+ * are read; corrupt or truncated data is refused and never loaded.
+ */
+public final class BinaryData {
+  private final Envelope envelope;
+
+  BinaryData(Envelope envelope) {
+    this.envelope = envelope;
+  }
+
+  /**
+   * Parses and checks serialized binary data.
+   *
+   * @param bytes what {@link #toBytes()} returned
+   * @return the binary data
+   * @throws CorruptBinaryException if the magic, version, checksums, length or digest are wrong
+   */
+  public static BinaryData fromBytes(byte[] bytes) {
+    if (bytes == null) {
+      throw new NullPointerException("bytes is null");
+    }
+    return new BinaryData(Envelope.fromBytes(bytes, Long.MAX_VALUE, Settings.DEFAULT_CHUNK_BYTES));
+  }
+
+  /**
+   * Serializes the binary with its header and metadata.
+   *
+   * @return the bytes, in the documented envelope format
+   */
+  public byte[] toBytes() {
+    return envelope.toBytes();
+  }
+
+  /** @return the id of the backend that built the binary */
+  public String backend() {
+    return envelope.metadata().backend();
+  }
+
+  /** @return the identity of the device the binary was built for */
+  public String target() {
+    return envelope.metadata().target();
+  }
+
+  /** @return the kernel names the binary provides */
+  public List<String> kernelNames() {
+    return envelope.metadata().kernelNames();
+  }
+
+  /** @return the build options the binary was compiled with */
+  public String options() {
+    return envelope.metadata().options();
+  }
+
+  /** @return what the compiler printed */
+  public String buildLog() {
+    return envelope.metadata().buildLog();
+  }
+
+  /** @return the length of the binary itself, without header and metadata */
+  public long binaryLength() {
+    return envelope.payload().length();
+  }
+
+  /** @return the SHA-256 of the binary, as lowercase hex */
+  public String sha256() {
+    return envelope.payloadSha256Hex();
+  }
+
+  Envelope envelope() {
+    return envelope;
+  }
+
+  @Override
+  public String toString() {
+    return "BinaryData[" + backend() + ", " + kernelNames() + ", " + binaryLength() + " bytes, sha256 "
+        + sha256().substring(0, 12) + "]";
+  }
+}

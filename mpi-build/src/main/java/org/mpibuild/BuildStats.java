@@ -1,0 +1,43 @@
+package org.mpibuild;
+
+/**
+ * What one rank did to obtain its kernel, and how long each phase took there.
+ *
+ * @param rank this rank in the build's communicator (0 in local mode)
+ * @param root the rank that compiled
+ * @param compiled whether this rank ran the compiler
+ * @param agreementNanos time spent checking that all ranks asked for the same kernel
+ * @param compileNanos time spent compiling, including fetching the binary; 0 on ranks that did not compile
+ * @param broadcastNanos time spent sending or receiving the binary; 0 in local mode
+ * @param loadNanos time spent loading the binary into this rank's device, and agreeing that every rank
+ *     did; 0 on the root, which keeps the program it compiled
+ * @param binaryBytes size of the binary (the payload), in bytes
+ */
+public record BuildStats(
+    int rank,
+    int root,
+    boolean compiled,
+    long agreementNanos,
+    long compileNanos,
+    long broadcastNanos,
+    long loadNanos,
+    long binaryBytes) {
+
+  /**
+   * Returns the role of this rank: {@code "root"} for the rank that compiled, {@code "receiver"} otherwise.
+   *
+   * @return the role
+   */
+  public String role() {
+    return rank == root ? "root" : "receiver";
+  }
+
+  /**
+   * Returns the total time of the build on this rank.
+   *
+   * @return the sum of all phases, in nanoseconds
+   */
+  public long totalNanos() {
+    return agreementNanos + compileNanos + broadcastNanos + loadNanos;
+  }
+}

@@ -1,0 +1,62 @@
+package org.mpibuild;
+
+import java.util.List;
+import org.mpibuild.internal.Envelope;
+import org.mpibuild.spi.LoadedProgram;
+
+/** The kernel a build returns: the backend's loaded program, with the envelope and the statistics. */
+final class BuiltKernel implements Kernel {
+  private final LoadedProgram program;
+  private final Envelope envelope;
+  private final BuildStats stats;
+
+  BuiltKernel(LoadedProgram program, Envelope envelope, BuildStats stats) {
+    this.program = program;
+    this.envelope = envelope;
+    this.stats = stats;
+  }
+
+  @Override
+  public List<String> kernelNames() {
+    return program.kernelNames();
+  }
+
+  @Override
+  public String backend() {
+    return envelope.metadata().backend();
+  }
+
+  @Override
+  public String target() {
+    return envelope.metadata().target();
+  }
+
+  @Override
+  public BinaryData binaryData() {
+    return new BinaryData(envelope);
+  }
+
+  @Override
+  public BuildStats stats() {
+    return stats;
+  }
+
+  @Override
+  public <T> T as(Class<T> type) {
+    if (!type.isInstance(program)) {
+      throw new IllegalArgumentException("this kernel was built by backend '" + backend() + "' as a "
+          + program.getClass().getName() + ", not a " + type.getName());
+    }
+    return type.cast(program);
+  }
+
+  @Override
+  public void close() {
+    program.close();
+  }
+
+  @Override
+  public String toString() {
+    return "Kernel" + kernelNames() + " [" + backend() + ", " + stats.binaryBytes() + " bytes]";
+  }
+}

@@ -1,0 +1,30 @@
+package org.mpibuild;
+
+/**
+ * The compiler rejected the kernel source. In a collective build, every rank throws this exception
+ * with the compiler's build log, as the root received it.
+ */
+public class CompileException extends KernelBuildException {
+  private static final long serialVersionUID = 1L;
+  private final String buildLog;
+
+  /**
+   * Creates a compile failure.
+   *
+   * @param message what failed, for example the OpenCL error code
+   * @param buildLog what the compiler printed; empty if it printed nothing
+   */
+  public CompileException(String message, String buildLog) {
+    super(message + (buildLog == null || buildLog.isBlank() ? "" : "\n--- build log ---\n" + buildLog.strip()));
+    this.buildLog = buildLog == null ? "" : buildLog;
+  }
+
+  /**
+   * Returns what the compiler printed.
+   *
+   * @return the build log, never null
+   */
+  public String buildLog() {
+    return buildLog;
+  }
+}

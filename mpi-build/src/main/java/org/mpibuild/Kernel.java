@@ -1,0 +1,63 @@
+package org.mpibuild;
+
+import java.util.List;
+
+/**
+ * A program loaded on this rank's device, with its kernels created and ready to launch without more
+ * compiling. Obtained from {@link MpiBuild#mpiBuildKernel(KernelSource, int)}.
+ *
+ * <p>The device handles belong to the backend; reach them with {@link #as(Class)}, for example
+ * {@code kernel.as(OpenClKernel.class).kernel("saxpy")}. Close the kernel to release them.
+ */
+public interface Kernel extends AutoCloseable {
+
+  /**
+   * Returns the names of the kernels created from the program, in request order.
+   *
+   * @return the kernel names
+   */
+  List<String> kernelNames();
+
+  /**
+   * Returns the id of the backend that built the binary, for example {@code "opencl"}.
+   *
+   * @return the backend id
+   */
+  String backend();
+
+  /**
+   * Returns the identity of the device the binary was built for.
+   *
+   * @return the target identity
+   */
+  String target();
+
+  /**
+   * Returns the binary with its metadata, to store or ship it your own way and load it later with
+   * {@link MpiBuild#buildKernelFromBinaryData(BinaryData)}.
+   *
+   * @return the binary data
+   */
+  BinaryData binaryData();
+
+  /**
+   * Returns what this rank did to obtain the kernel, and how long it took.
+   *
+   * @return the build statistics of this rank
+   */
+  BuildStats stats();
+
+  /**
+   * Returns the backend's own view of this kernel, which holds the device handles.
+   *
+   * @param type the backend's kernel class, for example {@code OpenClKernel.class}
+   * @param <T> that class
+   * @return this kernel as {@code type}
+   * @throws IllegalArgumentException if the kernel was built by another backend
+   */
+  <T> T as(Class<T> type);
+
+  /** Releases the device objects of this kernel. */
+  @Override
+  void close();
+}

@@ -1,0 +1,117 @@
+package org.mpibuild;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What to build: the kernel source, the names of the kernels to create from it, and the compiler
+ * options. Immutable.
+ *
+ * <p>In a collective build every rank must pass an equal {@code KernelSource}. Values are checked when
+ * the build runs, on every rank together, not when this object is made: a bad value on one rank then
+ * fails the build on every rank with the same error, instead of leaving the other ranks waiting.
+ *
+ * <pre>{@code
+ * KernelSource saxpy = KernelSource.of(text).withKernels("saxpy").withOptions("-cl-fast-relaxed-math");
+ * }</pre>
+ */
+public final class KernelSource {
+  private final String source;
+  private final List<String> kernelNames;
+  private final String options;
+
+  private KernelSource(String source, List<String> kernelNames, String options) {
+    this.source = source;
+    this.kernelNames = kernelNames;
+    this.options = options;
+  }
+
+  /**
+   * Returns a request for the given source, with no options, that creates every kernel the source
+   * defines.
+   *
+   * @param source the kernel source text (OpenCL C for the OpenCL backend)
+   * @return the request
+   */
+  public static KernelSource of(String source) {
+    return new KernelSource(source, List.of(), "");
+  }
+
+  /**
+   * Returns a copy that creates exactly the named kernels. Each name must be defined by the source.
+   *
+   * @param names kernel names, in the order the program wants them
+   * @return the new request
+   */
+  public KernelSource withKernels(String... names) {
+    return new KernelSource(source, names == null ? null : Collections.unmodifiableList(Arrays.asList(names.clone())), options);
+  }
+
+  /**
+   * Returns a copy that creates exactly the named kernels.
+   *
+   * @param names kernel names
+   * @return the new request
+   */
+  public KernelSource withKernels(List<String> names) {
+    return new KernelSource(source, names == null ? null : Collections.unmodifiableList(new java.util.ArrayList<>(names)), options);
+  }
+
+  /**
+   * Returns a copy with the given compiler options, for example {@code "-D TILE=16 -cl-mad-enable"}.
+   *
+   * @param options the options, passed to the compiler as given
+   * @return the new request
+   */
+  public KernelSource withOptions(String options) {
+    return new KernelSource(source, kernelNames, options);
+  }
+
+  /**
+   * Returns the source text.
+   *
+   * @return the source, as given (may be null or empty until checked by a build)
+   */
+  public String source() {
+    return source;
+  }
+
+  /**
+   * Returns the requested kernel names; empty means every kernel the source defines.
+   *
+   * @return an unmodifiable list (may be null if null was given)
+   */
+  public List<String> kernelNames() {
+    return kernelNames;
+  }
+
+  /**
+   * Returns the compiler options.
+   *
+   * @return the options, as given
+   */
+  public String options() {
+    return options;
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof KernelSource k
+        && Objects.equals(source, k.source)
+        && Objects.equals(kernelNames, k.kernelNames)
+        && Objects.equals(options, k.options);
+  }
+
+  @Override
+  public int hashCode() {
+    return Objects.hash(source, kernelNames, options);
+  }
+
+  @Override
+  public String toString() {
+    int length = source == null ? 0 : source.length();
+    return "KernelSource[" + length + " chars, kernels=" + kernelNames + ", options='" + options + "']";
+  }
+}

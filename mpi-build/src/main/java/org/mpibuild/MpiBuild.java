@@ -1,0 +1,368 @@
+package org.mpibuild;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.TreeMap;
+import org.mpibuild.internal.Backends;
+import org.mpibuild.internal.CollectiveBuild;
+import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.LogContext;
+import org.mpibuild.internal.MpiBindings;
+import org.mpibuild.internal.Settings;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.LoadedProgram;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Builds kernels once per job instead of once per rank: the root compiles, broadcasts the binary, and
+ * every rank loads it.
+ *
+ * <pre>{@code
+ * try (MpiBuild mpiBuild = MpiBuild.create()) {
+ *   Kernel kernel = mpiBuild.mpiBuildKernel(source, 0);
+ *   cl_kernel saxpy = kernel.as(OpenClKernel.class).kernel("saxpy");
+ * }
+ * }</pre>
+ *
+ * <p><b>MPI.</b> By default the world communicator is used when the program was started by an MPI
+ * launcher ({@code mpirun}) or has initialized MPI itself; otherwise the build is local, and the same
+ * calls work unchanged. An MPI that the program initialized is never finalized by the library. If the
+ * library initialized MPI, {@link #close()} finalizes it when the last {@code MpiBuild} is closed.
+ *
+ * <p><b>Collective calls.</b> {@link #create()}, {@link Builder#build()}, {@link #mpiBuildKernel} and
+ * {@link #close()} are collective: every rank of the communicator calls them in the same order. They are
+ * all-or-nothing: every rank returns, or every rank throws the same exception.
+ *
+ * <p>An instance is used by one thread at a time.
+ */
+public final class MpiBuild implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(MpiBuild.class);
+
+  private final Communicator comm;
+  private final Backend backend;
+  private final Settings settings;
+  private final CollectiveBuild protocol;
+  private boolean closed;
+
+  private MpiBuild(Communicator comm, Backend backend, Settings settings) {
+    this.comm = comm;
+    this.backend = backend;
+    this.settings = settings;
+    this.protocol = new CollectiveBuild(comm, backend, settings);
+  }
+
+  /**
+   * Creates an instance from the environment: MPI if launched by mpirun, else local; the only backend on
+   * the class path (or {@code MPI_BUILD_BACKEND}). Collective.
+   *
+   * @return the instance
+   * @throws BackendUnavailableException on every rank, if the backend cannot run on some rank
+   */
+  public static MpiBuild create() {
+    return builder().build();
+  }
+
+  /**
+   * Returns a builder, preset from system properties and environment variables.
+   *
+   * @return a new builder
+   */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /**
+   * Builds the only kernel of {@code source} collectively; see {@link #mpiBuildKernel(KernelSource, int)}.
+   *
+   * @param source kernel source text
+   * @param root the rank that compiles
+   * @return this rank's kernel
+   */
+  public Kernel mpiBuildKernel(String source, int root) {
+    return mpiBuildKernel(KernelSource.of(source), root);
+  }
+
+  /**
+   * Builds a kernel collectively: the root compiles, broadcasts the binary, every rank loads it.
+   * Every rank must pass an equal request and the same root.
+   *
+   * @param request what to build
+   * @param root the rank that compiles, in {@code 0..size()-1}
+   * @return this rank's kernel, ready to launch
+   * @throws IllegalArgumentException on every rank, if the root is out of range or the request is
+   *     invalid (empty source, bad kernel name, unknown kernel, invalid option); the message names the value
+   * @throws RequestMismatchException on every rank, if ranks passed different requests or roots
+   * @throws CompileException on every rank, with the build log, if the compiler rejected the source
+   * @throws KernelLoadException on every rank, if some rank could not load the binary
+   */
+  public Kernel mpiBuildKernel(KernelSource request, int root) {
+    ensureOpen();
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      CollectiveBuild.Outcome o = protocol.run(request, root);
+      return new BuiltKernel(o.program(), o.envelope(), o.stats());
+    }
+  }
+
+  /**
+   * Loads a kernel from binary data on this rank only (not collective). The data is checked first.
+   *
+   * @param data binary data from {@link Kernel#binaryData()} or {@link BinaryData#fromBytes(byte[])}
+   * @return the kernel
+   * @throws KernelLoadException if the data is for another backend or target, or the device refuses it
+   */
+  public Kernel buildKernelFromBinaryData(BinaryData data) {
+    ensureOpen();
+    if (data == null) {
+      throw new NullPointerException("data is null");
+    }
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      Envelope e = data.envelope();
+      String why = null;
+      if (!e.metadata().backend().equals(backend.id())) {
+        why = "binary is for backend '" + e.metadata().backend() + "', this MpiBuild uses '" + backend.id() + "'";
+      } else if (!e.metadata().target().equals(backend.target())) {
+        why = "binary was built for target [" + e.metadata().target() + "], this rank's device is ["
+            + backend.target() + "]";
+      }
+      if (why != null) {
+        throw new KernelLoadException(why, Map.of(comm.rank(), why));
+      }
+      long t0 = System.nanoTime();
+      LoadedProgram program;
+      try {
+        program = backend.load(e.payload().toByteArray(), e.metadata().kernelNames());
+      } catch (RuntimeException ex) {
+        throw new KernelLoadException("loading binary data failed: " + ex.getMessage(),
+            Map.of(comm.rank(), String.valueOf(ex.getMessage())));
+      }
+      BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, 0, 0, 0, System.nanoTime() - t0,
+          e.payload().length());
+      return new BuiltKernel(program, e, stats);
+    }
+  }
+
+  /** @return this process's rank in the build communicator; 0 in local mode */
+  public int rank() {
+    return comm.rank();
+  }
+
+  /** @return the number of ranks in the build communicator; 1 in local mode */
+  public int size() {
+    return comm.size();
+  }
+
+  /** @return the id of the backend in use, for example {@code "opencl"} */
+  public String backend() {
+    return backend.id();
+  }
+
+  /** @return the identity of this rank's device */
+  public String target() {
+    return backend.target();
+  }
+
+  /** @return how this instance talks to MPI, for logs: binding, communicator and size, or local */
+  public String communicator() {
+    return comm.description();
+  }
+
+  /**
+   * Releases the backend and the library's duplicate communicator; finalizes MPI only if the library
+   * initialized it and this is the last instance. Collective. Kernels must be closed first.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      try {
+        backend.close();
+      } finally {
+        comm.close();
+      }
+    }
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("this MpiBuild is closed");
+    }
+  }
+
+  /** Configures an {@link MpiBuild}. Preset from system properties and environment variables. */
+  public static final class Builder {
+    private Settings settings;
+    private Communicator communicator;
+    private Backend backend;
+
+    private Builder() {
+      settings = Settings.fromEnvironment();
+    }
+
+    /**
+     * Builds on this communicator instead of the world, for example one from
+     * {@code org.mpibuild.mpijava.MpiJava.communicator(comm)}. The caller keeps ownership: {@link MpiBuild#close()}
+     * does not close it.
+     *
+     * @param communicator the communicator
+     * @return this builder
+     */
+    public Builder communicator(Communicator communicator) {
+      this.communicator = java.util.Objects.requireNonNull(communicator, "communicator");
+      return this;
+    }
+
+    /**
+     * Never uses MPI: a plain local build, even under mpirun.
+     *
+     * @return this builder
+     */
+    public Builder local() {
+      settings = settings.withMode(Settings.Mode.LOCAL);
+      return this;
+    }
+
+    /**
+     * Chooses the backend by id, for example {@code "opencl"}.
+     *
+     * @param id the backend id
+     * @return this builder
+     */
+    public Builder backend(String id) {
+      settings = settings.withBackend(java.util.Objects.requireNonNull(id, "id"));
+      return this;
+    }
+
+    /**
+     * Uses this backend instance; {@link MpiBuild#close()} closes it.
+     *
+     * @param backend an opened backend
+     * @return this builder
+     */
+    public Builder backend(Backend backend) {
+      this.backend = java.util.Objects.requireNonNull(backend, "backend");
+      return this;
+    }
+
+    /**
+     * Sets the broadcast chunk size (default 64 MiB; MPI counts are int, so at most 2^31 - 1).
+     *
+     * @param bytes the chunk size
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder chunkBytes(int bytes) {
+      settings = settings.withChunkBytes(bytes);
+      return this;
+    }
+
+    /**
+     * Sets the largest binary a rank accepts (default 16 GiB); larger ones are refused before allocation.
+     *
+     * @param bytes the limit
+     * @return this builder
+     * @throws IllegalArgumentException if not positive
+     */
+    public Builder maxBinaryBytes(long bytes) {
+      settings = settings.withMaxBinaryBytes(bytes);
+      return this;
+    }
+
+    /**
+     * Opens MPI (or local mode) and the backend on every rank. Collective: if the backend cannot run on
+     * some rank, every rank throws, naming the ranks and reasons.
+     *
+     * @return the instance
+     */
+    public MpiBuild build() {
+      boolean ownsComm = communicator == null;
+      Communicator comm = ownsComm ? MpiBindings.openWorld(settings.mode()) : communicator;
+      if (!ownsComm) {
+        comm = new Borrowed(comm);
+      }
+      try (LogContext ignored = LogContext.rank(comm.rank())) {
+        Backend b = backend;
+        String failure = null;
+        if (b == null) {
+          try {
+            b = Backends.open(settings.backend());
+          } catch (RuntimeException | LinkageError e) {
+            failure = e.getMessage() == null ? e.toString() : e.getMessage();
+          }
+        }
+        agreeOnBackend(comm, b, failure);
+        log.debug("mpi-build ready: {} on {}, target {}", b.id(), comm.description(), b.target());
+        return new MpiBuild(comm, b, settings);
+      } catch (RuntimeException e) {
+        if (ownsComm) {
+          comm.close();
+        }
+        throw e;
+      }
+    }
+
+    private static void agreeOnBackend(Communicator comm, Backend b, String failure) {
+      if (comm.allReduceMax(new int[] {failure == null ? 0 : 1})[0] == 0) {
+        return;
+      }
+      byte[][] all = comm.allGather(failure == null ? new byte[0] : failure.getBytes(StandardCharsets.UTF_8));
+      if (b != null) {
+        b.close();
+      }
+      Map<Integer, String> reasons = new TreeMap<>();
+      for (int r = 0; r < all.length; r++) {
+        if (all[r].length > 0) {
+          reasons.put(r, new String(all[r], StandardCharsets.UTF_8));
+        }
+      }
+      StringBuilder msg = new StringBuilder("the backend cannot run on ranks ").append(reasons.keySet());
+      reasons.forEach((r, why) -> msg.append("\n  rank ").append(r).append(": ").append(why));
+      throw new BackendUnavailableException(msg.toString(), null);
+    }
+  }
+
+  /** A caller's communicator: used, never closed by the library. */
+  private record Borrowed(Communicator inner) implements Communicator {
+    @Override
+    public int rank() {
+      return inner.rank();
+    }
+
+    @Override
+    public int size() {
+      return inner.size();
+    }
+
+    @Override
+    public void broadcast(java.nio.ByteBuffer buffer, int root) {
+      inner.broadcast(buffer, root);
+    }
+
+    @Override
+    public int[] allReduceMax(int[] values) {
+      return inner.allReduceMax(values);
+    }
+
+    @Override
+    public byte[][] allGather(byte[] mine) {
+      return inner.allGather(mine);
+    }
+
+    @Override
+    public void abort(String message, int errorCode) {
+      inner.abort(message, errorCode);
+    }
+
+    @Override
+    public String description() {
+      return inner.description();
+    }
+
+    @Override
+    public void close() {}
+  }
+}

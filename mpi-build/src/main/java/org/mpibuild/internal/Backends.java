@@ -1,0 +1,50 @@
+package org.mpibuild.internal;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.ServiceLoader;
+import org.mpibuild.BackendUnavailableException;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.BackendProvider;
+
+/** Finds backends on the class path through {@link ServiceLoader}. */
+public final class Backends {
+  private Backends() {}
+
+  /** Ids of the backends on the class path, in class-path order. */
+  public static List<String> available() {
+    List<String> ids = new ArrayList<>();
+    for (BackendProvider p : ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader())) {
+      ids.add(p.id());
+    }
+    return ids;
+  }
+
+  /**
+   * Opens the backend {@code id}, or the only one on the class path when {@code id} is null.
+   *
+   * @throws BackendUnavailableException if it is absent, ambiguous, or cannot run here
+   */
+  public static Backend open(String id) {
+    List<BackendProvider> providers = new ArrayList<>();
+    ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader()).forEach(providers::add);
+    if (providers.isEmpty()) {
+      throw new BackendUnavailableException("no mpi-build backend on the class path "
+          + "(add mpi-build-opencl, for example)", null);
+    }
+    if (id == null) {
+      if (providers.size() > 1) {
+        throw new BackendUnavailableException("several backends on the class path " + available()
+            + ": choose one with MPI_BUILD_BACKEND or MpiBuild.builder().backend(id)", null);
+      }
+      return providers.get(0).open();
+    }
+    for (BackendProvider p : providers) {
+      if (p.id().equals(id)) {
+        return p.open();
+      }
+    }
+    throw new BackendUnavailableException("backend '" + id + "' is not on the class path; available: "
+        + available(), null);
+  }
+}

@@ -1,0 +1,312 @@
+package org.mpibuild.internal;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.mpibuild.BuildStats;
+import org.mpibuild.CompileException;
+import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.KernelBuildException;
+import org.mpibuild.KernelLoadException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.RequestMismatchException;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.spi.LoadedProgram;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The collective build protocol. Every rank makes the same sequence of collective calls whatever happens,
+ * so no rank is ever left waiting for one that has given up:
+ *
+ * <ol>
+ *   <li><b>Agreement.</b> Each rank checks its request locally, then one all-reduce of its fingerprint
+ *       tells every rank whether all asked for the same kernel. Only on a mismatch, an all-gather of the
+ *       fingerprints lets every rank name the same differing ranks and throw the same error. A bad value
+ *       (an out-of-range root, an empty source) is never used in an MPI call.
+ *   <li><b>Compile.</b> The root compiles. Any failure becomes an error envelope instead of an exception,
+ *       so that the root still takes part in the broadcast.
+ *   <li><b>Broadcast.</b> Header first (fixed size: status, lengths, digest), then metadata, then the
+ *       payload in chunks of direct buffers. Receivers check the header before allocating and the digest
+ *       before loading. An error envelope makes every rank throw the same exception.
+ *   <li><b>Load and agree.</b> Receivers load; one all-reduce says whether anyone failed; if so, an
+ *       all-gather of the reasons makes every rank throw the same {@link KernelLoadException}.
+ * </ol>
+ */
+public final class CollectiveBuild {
+  private static final Logger log = LoggerFactory.getLogger(CollectiveBuild.class);
+
+  /** What a successful build leaves on one rank. */
+  public record Outcome(LoadedProgram program, Envelope envelope, BuildStats stats) {}
+
+  private final Communicator comm;
+  private final Backend backend;
+  private final Settings settings;
+
+  public CollectiveBuild(Communicator comm, Backend backend, Settings settings) {
+    this.comm = comm;
+    this.backend = backend;
+    this.settings = settings;
+  }
+
+  /** Runs the protocol on every rank of the communicator. */
+  public Outcome run(KernelSource request, int root) {
+    final int rank = comm.rank();
+    final int size = comm.size();
+
+    long t0 = System.nanoTime();
+    String problem = RequestCheck.problem(request, root, size);
+    agree(request, root, problem);
+    if (problem != null) {
+      throw new IllegalArgumentException(problem);
+    }
+    long t1 = System.nanoTime();
+
+    Compilation compilation = null;
+    Envelope sent = null;
+    if (rank == root) {
+      Compiled c = compileOnRoot(request);
+      compilation = c.compilation;
+      sent = c.envelope;
+    }
+    long t2 = System.nanoTime();
+
+    Received received = broadcast(sent, root);
+    long t3 = System.nanoTime();
+    Envelope envelope = rank == root ? sent : received.envelope;
+    Envelope.Status status = rank == root ? sent.status() : received.header.status();
+    if (status != Envelope.Status.OK) {
+      throw failure(status, rank == root ? sent.metadata() : received.metadata, root);
+    }
+
+    LoadedProgram program = null;
+    String failure = null;
+    if (rank == root) {
+      program = compilation.program();
+    } else if (received.problem != null) {
+      failure = received.problem;
+    } else {
+      try {
+        program = load(envelope);
+      } catch (RuntimeException | LinkageError e) {
+        failure = describe(e);
+        log.debug("load failed", e);
+      }
+    }
+    agreeOnLoad(program, failure);
+    long t4 = System.nanoTime();
+
+    BuildStats stats = new BuildStats(rank, root, rank == root, t1 - t0, t2 - t1, t3 - t2, t4 - t3,
+        envelope.payload().length());
+    log.debug("built {} from root {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
+        program.kernelNames(), root, stats.binaryBytes(), ms(stats.compileNanos()), ms(stats.broadcastNanos()),
+        ms(stats.loadNanos()));
+    return new Outcome(program, envelope, stats);
+  }
+
+  private void agree(KernelSource request, int root, String problem) {
+    RequestFingerprint mine = RequestFingerprint.of(request, backend.id(), root, problem);
+    if (RequestFingerprint.agreed(comm.allReduceMax(mine.agreementVector()))) {
+      return;
+    }
+    byte[][] gathered = comm.allGather(mine.toBytes());
+    RequestFingerprint[] all = new RequestFingerprint[gathered.length];
+    for (int i = 0; i < all.length; i++) {
+      all[i] = RequestFingerprint.fromBytes(gathered[i]);
+    }
+    int[] reference = new int[1];
+    Map<Integer, List<String>> differing = RequestFingerprint.differingRanks(all, reference);
+    StringBuilder msg = new StringBuilder("ranks asked for different kernels: ")
+        .append(differing.size()).append(" of ").append(all.length).append(" ranks differ from rank ")
+        .append(reference[0]);
+    if (all[reference[0]].problem() != null) {
+      msg.append(" (whose request is invalid: ").append(all[reference[0]].problem()).append(')');
+    }
+    for (Map.Entry<Integer, List<String>> e : differing.entrySet()) {
+      msg.append("\n  rank ").append(e.getKey()).append(" differs in ").append(String.join(", ", e.getValue()));
+      String p = all[e.getKey()].problem();
+      if (p != null) {
+        msg.append(" (").append(p).append(')');
+      }
+    }
+    throw new RequestMismatchException(msg.toString(), differing);
+  }
+
+  private record Compiled(Compilation compilation, Envelope envelope) {}
+
+  private Compiled compileOnRoot(KernelSource request) {
+    String target = "";
+    try {
+      target = backend.target();
+      Compilation c = backend.compile(request);
+      Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, c.program().kernelNames(),
+          request.options(), c.buildLog(), "");
+      return new Compiled(c, Envelope.ok(meta, Payload.copyOf(c.binary(), settings.chunkBytes())));
+    } catch (CompileException e) {
+      return failed(Envelope.Status.COMPILE_FAILED, request, target, e.buildLog(), rawMessage(e));
+    } catch (IllegalArgumentException e) {
+      return failed(Envelope.Status.INVALID_REQUEST, request, target, "", e.getMessage());
+    } catch (RuntimeException | Error e) {
+      log.warn("compile on the root failed unexpectedly", e);
+      return failed(Envelope.Status.INTERNAL_ERROR, request, target, "", describe(e));
+    }
+  }
+
+  private Compiled failed(Envelope.Status status, KernelSource request, String target, String buildLog, String msg) {
+    Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, request.kernelNames(), request.options(),
+        buildLog, msg);
+    return new Compiled(null, Envelope.failure(status, meta));
+  }
+
+  /** The message of a compile exception without the build log that its constructor appended. */
+  private static String rawMessage(CompileException e) {
+    String m = e.getMessage();
+    int cut = m.indexOf("\n--- build log ---");
+    return cut < 0 ? m : m.substring(0, cut);
+  }
+
+  private static RuntimeException failure(Envelope.Status status, Envelope.Metadata meta, int root) {
+    if (meta == null) {
+      return new KernelBuildException("the build failed on root " + root
+          + " and its error report arrived corrupt on this rank");
+    }
+    String where = " (on root " + root + ")";
+    switch (status) {
+      case COMPILE_FAILED:
+        return new CompileException(meta.error() + where, meta.buildLog());
+      case INVALID_REQUEST:
+        return new IllegalArgumentException(meta.error());
+      default:
+        return new KernelBuildException(meta.error() + where);
+    }
+  }
+
+  /** What a receiver got: the header always, the rest unless it was corrupt. */
+  private static final class Received {
+    Envelope.Header header;
+    Envelope.Metadata metadata;
+    Envelope envelope;
+    String problem;
+  }
+
+  private Received broadcast(Envelope sent, int root) {
+    boolean isRoot = comm.rank() == root;
+    byte[] meta = isRoot ? sent.encodeMetadata() : null;
+    ByteBuffer header = isRoot ? sent.encodeHeader(meta) : ByteBuffer.allocateDirect(Envelope.HEADER_BYTES);
+    comm.broadcast(header, root);
+    if (isRoot) {
+      for (ByteBuffer chunk : chunksOf(ByteBuffer.allocateDirect(meta.length).put(meta).flip())) {
+        comm.broadcast(chunk, root);
+      }
+      for (ByteBuffer chunk : sent.payload().chunks()) {
+        comm.broadcast(chunk, root);
+      }
+      return null;
+    }
+
+    Received r = new Received();
+    try {
+      r.header = Envelope.decodeHeader(header, Long.MAX_VALUE);
+    } catch (CorruptBinaryException e) {
+      // Without a trustworthy header this rank cannot know how many chunks follow, so it cannot keep in
+      // step with the others. Ending the job is the only way to leave nobody waiting.
+      comm.abort("mpi-build: rank " + comm.rank() + " received a corrupt header from root " + root + ": "
+          + e.getMessage(), 3);
+      throw e;
+    }
+    ByteBuffer metaBuf = ByteBuffer.allocateDirect(r.header.metadataLength());
+    for (ByteBuffer chunk : chunksOf(metaBuf)) {
+      comm.broadcast(chunk, root);
+    }
+    try {
+      byte[] m = new byte[metaBuf.capacity()];
+      metaBuf.duplicate().clear().get(m);
+      r.metadata = Envelope.decodeMetadata(r.header, m);
+    } catch (CorruptBinaryException e) {
+      r.problem = e.getMessage();
+    }
+
+    long length = r.header.payloadLength();
+    if (length > settings.maxBinaryBytes()) {
+      // Keep in step with a bounded scratch buffer, then refuse the binary.
+      ByteBuffer scratch = ByteBuffer.allocateDirect((int) Math.min(settings.chunkBytes(), length));
+      for (long left = length; left > 0; left -= settings.chunkBytes()) {
+        comm.broadcast(scratch.clear().limit((int) Math.min(settings.chunkBytes(), left)), root);
+      }
+      r.problem = "binary of " + length + " bytes exceeds this rank's limit of " + settings.maxBinaryBytes()
+          + " (MPI_BUILD_MAX_BINARY_BYTES)";
+      return r;
+    }
+    Payload payload = Payload.allocate(length, settings.chunkBytes());
+    for (ByteBuffer chunk : payload.chunks()) {
+      comm.broadcast(chunk, root);
+    }
+    if (r.problem == null) {
+      try {
+        r.envelope = Envelope.received(r.header, r.metadata, payload);
+      } catch (CorruptBinaryException e) {
+        r.problem = e.getMessage();
+      }
+    }
+    return r;
+  }
+
+  private List<ByteBuffer> chunksOf(ByteBuffer whole) {
+    List<ByteBuffer> out = new ArrayList<>();
+    for (int pos = 0; pos < whole.limit(); pos += settings.chunkBytes()) {
+      int end = (int) Math.min((long) pos + settings.chunkBytes(), whole.limit());
+      out.add(whole.duplicate().position(pos).limit(end).slice());
+    }
+    return out;
+  }
+
+  private LoadedProgram load(Envelope envelope) {
+    Envelope.Metadata meta = envelope.metadata();
+    if (!meta.backend().equals(backend.id())) {
+      throw new IllegalStateException("binary is for backend '" + meta.backend() + "', this rank uses '"
+          + backend.id() + "'");
+    }
+    String mine = backend.target();
+    if (!meta.target().equals(mine)) {
+      throw new IllegalStateException("binary was built for target [" + meta.target()
+          + "], this rank's device is [" + mine + "]");
+    }
+    return backend.load(envelope.payload().toByteArray(), meta.kernelNames());
+  }
+
+  private void agreeOnLoad(LoadedProgram program, String failure) {
+    int[] any = comm.allReduceMax(new int[] {failure == null ? 0 : 1});
+    if (any[0] == 0) {
+      return;
+    }
+    byte[] mine = failure == null ? new byte[0] : failure.getBytes(StandardCharsets.UTF_8);
+    byte[][] all = comm.allGather(mine);
+    if (program != null) {
+      program.close();
+    }
+    Map<Integer, String> failures = new TreeMap<>();
+    for (int r = 0; r < all.length; r++) {
+      if (all[r].length > 0) {
+        failures.put(r, new String(all[r], StandardCharsets.UTF_8));
+      }
+    }
+    StringBuilder msg = new StringBuilder("the kernel could not be loaded on ").append(failures.size())
+        .append(" of ").append(all.length).append(" ranks ").append(failures.keySet());
+    failures.forEach((r, why) -> msg.append("\n  rank ").append(r).append(": ").append(why));
+    throw new KernelLoadException(msg.toString(), failures);
+  }
+
+  private static String describe(Throwable e) {
+    String m = e.getMessage();
+    return e.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : ": " + m);
+  }
+
+  private static long ms(long nanos) {
+    return nanos / 1_000_000;
+  }
+}

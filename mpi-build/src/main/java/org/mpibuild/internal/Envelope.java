@@ -1,0 +1,335 @@
+package org.mpibuild.internal;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.mpibuild.CorruptBinaryException;
+
+/**
+ * The self-describing unit that the root broadcasts, that {@link org.mpibuild.BinaryData} wraps and that
+ * a cache stores: a fixed header, metadata, then the payload (the binary).
+ *
+ * <pre>
+ * header, 64 bytes, big-endian:
+ *   0  8  magic "MPIBUILD"
+ *   8  2  format version (1)
+ *  10  1  status: 0 ok, 1 compile failed, 2 invalid request, 3 internal error
+ *  11  1  reserved, 0
+ *  12  4  metadata length in bytes
+ *  16  8  payload length in bytes
+ *  24 32  SHA-256 of the payload
+ *  56  4  CRC32C of the metadata
+ *  60  4  CRC32C of header bytes 0..59
+ * metadata: backend id, target identity, kernel count and names, build options, build log, error message;
+ *   each string as a 4-byte length and UTF-8 bytes
+ * payload: the binary
+ * </pre>
+ */
+public final class Envelope {
+  static final byte[] MAGIC = "MPIBUILD".getBytes(StandardCharsets.US_ASCII);
+  /** Version of the layout above. */
+  public static final int FORMAT_VERSION = 1;
+  /** Size of the fixed header. */
+  public static final int HEADER_BYTES = 64;
+  /** Largest metadata accepted: build logs can be long, but not this long. */
+  public static final int MAX_METADATA_BYTES = 64 << 20;
+
+  /** Outcome carried by an envelope. */
+  public enum Status {
+    OK, COMPILE_FAILED, INVALID_REQUEST, INTERNAL_ERROR;
+
+    static Status of(int code) {
+      Status[] all = values();
+      if (code < 0 || code >= all.length) {
+        throw new CorruptBinaryException("unknown status code " + code + " in binary header");
+      }
+      return all[code];
+    }
+  }
+
+  /** What the envelope says about its payload. Strings are never null. */
+  public record Metadata(
+      String backend, String target, List<String> kernelNames, String options, String buildLog, String error) {
+    public Metadata {
+      backend = nonNull(backend);
+      target = nonNull(target);
+      kernelNames = List.copyOf(kernelNames);
+      options = nonNull(options);
+      buildLog = nonNull(buildLog);
+      error = nonNull(error);
+    }
+
+    byte[] encode() {
+      List<byte[]> parts = new ArrayList<>();
+      parts.add(utf8(backend));
+      parts.add(utf8(target));
+      parts.add(ByteBuffer.allocate(4).putInt(kernelNames.size()).array());
+      for (String k : kernelNames) {
+        parts.add(utf8(k));
+      }
+      parts.add(utf8(options));
+      parts.add(utf8(buildLog));
+      parts.add(utf8(error));
+      int size = 0;
+      for (byte[] p : parts) {
+        size += p.length;
+      }
+      ByteBuffer out = ByteBuffer.allocate(size);
+      parts.forEach(out::put);
+      return out.array();
+    }
+
+    static Metadata decode(byte[] bytes) {
+      ByteBuffer in = ByteBuffer.wrap(bytes);
+      try {
+        String backend = readUtf8(in);
+        String target = readUtf8(in);
+        int count = in.getInt();
+        if (count < 0 || count > bytes.length) {
+          throw new CorruptBinaryException("kernel count " + count + " in binary metadata is impossible");
+        }
+        List<String> names = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          names.add(readUtf8(in));
+        }
+        Metadata m = new Metadata(backend, target, names, readUtf8(in), readUtf8(in), readUtf8(in));
+        if (in.hasRemaining()) {
+          throw new CorruptBinaryException(in.remaining() + " unexpected bytes after the binary metadata");
+        }
+        return m;
+      } catch (java.nio.BufferUnderflowException e) {
+        throw new CorruptBinaryException("binary metadata is truncated (" + bytes.length + " bytes)");
+      }
+    }
+  }
+
+  /** The fixed header, as decoded and checked. */
+  public record Header(Status status, int metadataLength, long payloadLength, byte[] payloadSha256, int metadataCrc) {}
+
+  private final Status status;
+  private final Metadata metadata;
+  private final Payload payload;
+  private final byte[] payloadSha256;
+
+  private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256) {
+    this.status = status;
+    this.metadata = metadata;
+    this.payload = payload;
+    this.payloadSha256 = payloadSha256;
+  }
+
+  /** An envelope carrying a binary. */
+  public static Envelope ok(Metadata metadata, Payload payload) {
+    return new Envelope(Status.OK, metadata, payload, payload.sha256());
+  }
+
+  /** An envelope carrying a failure and no binary. */
+  public static Envelope failure(Status status, Metadata metadata) {
+    if (status == Status.OK) {
+      throw new IllegalArgumentException("a failure envelope needs a failure status");
+    }
+    Payload empty = Payload.empty();
+    return new Envelope(status, metadata, empty, empty.sha256());
+  }
+
+  /**
+   * Assembles a received envelope and checks the payload against the header's length and digest.
+   *
+   * @throws CorruptBinaryException if the payload does not match
+   */
+  public static Envelope received(Header header, Metadata metadata, Payload payload) {
+    if (payload.length() != header.payloadLength()) {
+      throw new CorruptBinaryException("binary length " + payload.length() + " does not match the header's "
+          + header.payloadLength());
+    }
+    byte[] actual = payload.sha256();
+    if (!MessageDigest.isEqual(actual, header.payloadSha256())) {
+      throw new CorruptBinaryException("binary SHA-256 " + hex(actual) + " does not match the header's "
+          + hex(header.payloadSha256()));
+    }
+    return new Envelope(header.status(), metadata, payload, actual);
+  }
+
+  public Status status() {
+    return status;
+  }
+
+  public Metadata metadata() {
+    return metadata;
+  }
+
+  public Payload payload() {
+    return payload;
+  }
+
+  /** The payload's SHA-256, as lowercase hex. */
+  public String payloadSha256Hex() {
+    return hex(payloadSha256);
+  }
+
+  /** Encodes the metadata, for sending after the header. */
+  public byte[] encodeMetadata() {
+    return metadata.encode();
+  }
+
+  /** Encodes the header for the given encoded metadata, into a direct buffer ready to broadcast. */
+  public ByteBuffer encodeHeader(byte[] encodedMetadata) {
+    ByteBuffer h = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
+    h.put(MAGIC)
+        .putShort((short) FORMAT_VERSION)
+        .put((byte) status.ordinal())
+        .put((byte) 0)
+        .putInt(encodedMetadata.length)
+        .putLong(payload.length())
+        .put(payloadSha256)
+        .putInt(crc(encodedMetadata));
+    h.putInt(crc(h.duplicate().position(0), HEADER_BYTES - 4));
+    return h.flip();
+  }
+
+  /**
+   * Decodes and checks a header: magic, version, CRC and lengths, before anything is allocated.
+   *
+   * @param maxPayloadBytes the largest payload this rank accepts
+   * @throws CorruptBinaryException naming the check that failed
+   */
+  public static Header decodeHeader(ByteBuffer header, long maxPayloadBytes) {
+    ByteBuffer h = header.duplicate().order(ByteOrder.BIG_ENDIAN);
+    if (h.remaining() < HEADER_BYTES) {
+      throw new CorruptBinaryException("binary is truncated: " + h.remaining() + " bytes, the header alone needs "
+          + HEADER_BYTES);
+    }
+    int start = h.position();
+    byte[] magic = new byte[MAGIC.length];
+    h.get(magic);
+    if (!Arrays.equals(magic, MAGIC)) {
+      throw new CorruptBinaryException("not an mpi-build binary: magic is " + hex(magic) + ", expected "
+          + hex(MAGIC) + " (\"MPIBUILD\")");
+    }
+    int version = Short.toUnsignedInt(h.getShort());
+    if (version != FORMAT_VERSION) {
+      throw new CorruptBinaryException("binary format version " + version + " is not supported (this library reads "
+          + FORMAT_VERSION + ")");
+    }
+    int expectedCrc = h.getInt(start + HEADER_BYTES - 4);
+    ByteBuffer covered = header.duplicate();
+    covered.position(start);
+    int actualCrc = crc(covered, HEADER_BYTES - 4);
+    if (expectedCrc != actualCrc) {
+      throw new CorruptBinaryException("binary header checksum mismatch: " + Integer.toHexString(actualCrc)
+          + " computed, " + Integer.toHexString(expectedCrc) + " stored");
+    }
+    int statusCode = Byte.toUnsignedInt(h.get());
+    h.get();
+    int metadataLength = h.getInt();
+    long payloadLength = h.getLong();
+    byte[] sha = new byte[32];
+    h.get(sha);
+    int metadataCrc = h.getInt();
+    if (metadataLength < 0 || metadataLength > MAX_METADATA_BYTES) {
+      throw new CorruptBinaryException("binary metadata length " + metadataLength + " is outside 0.."
+          + MAX_METADATA_BYTES);
+    }
+    if (payloadLength < 0 || payloadLength > maxPayloadBytes) {
+      throw new CorruptBinaryException("binary length " + payloadLength + " is outside 0.." + maxPayloadBytes
+          + " (raise MPI_BUILD_MAX_BINARY_BYTES if this binary is genuine)");
+    }
+    return new Header(Status.of(statusCode), metadataLength, payloadLength, sha, metadataCrc);
+  }
+
+  /**
+   * Decodes metadata received after {@code header}.
+   *
+   * @throws CorruptBinaryException if its CRC or structure is wrong
+   */
+  public static Metadata decodeMetadata(Header header, byte[] encoded) {
+    if (encoded.length != header.metadataLength()) {
+      throw new CorruptBinaryException("binary metadata length " + encoded.length + " does not match the header's "
+          + header.metadataLength());
+    }
+    int actual = crc(encoded);
+    if (actual != header.metadataCrc()) {
+      throw new CorruptBinaryException("binary metadata checksum mismatch: " + Integer.toHexString(actual)
+          + " computed, " + Integer.toHexString(header.metadataCrc()) + " stored");
+    }
+    return Metadata.decode(encoded);
+  }
+
+  /** Serializes the whole envelope into one array. */
+  public byte[] toBytes() {
+    byte[] meta = encodeMetadata();
+    long total = HEADER_BYTES + (long) meta.length + payload.length();
+    if (total > Integer.MAX_VALUE - 8) {
+      throw new IllegalStateException("binary of " + payload.length() + " bytes is too large for one Java array");
+    }
+    ByteBuffer out = ByteBuffer.allocate((int) total);
+    out.put(encodeHeader(meta)).put(meta);
+    for (ByteBuffer c : payload.chunks()) {
+      out.put(c);
+    }
+    return out.array();
+  }
+
+  /**
+   * Parses and checks a whole serialized envelope: header, metadata, length and digest.
+   *
+   * @throws CorruptBinaryException naming the check that failed
+   */
+  public static Envelope fromBytes(byte[] bytes, long maxPayloadBytes, int chunkBytes) {
+    ByteBuffer in = ByteBuffer.wrap(bytes);
+    Header header = decodeHeader(in, maxPayloadBytes);
+    long expected = HEADER_BYTES + (long) header.metadataLength() + header.payloadLength();
+    if (bytes.length != expected) {
+      throw new CorruptBinaryException("binary is " + bytes.length + " bytes, its header announces " + expected
+          + (bytes.length < expected ? " (truncated)" : " (trailing bytes)"));
+    }
+    byte[] meta = Arrays.copyOfRange(bytes, HEADER_BYTES, HEADER_BYTES + header.metadataLength());
+    Metadata metadata = decodeMetadata(header, meta);
+    byte[] body = Arrays.copyOfRange(bytes, HEADER_BYTES + header.metadataLength(), bytes.length);
+    return received(header, metadata, Payload.copyOf(body, chunkBytes));
+  }
+
+  static String hex(byte[] bytes) {
+    return HexFormat.of().formatHex(bytes);
+  }
+
+  private static int crc(byte[] bytes) {
+    CRC32C c = new CRC32C();
+    c.update(bytes);
+    return (int) c.getValue();
+  }
+
+  private static int crc(ByteBuffer from, int length) {
+    ByteBuffer view = from.duplicate();
+    view.limit(view.position() + length);
+    CRC32C c = new CRC32C();
+    c.update(view);
+    return (int) c.getValue();
+  }
+
+  private static byte[] utf8(String s) {
+    byte[] b = s.getBytes(StandardCharsets.UTF_8);
+    return ByteBuffer.allocate(4 + b.length).putInt(b.length).put(b).array();
+  }
+
+  private static String readUtf8(ByteBuffer in) {
+    int n = in.getInt();
+    if (n < 0 || n > in.remaining()) {
+      throw new CorruptBinaryException("string length " + n + " in binary metadata exceeds the " + in.remaining()
+          + " bytes left");
+    }
+    byte[] b = new byte[n];
+    in.get(b);
+    return new String(b, StandardCharsets.UTF_8);
+  }
+
+  private static String nonNull(String s) {
+    return s == null ? "" : s;
+  }
+}

@@ -1,0 +1,104 @@
+package org.mpibuild.internal;
+
+import java.nio.ByteBuffer;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+/**
+ * A binary held in direct buffers of at most one chunk each, so that it can be broadcast without
+ * copies, in MPI-sized pieces, whatever its total length.
+ */
+public final class Payload {
+  private final ByteBuffer[] chunks;
+  private final long length;
+
+  private Payload(ByteBuffer[] chunks, long length) {
+    this.chunks = chunks;
+    this.length = length;
+  }
+
+  /** Returns an empty payload. */
+  public static Payload empty() {
+    return new Payload(new ByteBuffer[0], 0);
+  }
+
+  /** Copies {@code bytes} into direct chunks of at most {@code chunkBytes} bytes. */
+  public static Payload copyOf(byte[] bytes, int chunkBytes) {
+    Payload p = allocate(bytes.length, chunkBytes);
+    int offset = 0;
+    for (ByteBuffer c : p.chunks) {
+      int n = c.remaining();
+      c.put(bytes, offset, n).flip();
+      offset += n;
+    }
+    return p;
+  }
+
+  /** Allocates zeroed direct chunks for {@code length} bytes. */
+  public static Payload allocate(long length, int chunkBytes) {
+    if (length < 0) {
+      throw new IllegalArgumentException("payload length " + length + " is negative");
+    }
+    if (chunkBytes <= 0) {
+      throw new IllegalArgumentException("chunk size " + chunkBytes + " must be positive");
+    }
+    long count = (length + chunkBytes - 1) / chunkBytes;
+    if (count > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("payload of " + length + " bytes needs too many chunks of " + chunkBytes);
+    }
+    ByteBuffer[] chunks = new ByteBuffer[(int) count];
+    long left = length;
+    for (int i = 0; i < chunks.length; i++) {
+      int n = (int) Math.min(chunkBytes, left);
+      chunks[i] = ByteBuffer.allocateDirect(n);
+      left -= n;
+    }
+    return new Payload(chunks, length);
+  }
+
+  /** Returns the chunks; each buffer's position is 0 and its limit is its length. */
+  public ByteBuffer[] chunks() {
+    ByteBuffer[] views = new ByteBuffer[chunks.length];
+    for (int i = 0; i < chunks.length; i++) {
+      views[i] = chunks[i].duplicate().clear();
+    }
+    return views;
+  }
+
+  /** Returns the total length in bytes. */
+  public long length() {
+    return length;
+  }
+
+  /** Returns the SHA-256 digest of the bytes. */
+  public byte[] sha256() {
+    MessageDigest md = sha256Digest();
+    for (ByteBuffer c : chunks()) {
+      md.update(c);
+    }
+    return md.digest();
+  }
+
+  /** Copies the bytes into one array. */
+  public byte[] toByteArray() {
+    if (length > Integer.MAX_VALUE - 8) {
+      throw new IllegalStateException("binary of " + length + " bytes is too large for one Java array");
+    }
+    byte[] out = new byte[(int) length];
+    int offset = 0;
+    for (ByteBuffer c : chunks()) {
+      int n = c.remaining();
+      c.get(out, offset, n);
+      offset += n;
+    }
+    return out;
+  }
+
+  static MessageDigest sha256Digest() {
+    try {
+      return MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("this JVM has no SHA-256", e);
+    }
+  }
+}

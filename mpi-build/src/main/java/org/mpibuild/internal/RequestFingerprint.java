@@ -1,0 +1,150 @@
+package org.mpibuild.internal;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.mpibuild.KernelSource;
+
+/**
+ * What one rank asked for, hashed field by field, so ranks can check they agree with two numbers per
+ * byte pair and, only when they do not, find out who differs in what.
+ */
+final class RequestFingerprint {
+  /** The compared fields, in wire order. */
+  static final List<String> FIELDS = List.of("source", "options", "kernels", "backend", "root", "validity");
+  private static final int FIELD_HASH_BYTES = 8;
+
+  private final byte[][] fieldHashes;
+  private final byte[] digest;
+  private final String problem;
+
+  private RequestFingerprint(byte[][] fieldHashes, byte[] digest, String problem) {
+    this.fieldHashes = fieldHashes;
+    this.digest = digest;
+    this.problem = problem;
+  }
+
+  static RequestFingerprint of(KernelSource request, String backendId, int root, String problem) {
+    String source = request == null ? null : request.source();
+    String options = request == null ? null : request.options();
+    List<String> kernels = request == null ? null : request.kernelNames();
+    byte[][] fields = {
+      hash(source),
+      hash(options),
+      hash(kernels == null ? null : String.join("\u0000", kernels) + "\u0000" + kernels.size()),
+      hash(backendId),
+      hash(Integer.toString(root)),
+      hash(problem == null ? "ok" : "invalid"),
+    };
+    MessageDigest md = Payload.sha256Digest();
+    for (byte[] f : fields) {
+      md.update(f);
+    }
+    return new RequestFingerprint(fields, md.digest(), problem);
+  }
+
+  /**
+   * The vector whose element-wise maximum over all ranks shows agreement: the digest as 16 unsigned
+   * 16-bit values x, followed by 65535 - x. The ranks agree exactly when, for every i, max(x) + max(65535 - x)
+   * equals 65535, that is, when the maximum and minimum of each value coincide.
+   */
+  int[] agreementVector() {
+    int[] v = new int[32];
+    for (int i = 0; i < 16; i++) {
+      int x = ((digest[2 * i] & 0xff) << 8) | (digest[2 * i + 1] & 0xff);
+      v[i] = x;
+      v[16 + i] = 0xffff - x;
+    }
+    return v;
+  }
+
+  static boolean agreed(int[] maxima) {
+    for (int i = 0; i < 16; i++) {
+      if (maxima[i] + maxima[16 + i] != 0xffff) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Serialized for the gather that follows a disagreement: field hashes, then this rank's problem. */
+  byte[] toBytes() {
+    byte[] p = problem == null ? new byte[0] : problem.getBytes(StandardCharsets.UTF_8);
+    ByteBuffer out = ByteBuffer.allocate(FIELDS.size() * FIELD_HASH_BYTES + p.length);
+    for (byte[] f : fieldHashes) {
+      out.put(f);
+    }
+    return out.put(p).array();
+  }
+
+  static RequestFingerprint fromBytes(byte[] bytes) {
+    ByteBuffer in = ByteBuffer.wrap(bytes);
+    byte[][] fields = new byte[FIELDS.size()][FIELD_HASH_BYTES];
+    for (byte[] f : fields) {
+      in.get(f);
+    }
+    byte[] p = new byte[in.remaining()];
+    in.get(p);
+    return new RequestFingerprint(fields, null, p.length == 0 ? null : new String(p, StandardCharsets.UTF_8));
+  }
+
+  /** Names of the fields in which this fingerprint differs from {@code other}. */
+  List<String> differences(RequestFingerprint other) {
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < FIELDS.size(); i++) {
+      if (!Arrays.equals(fieldHashes[i], other.fieldHashes[i])) {
+        out.add(FIELDS.get(i));
+      }
+    }
+    return out;
+  }
+
+  boolean sameAs(RequestFingerprint other) {
+    return differences(other).isEmpty();
+  }
+
+  String problem() {
+    return problem;
+  }
+
+  /**
+   * Picks the reference rank, the one whose request most ranks share (ties: the lowest rank), and returns
+   * every other rank with the fields in which it differs. Deterministic: every rank computes the same.
+   */
+  static Map<Integer, List<String>> differingRanks(RequestFingerprint[] all, int[] referenceOut) {
+    int best = 0;
+    int bestCount = -1;
+    for (int i = 0; i < all.length; i++) {
+      int count = 0;
+      for (RequestFingerprint f : all) {
+        if (f.sameAs(all[i])) {
+          count++;
+        }
+      }
+      if (count > bestCount) {
+        best = i;
+        bestCount = count;
+      }
+    }
+    referenceOut[0] = best;
+    Map<Integer, List<String>> out = new LinkedHashMap<>();
+    for (int r = 0; r < all.length; r++) {
+      List<String> d = all[r].differences(all[best]);
+      if (!d.isEmpty()) {
+        out.put(r, d);
+      }
+    }
+    return out;
+  }
+
+  private static byte[] hash(String s) {
+    MessageDigest md = Payload.sha256Digest();
+    md.update(s == null ? new byte[] {1} : ("\u0000" + s).getBytes(StandardCharsets.UTF_8));
+    return Arrays.copyOf(md.digest(), FIELD_HASH_BYTES);
+  }
+}

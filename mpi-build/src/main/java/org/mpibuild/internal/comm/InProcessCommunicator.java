@@ -1,0 +1,158 @@
+package org.mpibuild.internal.comm;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
+import org.mpibuild.spi.Communicator;
+
+/**
+ * Several ranks in one JVM, one thread each, for unit tests of the protocol. Collectives meet at a
+ * barrier with a deadline, so a protocol bug that would hang a real job fails the test instead. Every
+ * collective call is recorded, so tests can assert what was (and was not) sent.
+ */
+public final class InProcessCommunicator implements Communicator {
+
+  /** A recorded collective call. */
+  public record Call(int rank, String operation, int root, int bytes) {}
+
+  /** The state the ranks of one in-process job share. */
+  public static final class World {
+    private final int size;
+    private final CyclicBarrier barrier;
+    private final Object[] slots;
+    private final long timeoutMillis;
+    private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
+    private volatile String abortMessage;
+
+    /** A job of {@code size} ranks whose collectives fail after {@code timeoutMillis} of waiting. */
+    public World(int size, long timeoutMillis) {
+      this.size = size;
+      this.barrier = new CyclicBarrier(size);
+      this.slots = new Object[size];
+      this.timeoutMillis = timeoutMillis;
+    }
+
+    /** The communicator of one rank. */
+    public InProcessCommunicator rank(int rank) {
+      return new InProcessCommunicator(this, rank);
+    }
+
+    /** Every collective call so far, from every rank. */
+    public List<Call> calls() {
+      synchronized (calls) {
+        return List.copyOf(calls);
+      }
+    }
+
+    /** The message of the first abort, or null. */
+    public String abortMessage() {
+      return abortMessage;
+    }
+
+    private Object[] exchange(int rank, Object mine) {
+      slots[rank] = mine;
+      await();
+      Object[] all = slots.clone();
+      await();
+      return all;
+    }
+
+    private void await() {
+      try {
+        barrier.await(timeoutMillis, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted in a collective", e);
+      } catch (BrokenBarrierException | TimeoutException e) {
+        barrier.reset();
+        throw new IllegalStateException("collective did not complete within " + timeoutMillis
+            + " ms: some rank did not take part (protocol bug)", e);
+      }
+    }
+  }
+
+  private final World world;
+  private final int rank;
+
+  private InProcessCommunicator(World world, int rank) {
+    this.world = world;
+    this.rank = rank;
+  }
+
+  @Override
+  public int rank() {
+    return rank;
+  }
+
+  @Override
+  public int size() {
+    return world.size;
+  }
+
+  @Override
+  public void broadcast(ByteBuffer buffer, int root) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("broadcast needs a direct buffer");
+    }
+    if (root < 0 || root >= world.size) {
+      throw new IllegalArgumentException("MPI_ERR_ROOT: root " + root + " used in a broadcast");
+    }
+    world.calls.add(new Call(rank, "broadcast", root, buffer.remaining()));
+    Object[] all = world.exchange(rank, rank == root ? buffer.duplicate() : null);
+    ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
+    if (src.remaining() != buffer.remaining()) {
+      throw new IllegalStateException("MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining()
+          + " bytes, root " + root + " sent " + src.remaining());
+    }
+    if (rank != root) {
+      buffer.duplicate().put(src);
+    }
+  }
+
+  @Override
+  public int[] allReduceMax(int[] values) {
+    world.calls.add(new Call(rank, "allReduceMax", -1, values.length * 4));
+    return reduce(values, all -> {
+      int[] out = ((int[]) all[0]).clone();
+      for (Object o : all) {
+        int[] v = (int[]) o;
+        for (int i = 0; i < out.length; i++) {
+          out[i] = Math.max(out[i], v[i]);
+        }
+      }
+      return out;
+    });
+  }
+
+  @Override
+  public byte[][] allGather(byte[] mine) {
+    world.calls.add(new Call(rank, "allGather", -1, mine.length));
+    Object[] all = world.exchange(rank, mine.clone());
+    byte[][] out = new byte[all.length][];
+    for (int i = 0; i < all.length; i++) {
+      out[i] = ((byte[]) all[i]).clone();
+    }
+    return out;
+  }
+
+  private int[] reduce(int[] mine, Function<Object[], int[]> op) {
+    return op.apply(world.exchange(rank, mine.clone()));
+  }
+
+  @Override
+  public void abort(String message, int errorCode) {
+    world.abortMessage = message;
+    throw new IllegalStateException("aborted with code " + errorCode + ": " + message);
+  }
+
+  @Override
+  public String description() {
+    return "in-process, rank " + rank + " of " + world.size;
+  }
+}

@@ -1,0 +1,146 @@
+package org.mpibuild.internal.mpijava;
+
+import java.nio.ByteBuffer;
+import mpi.Intracomm;
+import mpi.MPI;
+import mpi.MPIException;
+import org.mpibuild.CommunicationException;
+import org.mpibuild.spi.Communicator;
+
+/**
+ * {@link Communicator} over Open MPI's Java bindings ({@code mpi.jar}). Works on a duplicate of the
+ * caller's communicator, so the library's messages never meet the program's, with errors returned as
+ * exceptions instead of aborting the job.
+ */
+public final class MpiJavaCommunicator implements Communicator {
+  private final Intracomm comm;
+  private final String name;
+  private final int rank;
+  private final int size;
+  private final Runnable onClose;
+  private boolean closed;
+
+  private MpiJavaCommunicator(Intracomm comm, String name, Runnable onClose) throws MPIException {
+    this.comm = comm;
+    this.name = name;
+    this.rank = comm.getRank();
+    this.size = comm.getSize();
+    this.onClose = onClose;
+  }
+
+  /**
+   * Duplicates {@code parent} (collective over it) and returns a communicator over the duplicate.
+   *
+   * @param onClose run after the duplicate is freed, or null
+   */
+  public static MpiJavaCommunicator duplicate(Intracomm parent, String name, Runnable onClose) {
+    try {
+      Intracomm dup = parent.dup();
+      dup.setErrhandler(MPI.ERRORS_RETURN);
+      return new MpiJavaCommunicator(dup, name, onClose);
+    } catch (MPIException e) {
+      throw new CommunicationException("cannot duplicate " + name + ": " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public int rank() {
+    return rank;
+  }
+
+  @Override
+  public int size() {
+    return size;
+  }
+
+  @Override
+  public void broadcast(ByteBuffer buffer, int root) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("broadcast needs a direct buffer");
+    }
+    try {
+      // The bindings ignore a buffer's position: hand them a slice that starts at it.
+      comm.bcast(buffer.slice(), buffer.remaining(), MPI.BYTE, root);
+    } catch (MPIException e) {
+      throw fail("MPI_Bcast of " + buffer.remaining() + " bytes from root " + root, e);
+    }
+  }
+
+  @Override
+  public int[] allReduceMax(int[] values) {
+    int[] out = new int[values.length];
+    try {
+      comm.allReduce(values, out, values.length, MPI.INT, MPI.MAX);
+    } catch (MPIException e) {
+      throw fail("MPI_Allreduce(MAX) of " + values.length + " ints", e);
+    }
+    return out;
+  }
+
+  @Override
+  public byte[][] allGather(byte[] mine) {
+    try {
+      int[] lengths = new int[size];
+      comm.allGather(new int[] {mine.length}, 1, MPI.INT, lengths, 1, MPI.INT);
+      int[] displacements = new int[size];
+      long total = 0;
+      for (int r = 0; r < size; r++) {
+        displacements[r] = (int) total;
+        total += lengths[r];
+      }
+      if (total > Integer.MAX_VALUE - 8) {
+        throw new IllegalStateException("all-gather of " + total + " bytes is too large");
+      }
+      byte[] all = new byte[(int) total];
+      comm.allGatherv(mine, mine.length, MPI.BYTE, all, lengths, displacements, MPI.BYTE);
+      byte[][] out = new byte[size][];
+      for (int r = 0; r < size; r++) {
+        out[r] = java.util.Arrays.copyOfRange(all, displacements[r], displacements[r] + lengths[r]);
+      }
+      return out;
+    } catch (MPIException e) {
+      throw fail("MPI_Allgatherv of " + mine.length + " bytes", e);
+    }
+  }
+
+  @Override
+  public void abort(String message, int errorCode) {
+    System.err.println(message);
+    System.err.flush();
+    try {
+      MPI.COMM_WORLD.abort(errorCode);
+    } catch (MPIException e) {
+      // Nothing else can end the job from here.
+    }
+    Runtime.getRuntime().halt(errorCode);
+  }
+
+  @Override
+  public String description() {
+    return "mpi.jar " + name + " (duplicate), " + size + " rank" + (size == 1 ? "" : "s");
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      if (!MPI.isFinalized()) {
+        comm.free();
+      }
+    } catch (MPIException e) {
+      throw fail("MPI_Comm_free", e);
+    } finally {
+      if (onClose != null) {
+        onClose.run();
+      }
+    }
+  }
+
+  private CommunicationException fail(String what, MPIException e) {
+    return new CommunicationException(what + " failed on rank " + rank + " of " + name + ": " + e.getMessage()
+        + " (MPI error class " + e.getErrorClass() + ")", e);
+  }
+}

@@ -1,0 +1,53 @@
+package org.mpibuild.spi;
+
+import java.util.List;
+import org.mpibuild.KernelSource;
+
+/**
+ * A compiler and loader for one kind of device, bound to this rank's device.
+ *
+ * <p>Backends are found through {@link BackendProvider} and {@link java.util.ServiceLoader}; the core
+ * has no compile-time dependency on any of them. A backend is used by one thread at a time.
+ */
+public interface Backend extends AutoCloseable {
+
+  /**
+   * Returns the backend's id, written into every binary it makes, for example {@code "opencl"}.
+   *
+   * @return the id
+   */
+  String id();
+
+  /**
+   * Returns the identity of this rank's device: everything that decides whether a binary built for one
+   * device loads on another (for OpenCL: platform, device, driver version).
+   *
+   * @return a stable, human-readable identity
+   */
+  String target();
+
+  /**
+   * Compiles the request for this rank's device, makes the binary ready to load elsewhere, and keeps the
+   * compiled program loaded here.
+   *
+   * @param request a request already checked by the core: non-empty source, valid kernel names
+   * @return the loaded program, its binary and the build log
+   * @throws org.mpibuild.CompileException if the compiler rejects the source
+   * @throws IllegalArgumentException if an option or kernel name is invalid; the message names it
+   */
+  Compilation compile(KernelSource request);
+
+  /**
+   * Loads a binary made by {@link #compile} on a device of the same target.
+   *
+   * @param binary the binary, already checked against its length and digest
+   * @param kernelNames the kernels to create
+   * @return the loaded program
+   * @throws RuntimeException with a message for a person if the device refuses the binary
+   */
+  LoadedProgram load(byte[] binary, List<String> kernelNames);
+
+  /** Releases the device context. Programs loaded by this backend must be closed first. */
+  @Override
+  void close();
+}

@@ -1,0 +1,23 @@
+package org.mpibuild.spi;
+
+/**
+ * Finds and opens a {@link Backend}. Listed in {@code META-INF/services/org.mpibuild.spi.BackendProvider}.
+ * Creating a provider must be cheap and must not load native libraries; {@link #open()} does that.
+ */
+public interface BackendProvider {
+
+  /**
+   * Returns the id of the backend this provider opens, for example {@code "opencl"}.
+   *
+   * @return the id
+   */
+  String id();
+
+  /**
+   * Opens the backend on this rank's device.
+   *
+   * @return the backend
+   * @throws org.mpibuild.BackendUnavailableException with the reason, if the backend cannot run here
+   */
+  Backend open();
+}
