@@ -28,7 +28,7 @@ public final class Backends {
   public static Backend open(String id) {
     List<BackendProvider> providers = new ArrayList<>();
     ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader()).forEach(providers::add);
-    if (providers.isEmpty()) {
+    if (providers.isEmpty() && id == null) {
       throw new BackendUnavailableException("no mpi-build backend on the class path "
           + "(add mpi-build-opencl, for example)", null);
     }
@@ -45,6 +45,6 @@ public final class Backends {
       }
     }
     throw new BackendUnavailableException("backend '" + id + "' is not on the class path; available: "
-        + available(), null);
+        + (providers.isEmpty() ? "none" : available()), null);
   }
 }

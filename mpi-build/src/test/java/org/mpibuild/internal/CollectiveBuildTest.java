@@ -1,0 +1,300 @@
+package org.mpibuild.internal;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.mpibuild.CompileException;
+import org.mpibuild.KernelBuildException;
+import org.mpibuild.KernelLoadException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.RequestMismatchException;
+import org.mpibuild.internal.comm.InProcessCommunicator;
+import org.mpibuild.spi.Communicator;
+
+/** The protocol with several ranks in one JVM: every rank's outcome is checked, never only the root's. */
+class CollectiveBuildTest {
+  static final String SOURCE = "__kernel void main() {}";
+  static final Settings SETTINGS = new Settings(Settings.Mode.LOCAL, null, 256, 1L << 30);
+
+  /** What one rank ended with: an outcome or an exception. */
+  record RankResult(CollectiveBuild.Outcome outcome, Throwable error) {}
+
+  interface RankBody {
+    CollectiveBuild.Outcome run(int rank, Communicator comm, FakeBackend backend);
+  }
+
+  static List<RankResult> onRanks(InProcessCommunicator.World world, int size, IntFunction<FakeBackend> backends,
+      RankBody body) throws Exception {
+    ExecutorService pool = Executors.newFixedThreadPool(size);
+    try {
+      List<Future<CollectiveBuild.Outcome>> futures = new ArrayList<>();
+      for (int r = 0; r < size; r++) {
+        int rank = r;
+        FakeBackend backend = backends.apply(rank);
+        futures.add(pool.submit(() -> body.run(rank, world.rank(rank), backend)));
+      }
+      List<RankResult> out = new ArrayList<>();
+      for (Future<CollectiveBuild.Outcome> f : futures) {
+        try {
+          out.add(new RankResult(f.get(30, TimeUnit.SECONDS), null));
+        } catch (java.util.concurrent.ExecutionException e) {
+          out.add(new RankResult(null, e.getCause()));
+        }
+      }
+      return out;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
+  static List<RankResult> build(int size, IntFunction<FakeBackend> backends, IntFunction<KernelSource> requests,
+      IntFunction<Integer> roots, InProcessCommunicator.World world) throws Exception {
+    return onRanks(world, size, backends,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, SETTINGS).run(requests.apply(rank), roots.apply(rank)));
+  }
+
+  static List<RankResult> build(int size, IntFunction<FakeBackend> backends, IntFunction<KernelSource> requests,
+      IntFunction<Integer> roots) throws Exception {
+    return build(size, backends, requests, roots, new InProcessCommunicator.World(size, 10_000));
+  }
+
+  /** Asserts every rank threw the same type with the same message, and returns it. */
+  static Throwable sameErrorEverywhere(List<RankResult> results) {
+    Throwable first = results.get(0).error();
+    assertNotNull(first, "rank 0 should have failed");
+    for (int r = 0; r < results.size(); r++) {
+      Throwable e = results.get(r).error();
+      assertNotNull(e, "rank " + r + " returned a kernel while others failed");
+      assertEquals(first.getClass(), e.getClass(), "rank " + r + " threw another type: " + e);
+      assertEquals(first.getMessage(), e.getMessage(), "rank " + r + " has another message");
+    }
+    return first;
+  }
+
+  @ParameterizedTest
+  @ValueSource(ints = {1, 2, 3, 4, 8})
+  void everyRankGetsTheRootsBinaryFromOneCompile(int size) throws Exception {
+    List<FakeBackend> backends = new ArrayList<>();
+    for (int r = 0; r < size; r++) {
+      backends.add(new FakeBackend());
+    }
+    int root = size - 1;
+    List<RankResult> results = build(size, backends::get, r -> KernelSource.of(SOURCE).withKernels("k1", "k2"), r -> root);
+    int compiles = 0;
+    for (int r = 0; r < size; r++) {
+      RankResult res = results.get(r);
+      assertNull(res.error(), "rank " + r + ": " + res.error());
+      assertTrue(FakeBackend.sameBinary(res.outcome().program(), SOURCE, 1000), "rank " + r + " got another binary");
+      assertEquals(List.of("k1", "k2"), res.outcome().program().kernelNames());
+      assertEquals(r == root, res.outcome().stats().compiled());
+      assertEquals(1000, res.outcome().stats().binaryBytes());
+      assertEquals(r == root ? 0 : 1, backends.get(r).loads.get(), "loads on rank " + r);
+      compiles += backends.get(r).compiles.get();
+    }
+    assertEquals(1, compiles);
+  }
+
+  @Test
+  void payloadTravelsInConfiguredChunks() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
+    List<RankResult> results = build(3, r -> new FakeBackend(), r -> KernelSource.of(SOURCE), r -> 0, world);
+    results.forEach(res -> assertNull(res.error()));
+    // 1000 bytes in 256-byte chunks: 4 payload broadcasts per rank, after the header and the metadata.
+    long payloadChunks = world.calls().stream()
+        .filter(c -> c.rank() == 1 && c.operation().equals("broadcast") && c.bytes() <= 256 && c.bytes() != 64)
+        .filter(c -> c.bytes() == 256 || c.bytes() == 1000 - 3 * 256)
+        .count();
+    assertEquals(4, payloadChunks);
+  }
+
+  @Test
+  void compileFailureReachesEveryRankWithTheLog() throws Exception {
+    List<RankResult> results = build(4, r -> new FakeBackend(), r -> KernelSource.of("syntax error"), r -> 1);
+    Throwable e = sameErrorEverywhere(results);
+    assertInstanceOf(CompileException.class, e);
+    assertEquals("line 1: syntax error here", ((CompileException) e).buildLog());
+    assertTrue(e.getMessage().contains("root 1"), e.getMessage());
+  }
+
+  @Test
+  void unexpectedRootFailureReachesEveryRank() throws Exception {
+    List<RankResult> results = build(3, r -> {
+      FakeBackend b = new FakeBackend();
+      b.compileFailure = new IllegalStateException("device lost");
+      return b;
+    }, r -> KernelSource.of(SOURCE), r -> 0);
+    Throwable e = sameErrorEverywhere(results);
+    assertEquals(KernelBuildException.class, e.getClass());
+    assertTrue(e.getMessage().contains("device lost"), e.getMessage());
+  }
+
+  @Test
+  void invalidRequestFromTheBackendReachesEveryRank() throws Exception {
+    List<RankResult> results = build(3, r -> {
+      FakeBackend b = new FakeBackend();
+      b.compileFailure = new IllegalArgumentException("unknown kernel name 'nope'");
+      return b;
+    }, r -> KernelSource.of(SOURCE).withKernels("nope"), r -> 0);
+    Throwable e = sameErrorEverywhere(results);
+    assertInstanceOf(IllegalArgumentException.class, e);
+    assertTrue(e.getMessage().contains("'nope'"));
+  }
+
+  @Test
+  void differentSourceOnOneRankIsNamedOnEveryRank() throws Exception {
+    List<RankResult> results = build(4, r -> new FakeBackend(),
+        r -> KernelSource.of(r == 2 ? SOURCE + " " : SOURCE), r -> 0);
+    RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
+    assertEquals(Map.of(2, List.of("source")), e.differingRanks());
+    assertTrue(e.getMessage().contains("rank 2 differs in source"), e.getMessage());
+  }
+
+  @Test
+  void differentOptionsKernelsAndRootsAreNamed() throws Exception {
+    List<RankResult> results = build(5, r -> new FakeBackend(),
+        r -> r == 1 ? KernelSource.of(SOURCE).withOptions("-O3")
+            : r == 3 ? KernelSource.of(SOURCE).withKernels("other") : KernelSource.of(SOURCE),
+        r -> r == 4 ? 1 : 0);
+    RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
+    assertEquals(Map.of(1, List.of("options"), 3, List.of("kernels"), 4, List.of("root")), e.differingRanks());
+  }
+
+  @Test
+  void rootOutOfRangeFailsEveryRankWithoutUsingIt() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
+    List<RankResult> results = build(3, r -> new FakeBackend(), r -> KernelSource.of(SOURCE), r -> 7, world);
+    Throwable e = sameErrorEverywhere(results);
+    assertInstanceOf(IllegalArgumentException.class, e);
+    assertTrue(e.getMessage().contains("root 7 is out of range"), e.getMessage());
+    assertTrue(world.calls().stream().noneMatch(c -> c.operation().equals("broadcast")), "a broadcast was made");
+  }
+
+  @Test
+  void badInputOnOneRankFailsEveryRankInsteadOfHanging() throws Exception {
+    List<RankResult> results = build(3, r -> new FakeBackend(), r -> KernelSource.of(r == 1 ? "" : SOURCE), r -> 0);
+    RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
+    assertTrue(e.getMessage().contains("rank 1 differs in source, validity (kernel source is empty"), e.getMessage());
+  }
+
+  @Test
+  void sameBadInputEverywhereGivesTheSameIllegalArgument() throws Exception {
+    List<RankResult> results = build(3, r -> new FakeBackend(), r -> KernelSource.of(SOURCE).withKernels("bad name"), r -> 0);
+    Throwable e = sameErrorEverywhere(results);
+    assertInstanceOf(IllegalArgumentException.class, e);
+    assertEquals("kernel name 'bad name' is not a valid identifier", e.getMessage());
+  }
+
+  @Test
+  void loadFailureOnOneRankFailsEveryRankNamingIt() throws Exception {
+    List<RankResult> results = build(4, r -> {
+      FakeBackend b = new FakeBackend();
+      if (r == 3) {
+        b.loadFailure = new IllegalStateException("clBuildProgram from binary failed: CL_INVALID_BINARY");
+      }
+      return b;
+    }, r -> KernelSource.of(SOURCE), r -> 0);
+    KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
+    assertEquals(List.of(3), List.copyOf(e.failures().keySet()));
+    assertTrue(e.failures().get(3).contains("CL_INVALID_BINARY"));
+  }
+
+  @Test
+  void targetMismatchIsALoadFailure() throws Exception {
+    List<RankResult> results = build(2, r -> {
+      FakeBackend b = new FakeBackend();
+      b.target = r == 0 ? "cpu-a" : "cpu-b";
+      return b;
+    }, r -> KernelSource.of(SOURCE), r -> 0);
+    KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
+    assertTrue(e.failures().get(1).contains("cpu-a"), e.getMessage());
+  }
+
+  @Test
+  void payloadCorruptedInTransitIsNeverLoaded() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
+    List<FakeBackend> backends = List.of(new FakeBackend(), new FakeBackend(), new FakeBackend());
+    List<RankResult> results = onRanks(world, 3, backends::get, (rank, comm, backend) -> {
+      Communicator c = rank == 2 ? new FlipByteOnBroadcast(comm, 3) : comm;
+      return new CollectiveBuild(c, backend, SETTINGS).run(KernelSource.of(SOURCE), 0);
+    });
+    KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
+    assertTrue(e.failures().get(2).contains("SHA-256"), e.getMessage());
+    assertEquals(0, backends.get(2).loads.get(), "the corrupt binary reached the backend");
+  }
+
+  @Test
+  void oversizedBinaryIsRefusedWithoutLosingStep() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
+    List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(), (rank, comm, backend) ->
+        new CollectiveBuild(comm, backend, SETTINGS.withMaxBinaryBytes(rank == 1 ? 999 : 1 << 20))
+            .run(KernelSource.of(SOURCE), 0));
+    KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
+    assertTrue(e.failures().get(1).contains("exceeds this rank's limit of 999"), e.getMessage());
+  }
+
+  /** Flips one byte of the n-th broadcast (1-based) that this rank receives. */
+  static final class FlipByteOnBroadcast implements Communicator {
+    private final Communicator inner;
+    private final int target;
+    private int count;
+
+    FlipByteOnBroadcast(Communicator inner, int target) {
+      this.inner = inner;
+      this.target = target;
+    }
+
+    @Override
+    public int rank() {
+      return inner.rank();
+    }
+
+    @Override
+    public int size() {
+      return inner.size();
+    }
+
+    @Override
+    public void broadcast(ByteBuffer buffer, int root) {
+      inner.broadcast(buffer, root);
+      if (++count == target) {
+        int at = buffer.position();
+        buffer.put(at, (byte) (buffer.get(at) ^ 0x01));
+      }
+    }
+
+    @Override
+    public int[] allReduceMax(int[] values) {
+      return inner.allReduceMax(values);
+    }
+
+    @Override
+    public byte[][] allGather(byte[] mine) {
+      return inner.allGather(mine);
+    }
+
+    @Override
+    public void abort(String message, int errorCode) {
+      inner.abort(message, errorCode);
+    }
+
+    @Override
+    public String description() {
+      return inner.description();
+    }
+  }
+}

@@ -1,0 +1,108 @@
+package org.mpibuild.internal;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.mpibuild.CorruptBinaryException;
+
+class EnvelopeTest {
+  static final Envelope.Metadata META = new Envelope.Metadata("opencl", "platform=p; device=d", List.of("a", "b"),
+      "-D X=1", "log ✓ unicode", "");
+
+  static Envelope sample(int size, int chunk) {
+    byte[] b = new byte[size];
+    for (int i = 0; i < size; i++) {
+      b[i] = (byte) (i * 31);
+    }
+    return Envelope.ok(META, Payload.copyOf(b, chunk));
+  }
+
+  @Test
+  void roundTripKeepsEveryField() {
+    Envelope e = sample(10_000, 777);
+    Envelope back = Envelope.fromBytes(e.toBytes(), Long.MAX_VALUE, 4096);
+    assertEquals(META, back.metadata());
+    assertEquals(Envelope.Status.OK, back.status());
+    assertArrayEquals(e.payload().toByteArray(), back.payload().toByteArray());
+    assertEquals(e.payloadSha256Hex(), back.payloadSha256Hex());
+  }
+
+  @Test
+  void chunksCoverThePayloadExactly() {
+    Payload p = sample(10_000, 777).payload();
+    assertEquals(13, p.chunks().length);
+    assertEquals(10_000 - 12 * 777, p.chunks()[12].remaining());
+    assertEquals(0, Payload.allocate(0, 5).chunks().length);
+  }
+
+  @Test
+  void failureEnvelopeCarriesLogAndMessage() {
+    Envelope e = Envelope.failure(Envelope.Status.COMPILE_FAILED,
+        new Envelope.Metadata("opencl", "t", List.of(), "", "error: x undeclared", "clBuildProgram failed"));
+    Envelope back = Envelope.fromBytes(e.toBytes(), Long.MAX_VALUE, 64);
+    assertEquals(Envelope.Status.COMPILE_FAILED, back.status());
+    assertEquals("error: x undeclared", back.metadata().buildLog());
+    assertEquals(0, back.payload().length());
+  }
+
+  @Test
+  void flippedPayloadByteIsCaughtByTheDigest() {
+    byte[] bytes = sample(5000, 1000).toBytes();
+    bytes[bytes.length - 100] ^= 0x40;
+    CorruptBinaryException e = assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(bytes, Long.MAX_VALUE, 64));
+    assertTrue(e.getMessage().contains("SHA-256"), e.getMessage());
+  }
+
+  @Test
+  void truncationIsNamed() {
+    byte[] bytes = sample(5000, 1000).toBytes();
+    byte[] cut = Arrays.copyOf(bytes, bytes.length - 1);
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(cut, Long.MAX_VALUE, 64))
+        .getMessage().contains("truncated"));
+    byte[] tiny = Arrays.copyOf(bytes, 10);
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(tiny, Long.MAX_VALUE, 64))
+        .getMessage().contains("truncated"));
+  }
+
+  @Test
+  void wrongMagicIsRefused() {
+    byte[] bytes = sample(100, 64).toBytes();
+    bytes[0] = 'X';
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(bytes, Long.MAX_VALUE, 64))
+        .getMessage().contains("magic"));
+  }
+
+  @Test
+  void unknownVersionIsRefused() {
+    byte[] bytes = sample(100, 64).toBytes();
+    bytes[9] = 2;
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(bytes, Long.MAX_VALUE, 64))
+        .getMessage().contains("version 2"));
+  }
+
+  @Test
+  void headerAndMetadataCorruptionAreCaughtByChecksums() {
+    byte[] header = sample(100, 64).toBytes();
+    header[20] ^= 1; // payload length
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(header, Long.MAX_VALUE, 64))
+        .getMessage().contains("header checksum"));
+    byte[] meta = sample(100, 64).toBytes();
+    meta[Envelope.HEADER_BYTES + 6] ^= 1;
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(meta, Long.MAX_VALUE, 64))
+        .getMessage().contains("metadata checksum"));
+  }
+
+  @Test
+  void absurdLengthsAreRefusedBeforeAllocating() {
+    Envelope e = sample(5000, 1000);
+    ByteBuffer header = e.encodeHeader(e.encodeMetadata());
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.decodeHeader(header, 4999))
+        .getMessage().contains("5000"));
+  }
+}

@@ -1,0 +1,75 @@
+package org.mpibuild.internal;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.mpibuild.CompileException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.spi.LoadedProgram;
+
+/** A backend without a device: the "binary" is derived from the source, and loading checks it. */
+final class FakeBackend implements Backend {
+  final AtomicInteger compiles = new AtomicInteger();
+  final AtomicInteger loads = new AtomicInteger();
+  String target = "fake-device";
+  int binaryBytes = 1000;
+  RuntimeException compileFailure;
+  RuntimeException loadFailure;
+
+  record Program(List<String> kernelNames, byte[] binary) implements LoadedProgram {
+    @Override
+    public void close() {}
+  }
+
+  @Override
+  public String id() {
+    return "fake";
+  }
+
+  @Override
+  public String target() {
+    return target;
+  }
+
+  @Override
+  public Compilation compile(KernelSource request) {
+    compiles.incrementAndGet();
+    if (compileFailure != null) {
+      throw compileFailure;
+    }
+    if (request.source().contains("syntax error")) {
+      throw new CompileException("fake compiler failed", "line 1: syntax error here");
+    }
+    byte[] binary = binaryFor(request.source(), binaryBytes);
+    List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
+    return new Compilation(new Program(names, binary), binary, "warning: none");
+  }
+
+  @Override
+  public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+    loads.incrementAndGet();
+    if (loadFailure != null) {
+      throw loadFailure;
+    }
+    return new Program(kernelNames, binary);
+  }
+
+  @Override
+  public void close() {}
+
+  static byte[] binaryFor(String source, int size) {
+    byte[] seed = source.getBytes(StandardCharsets.UTF_8);
+    byte[] out = new byte[size];
+    for (int i = 0; i < size; i++) {
+      out[i] = (byte) (seed[i % seed.length] + i / seed.length);
+    }
+    return out;
+  }
+
+  static boolean sameBinary(LoadedProgram p, String source, int size) {
+    return Arrays.equals(((Program) p).binary(), binaryFor(source, size));
+  }
+}
