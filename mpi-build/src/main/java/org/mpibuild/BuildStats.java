@@ -8,7 +8,10 @@ package org.mpibuild;
  * @param compiled whether this rank ran the compiler
  * @param agreementNanos time spent checking that all ranks asked for the same kernel
  * @param compileNanos time spent compiling, including fetching the binary; 0 on ranks that did not compile
- * @param broadcastNanos time spent sending or receiving the binary; 0 in local mode
+ * @param waitNanos time a receiver spent waiting for the root to start sending (the root's compile, seen
+ *     from here); 0 on the root
+ * @param broadcastNanos time spent sending or receiving the binary, from its first byte, including the
+ *     digest check; near 0 in local mode
  * @param loadNanos time spent loading the binary into this rank's device, and agreeing that every rank
  *     did; 0 on the root, which keeps the program it compiled
  * @param binaryBytes size of the binary (the payload), in bytes
@@ -19,6 +22,7 @@ public record BuildStats(
     boolean compiled,
     long agreementNanos,
     long compileNanos,
+    long waitNanos,
     long broadcastNanos,
     long loadNanos,
     long binaryBytes) {
@@ -38,6 +42,6 @@ public record BuildStats(
    * @return the sum of all phases, in nanoseconds
    */
   public long totalNanos() {
-    return agreementNanos + compileNanos + broadcastNanos + loadNanos;
+    return agreementNanos + compileNanos + waitNanos + broadcastNanos + loadNanos;
   }
 }

@@ -137,7 +137,7 @@ public final class MpiBuild implements AutoCloseable {
         throw new KernelLoadException("loading binary data failed: " + ex.getMessage(),
             Map.of(comm.rank(), String.valueOf(ex.getMessage())));
       }
-      BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, 0, 0, 0, System.nanoTime() - t0,
+      BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, 0, 0, 0, 0, System.nanoTime() - t0,
           e.payload().length());
       return new BuiltKernel(program, e, stats);
     }

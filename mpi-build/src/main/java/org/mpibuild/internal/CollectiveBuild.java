@@ -101,7 +101,8 @@ public final class CollectiveBuild {
     agreeOnLoad(program, failure);
     long t4 = System.nanoTime();
 
-    BuildStats stats = new BuildStats(rank, root, rank == root, t1 - t0, t2 - t1, t3 - t2, t4 - t3,
+    long wait = rank == root ? 0 : received.headerNanos - t2;
+    BuildStats stats = new BuildStats(rank, root, rank == root, t1 - t0, t2 - t1, wait, t3 - t2 - wait, t4 - t3,
         envelope.payload().length());
     log.debug("built {} from root {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
         program.kernelNames(), root, stats.binaryBytes(), ms(stats.compileNanos()), ms(stats.broadcastNanos()),
@@ -192,6 +193,7 @@ public final class CollectiveBuild {
     Envelope.Metadata metadata;
     Envelope envelope;
     String problem;
+    long headerNanos;
   }
 
   private Received broadcast(Envelope sent, int root) {
@@ -210,6 +212,7 @@ public final class CollectiveBuild {
     }
 
     Received r = new Received();
+    r.headerNanos = System.nanoTime();
     try {
       r.header = Envelope.decodeHeader(header, Long.MAX_VALUE);
     } catch (CorruptBinaryException e) {

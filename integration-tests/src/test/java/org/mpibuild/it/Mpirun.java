@@ -1,0 +1,88 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Runs a program of this module under a real mpirun, one rank per process, each rank's output in its own
+ * file, each rank with a private empty PoCL cache. A job that outlives its deadline is killed with all of
+ * its processes, and the test fails.
+ */
+final class Mpirun {
+  static final Path REPO = Path.of(System.getProperty("mpibuild.it.repo", "..")).toAbsolutePath().normalize();
+
+  /** One finished job: mpirun's exit status, its own output, and each rank's standard output. */
+  record Job(int exitCode, String mpirunOutput, TreeMap<Integer, List<String>> stdoutByRank, Path dir) {
+    String describe() {
+      StringBuilder sb = new StringBuilder("mpirun exit ").append(exitCode).append('\n').append(mpirunOutput);
+      stdoutByRank.forEach((r, lines) -> sb.append("\n--- rank ").append(r).append(" stdout\n")
+          .append(String.join("\n", lines)));
+      try {
+        for (int r : stdoutByRank.keySet()) {
+          Path err = dir.resolve("out/1/rank." + r + "/stderr");
+          if (Files.exists(err)) {
+            sb.append("\n--- rank ").append(r).append(" stderr\n").append(Files.readString(err));
+          }
+        }
+      } catch (IOException e) {
+        sb.append("\n(cannot read stderr: ").append(e).append(')');
+      }
+      return sb.toString();
+    }
+  }
+
+  private Mpirun() {}
+
+  static Job run(int ranks, long timeoutSeconds, String mainClass, String... args) {
+    String classpath = System.getProperty("mpibuild.it.classpath");
+    if (classpath == null) {
+      fail("mpibuild.it.classpath is not set: run the integration tests through Maven (make test)");
+    }
+    try {
+      Path dir = Files.createTempDirectory("mpi-build-it");
+      List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--oversubscribe",
+          "-np", Integer.toString(ranks), "--output-filename", dir.resolve("out").toString(),
+          "-x", "MPI_BUILD_POCL_CACHE_ROOT=" + dir.resolve("pocl"),
+          "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m",
+          REPO.resolve("bin/mpi-build-rank").toString(), "-cp", classpath, mainClass));
+      cmd.addAll(List.of(args));
+      Path mpirunLog = dir.resolve("mpirun.log");
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(mpirunLog.toFile()).start();
+      if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        fail("mpirun -np " + ranks + " " + mainClass + " did not finish within " + timeoutSeconds + " s:\n"
+            + Files.readString(mpirunLog));
+      }
+      TreeMap<Integer, List<String>> byRank = new TreeMap<>();
+      for (int r = 0; r < ranks; r++) {
+        Path out = dir.resolve("out/1/rank." + r + "/stdout");
+        byRank.put(r, Files.exists(out) ? Files.readAllLines(out, StandardCharsets.UTF_8) : List.of());
+      }
+      return new Job(p.exitValue(), Files.readString(mpirunLog), byRank, dir);
+    } catch (IOException e) {
+      throw new AssertionError("cannot run mpirun: " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted", e);
+    }
+  }
+
+  static void delete(Path dir) {
+    try (Stream<Path> walk = Files.walk(dir)) {
+      walk.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+    } catch (IOException e) {
+      // best effort
+    }
+  }
+}
