@@ -1,14 +1,15 @@
 package org.mpibuild;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.SortedMap;
+import org.mpibuild.internal.Agreement;
 import org.mpibuild.internal.Backends;
 import org.mpibuild.internal.CollectiveBuild;
 import org.mpibuild.internal.Envelope;
 import org.mpibuild.internal.LogContext;
 import org.mpibuild.internal.MpiBindings;
 import org.mpibuild.internal.Settings;
+import org.mpibuild.internal.comm.ForwardingCommunicator;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.LoadedProgram;
@@ -119,22 +120,12 @@ public final class MpiBuild implements AutoCloseable {
     }
     try (LogContext ignored = LogContext.rank(comm.rank())) {
       Envelope e = data.envelope();
-      String why = null;
-      if (!e.metadata().backend().equals(backend.id())) {
-        why = "binary is for backend '" + e.metadata().backend() + "', this MpiBuild uses '" + backend.id() + "'";
-      } else if (!e.metadata().target().equals(backend.target())) {
-        why = "binary was built for target [" + e.metadata().target() + "], this rank's device is ["
-            + backend.target() + "]";
-      }
-      if (why != null) {
-        throw new KernelLoadException(why, Map.of(comm.rank(), why));
-      }
       long t0 = System.nanoTime();
       LoadedProgram program;
       try {
-        program = backend.load(e.payload().toByteArray(), e.metadata().kernelNames());
+        program = CollectiveBuild.loadChecked(backend, e);
       } catch (RuntimeException ex) {
-        throw new KernelLoadException("loading binary data failed: " + ex.getMessage(),
+        throw new KernelLoadException("loading binary data failed on rank " + comm.rank() + ": " + ex.getMessage(),
             Map.of(comm.rank(), String.valueOf(ex.getMessage())));
       }
       BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, 0, 0, 0, 0, System.nanoTime() - t0,
@@ -306,60 +297,22 @@ public final class MpiBuild implements AutoCloseable {
     }
 
     private static void agreeOnBackend(Communicator comm, Backend b, String failure) {
-      if (comm.allReduceMax(new int[] {failure == null ? 0 : 1})[0] == 0) {
+      SortedMap<Integer, String> failures = Agreement.failures(comm, failure);
+      if (failures.isEmpty()) {
         return;
       }
-      byte[][] all = comm.allGather(failure == null ? new byte[0] : failure.getBytes(StandardCharsets.UTF_8));
       if (b != null) {
         b.close();
       }
-      Map<Integer, String> reasons = new TreeMap<>();
-      for (int r = 0; r < all.length; r++) {
-        if (all[r].length > 0) {
-          reasons.put(r, new String(all[r], StandardCharsets.UTF_8));
-        }
-      }
-      StringBuilder msg = new StringBuilder("the backend cannot run on ranks ").append(reasons.keySet());
-      reasons.forEach((r, why) -> msg.append("\n  rank ").append(r).append(": ").append(why));
-      throw new BackendUnavailableException(msg.toString(), null);
+      throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
+          + Agreement.describe(failures), null);
     }
   }
 
   /** A caller's communicator: used, never closed by the library. */
-  private record Borrowed(Communicator inner) implements Communicator {
-    @Override
-    public int rank() {
-      return inner.rank();
-    }
-
-    @Override
-    public int size() {
-      return inner.size();
-    }
-
-    @Override
-    public void broadcast(java.nio.ByteBuffer buffer, int root) {
-      inner.broadcast(buffer, root);
-    }
-
-    @Override
-    public int[] allReduceMax(int[] values) {
-      return inner.allReduceMax(values);
-    }
-
-    @Override
-    public byte[][] allGather(byte[] mine) {
-      return inner.allGather(mine);
-    }
-
-    @Override
-    public void abort(String message, int errorCode) {
-      inner.abort(message, errorCode);
-    }
-
-    @Override
-    public String description() {
-      return inner.description();
+  private static final class Borrowed extends ForwardingCommunicator {
+    Borrowed(Communicator inner) {
+      super(inner);
     }
 
     @Override

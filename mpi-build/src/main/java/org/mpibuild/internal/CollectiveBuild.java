@@ -1,11 +1,10 @@
 package org.mpibuild.internal;
 
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+import java.util.SortedMap;
 import org.mpibuild.BuildStats;
 import org.mpibuild.CompileException;
 import org.mpibuild.CorruptBinaryException;
@@ -269,6 +268,14 @@ public final class CollectiveBuild {
   }
 
   private LoadedProgram load(Envelope envelope) {
+    return loadChecked(backend, envelope);
+  }
+
+  /**
+   * Loads an envelope's binary with {@code backend} after checking that it was built by the same backend
+   * for the same target. Throws with a message for a person if not, or if the device refuses it.
+   */
+  public static LoadedProgram loadChecked(Backend backend, Envelope envelope) {
     Envelope.Metadata meta = envelope.metadata();
     if (!meta.backend().equals(backend.id())) {
       throw new IllegalStateException("binary is for backend '" + meta.backend() + "', this rank uses '"
@@ -283,25 +290,15 @@ public final class CollectiveBuild {
   }
 
   private void agreeOnLoad(LoadedProgram program, String failure) {
-    int[] any = comm.allReduceMax(new int[] {failure == null ? 0 : 1});
-    if (any[0] == 0) {
+    SortedMap<Integer, String> failures = Agreement.failures(comm, failure);
+    if (failures.isEmpty()) {
       return;
     }
-    byte[] mine = failure == null ? new byte[0] : failure.getBytes(StandardCharsets.UTF_8);
-    byte[][] all = comm.allGather(mine);
     if (program != null) {
       program.close();
     }
-    Map<Integer, String> failures = new TreeMap<>();
-    for (int r = 0; r < all.length; r++) {
-      if (all[r].length > 0) {
-        failures.put(r, new String(all[r], StandardCharsets.UTF_8));
-      }
-    }
-    StringBuilder msg = new StringBuilder("the kernel could not be loaded on ").append(failures.size())
-        .append(" of ").append(all.length).append(" ranks ").append(failures.keySet());
-    failures.forEach((r, why) -> msg.append("\n  rank ").append(r).append(": ").append(why));
-    throw new KernelLoadException(msg.toString(), failures);
+    throw new KernelLoadException("the kernel could not be loaded on " + failures.size() + " of " + comm.size()
+        + " ranks " + failures.keySet() + Agreement.describe(failures), failures);
   }
 
   private static String describe(Throwable e) {

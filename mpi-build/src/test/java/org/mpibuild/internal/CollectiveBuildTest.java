@@ -23,6 +23,7 @@ import org.mpibuild.KernelBuildException;
 import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.RequestMismatchException;
+import org.mpibuild.internal.comm.ForwardingCommunicator;
 import org.mpibuild.internal.comm.InProcessCommunicator;
 import org.mpibuild.spi.Communicator;
 
@@ -248,24 +249,13 @@ class CollectiveBuildTest {
   }
 
   /** Flips one byte of the n-th broadcast (1-based) that this rank receives. */
-  static final class FlipByteOnBroadcast implements Communicator {
-    private final Communicator inner;
+  static final class FlipByteOnBroadcast extends ForwardingCommunicator {
     private final int target;
     private int count;
 
     FlipByteOnBroadcast(Communicator inner, int target) {
-      this.inner = inner;
+      super(inner);
       this.target = target;
-    }
-
-    @Override
-    public int rank() {
-      return inner.rank();
-    }
-
-    @Override
-    public int size() {
-      return inner.size();
     }
 
     @Override
@@ -275,26 +265,6 @@ class CollectiveBuildTest {
         int at = buffer.position();
         buffer.put(at, (byte) (buffer.get(at) ^ 0x01));
       }
-    }
-
-    @Override
-    public int[] allReduceMax(int[] values) {
-      return inner.allReduceMax(values);
-    }
-
-    @Override
-    public byte[][] allGather(byte[] mine) {
-      return inner.allGather(mine);
-    }
-
-    @Override
-    public void abort(String message, int errorCode) {
-      inner.abort(message, errorCode);
-    }
-
-    @Override
-    public String description() {
-      return inner.description();
     }
   }
 }

@@ -236,11 +236,7 @@ final class OpenClBackend implements Backend {
   }
 
   private static String kernelName(cl_kernel k) {
-    long[] size = new long[1];
-    check(clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, null, size), "clGetKernelInfo");
-    byte[] b = new byte[(int) size[0]];
-    check(clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, b.length, Pointer.to(b), null), "clGetKernelInfo");
-    return cString(b);
+    return infoString("clGetKernelInfo", (n, v, r) -> clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, n, v, r));
   }
 
   private byte[] programBinary(cl_program program) {
@@ -325,28 +321,30 @@ final class OpenClBackend implements Backend {
     }
   }
 
-  private static String platformInfo(cl_platform_id p, int param) {
+  /** One clGet*Info call: size query when {@code value} is null, else the value. */
+  private interface InfoQuery {
+    int get(long size, Pointer value, long[] sizeRet);
+  }
+
+  /** Reads a string property through the usual two calls: its size, then its bytes. */
+  private static String infoString(String what, InfoQuery query) {
     long[] size = new long[1];
-    check(clGetPlatformInfo(p, param, 0, null, size), "clGetPlatformInfo");
+    check(query.get(0, null, size), what);
     byte[] b = new byte[(int) size[0]];
-    check(clGetPlatformInfo(p, param, b.length, Pointer.to(b), null), "clGetPlatformInfo");
+    check(query.get(b.length, Pointer.to(b), null), what);
     return cString(b);
+  }
+
+  private static String platformInfo(cl_platform_id p, int param) {
+    return infoString("clGetPlatformInfo", (n, v, r) -> clGetPlatformInfo(p, param, n, v, r));
   }
 
   private static String deviceInfo(cl_device_id d, int param) {
-    long[] size = new long[1];
-    check(clGetDeviceInfo(d, param, 0, null, size), "clGetDeviceInfo");
-    byte[] b = new byte[(int) size[0]];
-    check(clGetDeviceInfo(d, param, b.length, Pointer.to(b), null), "clGetDeviceInfo");
-    return cString(b);
+    return infoString("clGetDeviceInfo", (n, v, r) -> clGetDeviceInfo(d, param, n, v, r));
   }
 
   private static String programString(cl_program p, int param) {
-    long[] size = new long[1];
-    check(clGetProgramInfo(p, param, 0, null, size), "clGetProgramInfo");
-    byte[] b = new byte[(int) size[0]];
-    check(clGetProgramInfo(p, param, b.length, Pointer.to(b), null), "clGetProgramInfo");
-    return cString(b);
+    return infoString("clGetProgramInfo", (n, v, r) -> clGetProgramInfo(p, param, n, v, r));
   }
 
   private static String cString(byte[] b) {

@@ -1,0 +1,53 @@
+package org.mpibuild.internal.comm;
+
+import java.nio.ByteBuffer;
+import org.mpibuild.spi.Communicator;
+
+/** A communicator that passes every call to another; subclasses change what they need. */
+public abstract class ForwardingCommunicator implements Communicator {
+  protected final Communicator inner;
+
+  protected ForwardingCommunicator(Communicator inner) {
+    this.inner = inner;
+  }
+
+  @Override
+  public int rank() {
+    return inner.rank();
+  }
+
+  @Override
+  public int size() {
+    return inner.size();
+  }
+
+  @Override
+  public void broadcast(ByteBuffer buffer, int root) {
+    inner.broadcast(buffer, root);
+  }
+
+  @Override
+  public int[] allReduceMax(int[] values) {
+    return inner.allReduceMax(values);
+  }
+
+  @Override
+  public byte[][] allGather(byte[] mine) {
+    return inner.allGather(mine);
+  }
+
+  @Override
+  public void abort(String message, int errorCode) {
+    inner.abort(message, errorCode);
+  }
+
+  @Override
+  public String description() {
+    return inner.description();
+  }
+
+  @Override
+  public void close() {
+    inner.close();
+  }
+}
