@@ -6,6 +6,7 @@ package org.mpibuild;
  * @param rank this rank in the build's communicator (0 in local mode)
  * @param root the rank that compiled
  * @param compiled whether this rank ran the compiler
+ * @param cacheHit whether this rank (the root) found the binary, or a recent compile failure, in a cache
  * @param agreementNanos time spent checking that all ranks asked for the same kernel
  * @param compileNanos time spent compiling, including fetching the binary; 0 on ranks that did not compile
  * @param waitNanos time a receiver spent waiting for the root to start sending (the root's compile, seen
@@ -15,17 +16,21 @@ package org.mpibuild;
  * @param loadNanos time spent loading the binary into this rank's device, and agreeing that every rank
  *     did; 0 on the root, which keeps the program it compiled
  * @param binaryBytes size of the binary (the payload), in bytes
+ * @param cacheFileOperations file system calls this rank made on the caches for this build (0 on ranks
+ *     other than the root, except for node-local cache writes)
  */
 public record BuildStats(
     int rank,
     int root,
     boolean compiled,
+    boolean cacheHit,
     long agreementNanos,
     long compileNanos,
     long waitNanos,
     long broadcastNanos,
     long loadNanos,
-    long binaryBytes) {
+    long binaryBytes,
+    long cacheFileOperations) {
 
   /**
    * Returns the role of this rank: {@code "root"} for the rank that compiled, {@code "receiver"} otherwise.

@@ -1,11 +1,16 @@
 package org.mpibuild;
 
+import java.nio.ByteBuffer;
+import java.nio.LongBuffer;
 import java.util.Map;
 import java.util.SortedMap;
 import org.mpibuild.internal.Agreement;
 import org.mpibuild.internal.Backends;
 import org.mpibuild.internal.CollectiveBuild;
 import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.JobCounters;
+import org.mpibuild.internal.cache.CacheSettings;
+import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.LogContext;
 import org.mpibuild.internal.MpiBindings;
 import org.mpibuild.internal.Settings;
@@ -43,15 +48,16 @@ public final class MpiBuild implements AutoCloseable {
 
   private final Communicator comm;
   private final Backend backend;
-  private final Settings settings;
+  private final Caches caches;
+  private final JobCounters counters = new JobCounters();
   private final CollectiveBuild protocol;
   private boolean closed;
 
-  private MpiBuild(Communicator comm, Backend backend, Settings settings) {
+  private MpiBuild(Communicator comm, Backend backend, Settings settings, Caches caches) {
     this.comm = comm;
     this.backend = backend;
-    this.settings = settings;
-    this.protocol = new CollectiveBuild(comm, backend, settings);
+    this.caches = caches;
+    this.protocol = new CollectiveBuild(comm, backend, settings, caches, counters);
   }
 
   /**
@@ -128,10 +134,46 @@ public final class MpiBuild implements AutoCloseable {
         throw new KernelLoadException("loading binary data failed on rank " + comm.rank() + ": " + ex.getMessage(),
             Map.of(comm.rank(), String.valueOf(ex.getMessage())));
       }
-      BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, 0, 0, 0, 0, System.nanoTime() - t0,
-          e.payload().length());
+      BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, false, 0, 0, 0, 0, System.nanoTime() - t0,
+          e.payload().length(), 0);
       return new BuiltKernel(program, e, stats);
     }
+  }
+
+  /**
+   * Returns what the whole job did across this instance's builds: compiles, cache hits and misses, bytes
+   * broadcast, cache file operations and time per phase, reduced over every rank. Collective.
+   *
+   * @return the job-wide statistics, on every rank
+   */
+  public JobStatistics statistics() {
+    ensureOpen();
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      long[] mine = counters.toArray();
+      ByteBuffer out = ByteBuffer.allocate(mine.length * Long.BYTES);
+      out.asLongBuffer().put(mine);
+      byte[][] all = comm.allGather(out.array());
+      long[] sum = new long[JobCounters.LENGTH];
+      long[] max = new long[JobCounters.LENGTH];
+      for (byte[] b : all) {
+        LongBuffer in = ByteBuffer.wrap(b).asLongBuffer();
+        for (int i = 0; i < JobCounters.LENGTH; i++) {
+          long x = in.get(i);
+          sum[i] += x;
+          max[i] = Math.max(max[i], x);
+        }
+      }
+      // Every rank counts each build once; the job's build count is one rank's.
+      return new JobStatistics(all.length, max[JobCounters.BUILDS], sum[JobCounters.COMPILES],
+          sum[JobCounters.CACHE_HITS], sum[JobCounters.CACHE_MISSES], sum[JobCounters.BYTES_BROADCAST],
+          sum[JobCounters.CACHE_FILE_OPS], phase(sum, max, JobCounters.AGREEMENT_NS),
+          phase(sum, max, JobCounters.COMPILE_NS), phase(sum, max, JobCounters.WAIT_NS),
+          phase(sum, max, JobCounters.BROADCAST_NS), phase(sum, max, JobCounters.LOAD_NS));
+    }
+  }
+
+  private static JobStatistics.Phase phase(long[] sum, long[] max, int i) {
+    return new JobStatistics.Phase(sum[i], max[i]);
   }
 
   /** @return this process's rank in the build communicator; 0 in local mode */
@@ -173,7 +215,11 @@ public final class MpiBuild implements AutoCloseable {
       try {
         backend.close();
       } finally {
-        comm.close();
+        try {
+          caches.close();
+        } finally {
+          comm.close();
+        }
       }
     }
   }
@@ -240,6 +286,30 @@ public final class MpiBuild implements AutoCloseable {
     }
 
     /**
+     * Uses this directory for the persistent kernel cache (default {@code MPI_BUILD_CACHE_DIR}, else
+     * {@code ~/.cache/mpi-build}).
+     *
+     * @param dir the cache directory
+     * @return this builder
+     */
+    public Builder cacheDirectory(java.nio.file.Path dir) {
+      CacheSettings c = settings.cache();
+      settings = settings.withCache((c.access() == CacheSettings.Access.OFF ? c.withAccess(CacheSettings.Access.ON) : c)
+          .withDir(dir.toAbsolutePath()));
+      return this;
+    }
+
+    /**
+     * Turns the persistent kernel cache off: every build compiles.
+     *
+     * @return this builder
+     */
+    public Builder noCache() {
+      settings = settings.withCache(settings.cache().withAccess(CacheSettings.Access.OFF));
+      return this;
+    }
+
+    /**
      * Sets the broadcast chunk size (default 64 MiB; MPI counts are int, so at most 2^31 - 1).
      *
      * @param bytes the chunk size
@@ -286,8 +356,10 @@ public final class MpiBuild implements AutoCloseable {
           }
         }
         agreeOnBackend(comm, b, failure);
-        log.debug("mpi-build ready: {} on {}, target {}", b.id(), comm.description(), b.target());
-        return new MpiBuild(comm, b, settings);
+        Caches caches = Caches.of(settings.cache(), comm);
+        log.debug("mpi-build ready: {} on {}, target {}, cache {}", b.id(), comm.description(), b.target(),
+            settings.cache().access() == CacheSettings.Access.OFF ? "off" : settings.cache().dir());
+        return new MpiBuild(comm, b, settings, caches);
       } catch (RuntimeException e) {
         if (ownsComm) {
           comm.close();

@@ -15,6 +15,10 @@ import org.mpibuild.RequestMismatchException;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Compilation;
+import org.mpibuild.internal.cache.CacheKey;
+import org.mpibuild.internal.cache.CacheLock;
+import org.mpibuild.internal.cache.Caches;
+import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.spi.LoadedProgram;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -46,11 +50,20 @@ public final class CollectiveBuild {
   private final Communicator comm;
   private final Backend backend;
   private final Settings settings;
+  private final Caches caches;
+
+  private final JobCounters counters;
 
   public CollectiveBuild(Communicator comm, Backend backend, Settings settings) {
+    this(comm, backend, settings, Caches.none(), new JobCounters());
+  }
+
+  public CollectiveBuild(Communicator comm, Backend backend, Settings settings, Caches caches, JobCounters counters) {
     this.comm = comm;
     this.backend = backend;
     this.settings = settings;
+    this.caches = caches;
+    this.counters = counters;
   }
 
   /** Runs the protocol on every rank of the communicator. */
@@ -66,12 +79,13 @@ public final class CollectiveBuild {
     }
     long t1 = System.nanoTime();
 
-    Compilation compilation = null;
+    long fileOps0 = caches.fileOperations();
+    Obtained obtained = null;
     Envelope sent = null;
     if (rank == root) {
-      Compiled c = compileOnRoot(request);
-      compilation = c.compilation;
-      sent = c.envelope;
+      obtained = obtainOnRoot(request);
+      sent = obtained.envelope;
+      counters.rootOutcome(obtained.compiled, obtained.cacheHit, caches.enabled());
     }
     long t2 = System.nanoTime();
 
@@ -86,7 +100,7 @@ public final class CollectiveBuild {
     LoadedProgram program = null;
     String failure = null;
     if (rank == root) {
-      program = compilation.program();
+      program = obtained.program;
     } else if (received.problem != null) {
       failure = received.problem;
     } else {
@@ -98,11 +112,15 @@ public final class CollectiveBuild {
       }
     }
     agreeOnLoad(program, failure);
+    storeOnNode(envelope);
     long t4 = System.nanoTime();
 
     long wait = rank == root ? 0 : received.headerNanos - t2;
-    BuildStats stats = new BuildStats(rank, root, rank == root, t1 - t0, t2 - t1, wait, t3 - t2 - wait, t4 - t3,
-        envelope.payload().length());
+    boolean compiled = rank == root && obtained.compiled;
+    boolean hit = rank == root && obtained.cacheHit;
+    BuildStats stats = new BuildStats(rank, root, compiled, hit, t1 - t0, t2 - t1, wait, t3 - t2 - wait, t4 - t3,
+        envelope.payload().length(), caches.fileOperations() - fileOps0);
+    counters.add(stats, rank == root && size > 1 ? envelope.payload().length() : 0);
     log.debug("built {} from root {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
         program.kernelNames(), root, stats.binaryBytes(), ms(stats.compileNanos()), ms(stats.broadcastNanos()),
         ms(stats.loadNanos()));
@@ -137,30 +155,106 @@ public final class CollectiveBuild {
     throw new RequestMismatchException(msg.toString(), differing);
   }
 
-  private record Compiled(Compilation compilation, Envelope envelope) {}
+  /** What the root has before the broadcast: the envelope to send and, on success, its own program. */
+  private record Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit) {}
 
-  private Compiled compileOnRoot(KernelSource request) {
+  /**
+   * Gets the binary on the root: from the node-local cache, else the shared cache, else by compiling with
+   * the shared cache's lock held so that concurrent jobs compile once. Never throws: any failure becomes
+   * an error envelope, so that the root still takes part in the broadcast.
+   */
+  private Obtained obtainOnRoot(KernelSource request) {
     String target = "";
+    String key = "";
     try {
       target = backend.target();
-      Compilation c = backend.compile(request);
-      Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, c.program().kernelNames(),
-          request.options(), c.buildLog(), "");
-      return new Compiled(c, Envelope.ok(meta, Payload.copyOf(c.binary(), settings.chunkBytes())));
-    } catch (CompileException e) {
-      return failed(Envelope.Status.COMPILE_FAILED, request, target, e.buildLog(), rawMessage(e));
-    } catch (IllegalArgumentException e) {
-      return failed(Envelope.Status.INVALID_REQUEST, request, target, "", e.getMessage());
+      if (!caches.enabled()) {
+        return compile(request, target, "");
+      }
+      KernelCache shared = caches.shared();
+      key = CacheKey.of(request, backend);
+      Obtained hit = fromCache(caches.node(), key);
+      if (hit == null) {
+        hit = fromCache(shared, key);
+      }
+      if (hit != null) {
+        return hit;
+      }
+      if (shared == null) {
+        return compile(request, target, key);
+      }
+      try (CacheLock lock = shared.lock(key)) {
+        hit = fromCache(shared, key); // another job may have written it while this one waited
+        if (hit != null) {
+          return hit;
+        }
+        Obtained built = compile(request, target, key);
+        shared.store(key, built.envelope);
+        return built;
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return failed(Envelope.Status.INTERNAL_ERROR, request, target, key, "", "interrupted while waiting for a cache lock");
     } catch (RuntimeException | Error e) {
-      log.warn("compile on the root failed unexpectedly", e);
-      return failed(Envelope.Status.INTERNAL_ERROR, request, target, "", describe(e));
+      log.warn("the root failed unexpectedly", e);
+      return failed(Envelope.Status.INTERNAL_ERROR, request, target, key, "", describe(e));
     }
   }
 
-  private Compiled failed(Envelope.Status status, KernelSource request, String target, String buildLog, String msg) {
+  /** A usable entry of {@code cache}, loaded on the root; null on a miss or an entry the device refuses. */
+  private Obtained fromCache(KernelCache cache, String key) {
+    if (cache == null) {
+      return null;
+    }
+    KernelCache.Entry entry = cache.lookup(key);
+    if (entry == null) {
+      return null;
+    }
+    Envelope e = entry.envelope();
+    if (e.status() != Envelope.Status.OK) {
+      log.debug("cached compile failure for {} (negative entry)", key);
+      return new Obtained(e, null, false, true);
+    }
+    try {
+      return new Obtained(e, loadChecked(backend, e), false, true);
+    } catch (RuntimeException | LinkageError ex) {
+      log.warn("cache entry {} cannot be loaded ({}); moving it aside and rebuilding", entry.file(), describe(ex));
+      cache.discard(key);
+      return null;
+    }
+  }
+
+  private Obtained compile(KernelSource request, String target, String key) {
+    try {
+      Compilation c = backend.compile(request);
+      Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, c.program().kernelNames(),
+          request.options(), c.buildLog(), "", key);
+      return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary(), settings.chunkBytes())), c.program(), true,
+          false);
+    } catch (CompileException e) {
+      return failed(Envelope.Status.COMPILE_FAILED, request, target, key, e.buildLog(), rawMessage(e));
+    } catch (IllegalArgumentException e) {
+      return failed(Envelope.Status.INVALID_REQUEST, request, target, key, "", e.getMessage());
+    }
+  }
+
+  private Obtained failed(Envelope.Status status, KernelSource request, String target, String key, String buildLog,
+      String msg) {
     Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, request.kernelNames(), request.options(),
-        buildLog, msg);
-    return new Compiled(null, Envelope.failure(status, meta));
+        buildLog, msg, key);
+    return new Obtained(Envelope.failure(status, meta), null, status == Envelope.Status.COMPILE_FAILED, false);
+  }
+
+  /** After a successful build, one rank per node writes the node-local cache if it lacks the entry. */
+  private void storeOnNode(Envelope envelope) {
+    KernelCache node = caches.node();
+    String key = envelope.metadata().cacheKey();
+    if (node == null || caches.nodeComm() == null || key.isEmpty() || caches.nodeComm().rank() != 0) {
+      return;
+    }
+    if (!node.exists(key)) {
+      node.store(key, envelope);
+    }
   }
 
   /** The message of a compile exception without the build log that its constructor appended. */
@@ -204,7 +298,7 @@ public final class CollectiveBuild {
       for (ByteBuffer chunk : chunksOf(ByteBuffer.allocateDirect(meta.length).put(meta).flip())) {
         comm.broadcast(chunk, root);
       }
-      for (ByteBuffer chunk : sent.payload().chunks()) {
+      for (ByteBuffer chunk : sent.payload().rechunk(settings.chunkBytes()).chunks()) {
         comm.broadcast(chunk, root);
       }
       return null;

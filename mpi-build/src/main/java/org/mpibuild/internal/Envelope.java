@@ -26,8 +26,8 @@ import org.mpibuild.CorruptBinaryException;
  *  24 32  SHA-256 of the payload
  *  56  4  CRC32C of the metadata
  *  60  4  CRC32C of header bytes 0..59
- * metadata: backend id, target identity, kernel count and names, build options, build log, error message;
- *   each string as a 4-byte length and UTF-8 bytes
+ * metadata: backend id, target identity, kernel count and names, build options, build log, error message,
+ *   cache key (empty when not cached); each string as a 4-byte length and UTF-8 bytes
  * payload: the binary
  * </pre>
  */
@@ -54,8 +54,13 @@ public final class Envelope {
   }
 
   /** What the envelope says about its payload. Strings are never null. */
-  public record Metadata(
-      String backend, String target, List<String> kernelNames, String options, String buildLog, String error) {
+  public record Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
+      String error, String cacheKey) {
+    public Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
+        String error) {
+      this(backend, target, kernelNames, options, buildLog, error, "");
+    }
+
     public Metadata {
       backend = nonNull(backend);
       target = nonNull(target);
@@ -63,6 +68,12 @@ public final class Envelope {
       options = nonNull(options);
       buildLog = nonNull(buildLog);
       error = nonNull(error);
+      cacheKey = nonNull(cacheKey);
+    }
+
+    /** A copy carrying the cache key. */
+    public Metadata withCacheKey(String key) {
+      return new Metadata(backend, target, kernelNames, options, buildLog, error, key);
     }
 
     byte[] encode() {
@@ -76,6 +87,7 @@ public final class Envelope {
       parts.add(utf8(options));
       parts.add(utf8(buildLog));
       parts.add(utf8(error));
+      parts.add(utf8(cacheKey));
       int size = 0;
       for (byte[] p : parts) {
         size += p.length;
@@ -98,7 +110,7 @@ public final class Envelope {
         for (int i = 0; i < count; i++) {
           names.add(readUtf8(in));
         }
-        Metadata m = new Metadata(backend, target, names, readUtf8(in), readUtf8(in), readUtf8(in));
+        Metadata m = new Metadata(backend, target, names, readUtf8(in), readUtf8(in), readUtf8(in), readUtf8(in));
         if (in.hasRemaining()) {
           throw new CorruptBinaryException(in.remaining() + " unexpected bytes after the binary metadata");
         }

@@ -11,15 +11,17 @@ import java.security.NoSuchAlgorithmException;
 public final class Payload {
   private final ByteBuffer[] chunks;
   private final long length;
+  private final int chunkBytes;
 
-  private Payload(ByteBuffer[] chunks, long length) {
+  private Payload(ByteBuffer[] chunks, long length, int chunkBytes) {
     this.chunks = chunks;
     this.length = length;
+    this.chunkBytes = chunkBytes;
   }
 
   /** Returns an empty payload. */
   public static Payload empty() {
-    return new Payload(new ByteBuffer[0], 0);
+    return new Payload(new ByteBuffer[0], 0, 1);
   }
 
   /** Copies {@code bytes} into direct chunks of at most {@code chunkBytes} bytes. */
@@ -53,7 +55,7 @@ public final class Payload {
       chunks[i] = ByteBuffer.allocateDirect(n);
       left -= n;
     }
-    return new Payload(chunks, length);
+    return new Payload(chunks, length, chunkBytes);
   }
 
   /** Returns the chunks; each buffer's position is 0 and its limit is its length. */
@@ -63,6 +65,30 @@ public final class Payload {
       views[i] = chunks[i].duplicate().clear();
     }
     return views;
+  }
+
+  /** Returns this payload in chunks of {@code bytes}: itself if already so, else a copy. */
+  public Payload rechunk(int bytes) {
+    if (bytes == chunkBytes || length == 0) {
+      return this;
+    }
+    if (length > Integer.MAX_VALUE - 8) {
+      Payload p = allocate(length, bytes);
+      ByteBuffer[] to = p.chunks();
+      int t = 0;
+      for (ByteBuffer from : chunks()) {
+        while (from.hasRemaining()) {
+          int n = Math.min(from.remaining(), to[t].remaining());
+          to[t].put(from.duplicate().limit(from.position() + n));
+          from.position(from.position() + n);
+          if (!to[t].hasRemaining()) {
+            t++;
+          }
+        }
+      }
+      return p;
+    }
+    return copyOf(toByteArray(), bytes);
   }
 
   /** Returns the total length in bytes. */

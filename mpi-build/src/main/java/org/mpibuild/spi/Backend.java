@@ -27,6 +27,16 @@ public interface Backend extends AutoCloseable {
   String target();
 
   /**
+   * Returns the identity and version of the compiler, for cache keys: whatever else, besides the
+   * target, decides the binary (for OpenCL: platform and driver version; for nvcc: path, version, flags).
+   *
+   * @return a stable, human-readable identity; by default the backend id
+   */
+  default String compilerIdentity() {
+    return id();
+  }
+
+  /**
    * Compiles the request for this rank's device, makes the binary ready to load elsewhere, and keeps the
    * compiled program loaded here.
    *

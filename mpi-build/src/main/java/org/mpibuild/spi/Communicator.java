@@ -54,6 +54,14 @@ public interface Communicator extends AutoCloseable {
   byte[][] allGather(byte[] mine);
 
   /**
+   * Splits this communicator into one communicator per shared-memory node ({@code MPI_Comm_split_type}
+   * with {@code MPI_COMM_TYPE_SHARED}), keeping rank order. Collective. The caller closes the result.
+   *
+   * @return this rank's node communicator
+   */
+  Communicator splitByNode();
+
+  /**
    * Ends the whole job at once, after printing the message. Used only when the ranks can no longer agree
    * on what to do next, so that no rank is left waiting. Does not return.
    *

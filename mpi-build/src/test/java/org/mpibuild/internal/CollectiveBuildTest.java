@@ -30,7 +30,7 @@ import org.mpibuild.spi.Communicator;
 /** The protocol with several ranks in one JVM: every rank's outcome is checked, never only the root's. */
 class CollectiveBuildTest {
   static final String SOURCE = "__kernel void main() {}";
-  static final Settings SETTINGS = new Settings(Settings.Mode.LOCAL, null, 256, 1L << 30);
+  static final Settings SETTINGS = Settings.defaults().withMode(Settings.Mode.LOCAL).withChunkBytes(256).withMaxBinaryBytes(1L << 30);
 
   /** What one rank ended with: an outcome or an exception. */
   record RankResult(CollectiveBuild.Outcome outcome, Throwable error) {}

@@ -69,12 +69,15 @@ final class OpenClBackend implements Backend {
   private final cl_context context;
   private final cl_command_queue queue;
   private final String target;
+  private final String compiler;
 
-  private OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target) {
+  private OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target,
+      String compiler) {
     this.device = device;
     this.context = context;
     this.queue = queue;
     this.target = target;
+    this.compiler = compiler;
   }
 
   static OpenClBackend open(String platformSelector, String deviceSelector) {
@@ -129,7 +132,9 @@ final class OpenClBackend implements Backend {
       clReleaseContext(context);
       check(err[0], "clCreateCommandQueueWithProperties");
     }
-    return new OpenClBackend(device, context, queue, target);
+    String compiler = "JOCL " + JOCL_LIBRARY + "; platform=" + platformInfo(platform, CL_PLATFORM_NAME) + " "
+        + platformInfo(platform, CL_PLATFORM_VERSION) + "; driver=" + deviceInfo(device, CL_DRIVER_VERSION);
+    return new OpenClBackend(device, context, queue, target, compiler);
   }
 
   @Override
@@ -140,6 +145,11 @@ final class OpenClBackend implements Backend {
   @Override
   public String target() {
     return target;
+  }
+
+  @Override
+  public String compilerIdentity() {
+    return compiler;
   }
 
   @Override

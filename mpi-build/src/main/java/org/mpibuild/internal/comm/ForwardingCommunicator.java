@@ -37,6 +37,11 @@ public abstract class ForwardingCommunicator implements Communicator {
   }
 
   @Override
+  public Communicator splitByNode() {
+    return inner.splitByNode();
+  }
+
+  @Override
   public void abort(String message, int errorCode) {
     inner.abort(message, errorCode);
   }

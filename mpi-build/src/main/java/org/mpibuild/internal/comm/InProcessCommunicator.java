@@ -28,14 +28,32 @@ public final class InProcessCommunicator implements Communicator {
     private final Object[] slots;
     private final long timeoutMillis;
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
+    private final int[] nodeOfRank;
+    private final java.util.Map<Integer, World> nodes = new java.util.HashMap<>();
     private volatile String abortMessage;
 
-    /** A job of {@code size} ranks whose collectives fail after {@code timeoutMillis} of waiting. */
+    /** A job of {@code size} ranks on one node whose collectives fail after {@code timeoutMillis}. */
     public World(int size, long timeoutMillis) {
+      this(size, timeoutMillis, new int[size]);
+    }
+
+    /** A job whose rank r runs on node {@code nodeOfRank[r]}. */
+    public World(int size, long timeoutMillis, int[] nodeOfRank) {
       this.size = size;
       this.barrier = new CyclicBarrier(size);
       this.slots = new Object[size];
       this.timeoutMillis = timeoutMillis;
+      this.nodeOfRank = nodeOfRank.clone();
+    }
+
+    private synchronized World node(int node) {
+      return nodes.computeIfAbsent(node, n -> {
+        int count = 0;
+        for (int x : nodeOfRank) {
+          count += x == n ? 1 : 0;
+        }
+        return new World(count, timeoutMillis);
+      });
     }
 
     /** The communicator of one rank. */
@@ -139,6 +157,18 @@ public final class InProcessCommunicator implements Communicator {
       out[i] = ((byte[]) all[i]).clone();
     }
     return out;
+  }
+
+  @Override
+  public Communicator splitByNode() {
+    world.calls.add(new Call(rank, "splitByNode", -1, 0));
+    world.exchange(rank, null);
+    int node = world.nodeOfRank[rank];
+    int subRank = 0;
+    for (int r = 0; r < rank; r++) {
+      subRank += world.nodeOfRank[r] == node ? 1 : 0;
+    }
+    return world.node(node).rank(subRank);
   }
 
   private int[] reduce(int[] mine, Function<Object[], int[]> op) {

@@ -33,6 +33,11 @@ public final class LocalCommunicator implements Communicator {
   }
 
   @Override
+  public Communicator splitByNode() {
+    return new LocalCommunicator();
+  }
+
+  @Override
   public void abort(String message, int errorCode) {
     System.err.println(message);
     Runtime.getRuntime().halt(errorCode);

@@ -104,6 +104,17 @@ public final class MpiJavaCommunicator implements Communicator {
   }
 
   @Override
+  public Communicator splitByNode() {
+    try {
+      Intracomm node = comm.splitType(mpi.Comm.TYPE_SHARED, rank, MPI.INFO_NULL);
+      node.setErrhandler(MPI.ERRORS_RETURN);
+      return new MpiJavaCommunicator(node, name + " node", null);
+    } catch (MPIException e) {
+      throw fail("MPI_Comm_split_type(SHARED)", e);
+    }
+  }
+
+  @Override
   public void abort(String message, int errorCode) {
     System.err.println(message);
     System.err.flush();

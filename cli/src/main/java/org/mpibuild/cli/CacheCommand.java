@@ -1,0 +1,226 @@
+package org.mpibuild.cli;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import org.mpibuild.internal.Config;
+import org.mpibuild.internal.cache.CacheSettings;
+import org.mpibuild.internal.cache.KernelCache;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code mpi-build cache ...}: inspect and maintain the persistent kernel cache. */
+@Command(name = "cache", mixinStandardHelpOptions = true,
+    description = "Inspect and maintain the persistent kernel cache.",
+    subcommands = {CacheCommand.Stats.class, CacheCommand.Ls.class, CacheCommand.Verify.class, CacheCommand.Gc.class,
+        CacheCommand.Clear.class})
+final class CacheCommand implements Runnable {
+  @Spec
+  picocli.CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+
+  /** The --dir option every cache command takes. */
+  static final class DirOption {
+    @Option(names = "--dir", paramLabel = "DIR",
+        description = "cache directory (default: MPI_BUILD_CACHE_DIR, else ~/.cache/mpi-build)")
+    Path dir;
+
+    CacheSettings settings() {
+      CacheSettings s = CacheSettings.from(Config.ofProcess());
+      return dir == null ? s : s.withDir(dir.toAbsolutePath());
+    }
+
+    /** Opens an existing cache, read-only or for writing; fails if there is none. */
+    KernelCache open(boolean write) {
+      CacheSettings s = settings().withAccess(write ? CacheSettings.Access.ON : CacheSettings.Access.READ_ONLY);
+      if (!Files.isDirectory(s.dir())) {
+        throw new IllegalStateException("no kernel cache at " + s.dir());
+      }
+      KernelCache cache = KernelCache.open(s);
+      if (cache == null) {
+        throw new IllegalStateException("the kernel cache at " + s.dir() + " cannot be opened");
+      }
+      if (write && !cache.writable()) {
+        throw new IllegalStateException(cache.writeRefusal());
+      }
+      return cache;
+    }
+  }
+
+  @Command(name = "stats", mixinStandardHelpOptions = true, description = "Show entry count, size, limit and locks.")
+  static final class Stats implements Callable<Integer> {
+    @Mixin
+    DirOption dir;
+
+    @Option(names = "--json", description = "print one JSON object")
+    boolean json;
+
+    @Override
+    public Integer call() throws IOException {
+      KernelCache cache = dir.open(false);
+      List<KernelCache.Listing> all = cache.list();
+      long bytes = all.stream().mapToLong(KernelCache.Listing::bytes).sum();
+      long negative = all.stream().filter(l -> !l.status().equals("ok") && l.problem() == null).count();
+      long corrupt = all.stream().filter(l -> l.problem() != null).count();
+      List<String> locks = cache.locksHeld();
+      Instant newest = all.isEmpty() ? null : all.get(0).lastUse();
+      Instant oldest = all.isEmpty() ? null : all.get(all.size() - 1).lastUse();
+      String refusal = KernelCache.unsafeReason(cache.dir(), cache.settings().shared());
+      if (json) {
+        System.out.println("{\"dir\": " + Json.str(cache.dir().toString()) + ", \"entries\": " + all.size()
+            + ", \"bytes\": " + bytes + ", \"max_bytes\": " + cache.settings().maxBytes() + ", \"negative_entries\": "
+            + negative + ", \"corrupt_entries\": " + corrupt + ", \"quarantined\": " + cache.quarantined()
+            + ", \"locks\": " + Json.strings(locks) + ", \"oldest_use\": " + Json.str(oldest) + ", \"newest_use\": "
+            + Json.str(newest) + ", \"writable\": " + (refusal == null) + "}");
+      } else {
+        System.out.println("directory:   " + cache.dir());
+        System.out.println("entries:     " + all.size() + (negative > 0 ? " (" + negative + " failed compiles)" : ""));
+        System.out.printf(Locale.ROOT, "size:        %s of %s%n", human(bytes), human(cache.settings().maxBytes()));
+        System.out.println("corrupt:     " + corrupt + " (quarantined: " + cache.quarantined() + ")");
+        System.out.println("last use:    " + (newest == null ? "-" : oldest + " .. " + newest));
+        System.out.println("locks:       " + (locks.isEmpty() ? "none" : String.join("; ", locks)));
+        if (refusal != null) {
+          System.out.println("writes:      refused: " + refusal);
+        }
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "ls", mixinStandardHelpOptions = true,
+      description = "List entries: key, backend, target, kernel names, size, last use (most recent first).")
+  static final class Ls implements Callable<Integer> {
+    @Mixin
+    DirOption dir;
+
+    @Option(names = "--json", description = "print one JSON object per line")
+    boolean json;
+
+    @Override
+    public Integer call() throws IOException {
+      for (KernelCache.Listing l : dir.open(false).list()) {
+        if (json) {
+          System.out.println("{\"key\": " + Json.str(l.key()) + ", \"backend\": " + Json.str(l.backend())
+              + ", \"target\": " + Json.str(l.target()) + ", \"kernels\": " + Json.strings(l.kernelNames())
+              + ", \"bytes\": " + l.bytes() + ", \"last_use\": " + Json.str(l.lastUse()) + ", \"status\": "
+              + Json.str(l.status()) + "}");
+        } else {
+          System.out.printf(Locale.ROOT, "%s  %-7s  %-8s  %9s  %s  %s  [%s]%n", l.key().substring(0, 16), l.backend(),
+              l.status(), human(l.bytes()), l.lastUse(), String.join(",", l.kernelNames()), l.target());
+        }
+      }
+      return 0;
+    }
+  }
+
+  @Command(name = "verify", mixinStandardHelpOptions = true,
+      description = "Check every entry's header, metadata, length and SHA-256; exit 1 if any is bad.")
+  static final class Verify implements Callable<Integer> {
+    @Mixin
+    DirOption dir;
+
+    @Option(names = "--remove", description = "move bad entries aside (they will be rebuilt)")
+    boolean remove;
+
+    @Override
+    public Integer call() throws IOException {
+      KernelCache cache = dir.open(remove);
+      int total = cache.list().size();
+      List<KernelCache.Listing> bad = cache.verify(remove);
+      for (KernelCache.Listing l : bad) {
+        System.out.println("bad " + l.key() + ": " + l.problem() + (remove ? " (moved aside)" : ""));
+      }
+      System.out.println("verified " + total + " entries: " + (total - bad.size()) + " ok, " + bad.size() + " bad");
+      return bad.isEmpty() || remove ? 0 : 1;
+    }
+  }
+
+  @Command(name = "gc", mixinStandardHelpOptions = true,
+      description = "Remove least recently used entries down to a size, and entries unused for an age.")
+  static final class Gc implements Callable<Integer> {
+    @Mixin
+    DirOption dir;
+
+    @Option(names = "--max-size", paramLabel = "BYTES",
+        description = "keep at most this much, e.g. 500m (default: the cache's limit)")
+    String maxSize;
+
+    @Option(names = "--max-age", paramLabel = "AGE", description = "remove entries unused for longer, e.g. 30d, 12h, 90m")
+    String maxAge;
+
+    @Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+      KernelCache cache = dir.open(true);
+      long limit = cache.settings().maxBytes();
+      if (maxSize != null) {
+        try {
+          limit = Config.parseSize(maxSize.trim());
+        } catch (NumberFormatException | ArithmeticException | StringIndexOutOfBoundsException e) {
+          throw new ParameterException(spec.commandLine(), "--max-size '" + maxSize + "' is not a size such as 500m");
+        }
+      }
+      Duration age = maxAge == null ? null : parseAge(maxAge);
+      List<Path> removed = cache.gc(limit, age);
+      System.out.println("removed " + removed.size() + " files; " + cache.list().size() + " entries left");
+      return 0;
+    }
+
+    private Duration parseAge(String s) {
+      try {
+        long n = Long.parseLong(s.substring(0, s.length() - 1));
+        switch (Character.toLowerCase(s.charAt(s.length() - 1))) {
+          case 'd': return Duration.ofDays(n);
+          case 'h': return Duration.ofHours(n);
+          case 'm': return Duration.ofMinutes(n);
+          case 's': return Duration.ofSeconds(n);
+          default: break;
+        }
+      } catch (NumberFormatException | StringIndexOutOfBoundsException e) {
+        // fall through
+      }
+      throw new ParameterException(spec.commandLine(), "--max-age '" + s + "' is not an age such as 30d, 12h or 90m");
+    }
+  }
+
+  @Command(name = "clear", mixinStandardHelpOptions = true, description = "Remove every entry, lock and quarantined file.")
+  static final class Clear implements Callable<Integer> {
+    @Mixin
+    DirOption dir;
+
+    @Override
+    public Integer call() throws IOException {
+      int n = dir.open(true).clear();
+      System.out.println("removed " + n + " files");
+      return 0;
+    }
+  }
+
+  static String human(long bytes) {
+    if (bytes < 1024) {
+      return bytes + " B";
+    }
+    String[] units = {"KiB", "MiB", "GiB", "TiB"};
+    double v = bytes;
+    int u = -1;
+    while (v >= 1024 && u < units.length - 1) {
+      v /= 1024;
+      u++;
+    }
+    return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+  }
+}

@@ -1,0 +1,32 @@
+package org.mpibuild.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * {@code mpi-build}: the Java side of {@code bin/mpi-build}. Exit codes: 0 ok, 1 failure, 2 usage.
+ * Help goes to standard output, errors to standard error.
+ */
+@Command(name = "mpi-build", mixinStandardHelpOptions = true, version = "mpi-build 0.1.0",
+    description = "Collective run-time kernel builds for MPI Java programs.",
+    subcommands = {CacheCommand.class})
+public final class Main implements Runnable {
+  @Override
+  public void run() {
+    CommandLine.usage(this, System.out);
+  }
+
+  public static void main(String[] args) {
+    System.exit(run(args));
+  }
+
+  /** Runs the command line and returns its exit code. */
+  public static int run(String... args) {
+    CommandLine cl = new CommandLine(new Main());
+    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+      cmd.getErr().println("mpi-build: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
+      return 1;
+    });
+    return cl.execute(args);
+  }
+}

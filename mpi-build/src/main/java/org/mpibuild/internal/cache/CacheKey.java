@@ -1,0 +1,136 @@
+package org.mpibuild.internal.cache;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.mpibuild.KernelSource;
+import org.mpibuild.internal.Envelope;
+import org.mpibuild.spi.Backend;
+
+/**
+ * The cache key: SHA-256 over a canonical serialization of everything that changes the binary, and
+ * nothing else (no rank, no device ordinal, no time).
+ *
+ * <p>Serialization, in this order, each field as {@code name NUL decimal-length NUL bytes}:
+ * <ol>
+ *   <li>{@code key-format}: this layout's version ({@value #KEY_FORMAT}) and the envelope format version;
+ *   <li>{@code backend}: the backend id;
+ *   <li>{@code compiler}: the compiler's identity and version ({@link Backend#compilerIdentity()});
+ *   <li>{@code target}: the exact target ({@link Backend#target()});
+ *   <li>{@code source}: the source, UTF-8;
+ *   <li>{@code options}: the build options (defines included), as given;
+ *   <li>{@code kernels}: the requested kernel names, joined by newlines;
+ *   <li>for every {@code #include} reached from the source, depth first, each file once:
+ *       {@code include} (the spelling, then a newline and the resolved path, or {@code unresolved}) and,
+ *       when resolved, {@code header} (the file's bytes).
+ * </ol>
+ * Includes are resolved as the compiler does: a quoted include first next to the including header, then
+ * in the {@code -I} directories of the options, in order.
+ */
+public final class CacheKey {
+  static final int KEY_FORMAT = 1;
+  private static final Pattern INCLUDE = Pattern.compile("^\\s*#\\s*include\\s*([<\"])([^>\"]+)[>\"]", Pattern.MULTILINE);
+  private static final Pattern INCLUDE_DIR = Pattern.compile("-I\\s*(\"[^\"]*\"|'[^']*'|\\S+)");
+
+  private CacheKey() {}
+
+  /** The key of {@code request} built by {@code backend}, as 64 lowercase hex digits. */
+  public static String of(KernelSource request, Backend backend) {
+    return of(request, backend.id(), backend.compilerIdentity(), backend.target());
+  }
+
+  static String of(KernelSource request, String backend, String compiler, String target) {
+    MessageDigest md;
+    try {
+      md = MessageDigest.getInstance("SHA-256");
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+    field(md, "key-format", KEY_FORMAT + "/" + Envelope.FORMAT_VERSION);
+    field(md, "backend", backend);
+    field(md, "compiler", compiler);
+    field(md, "target", target);
+    field(md, "source", request.source());
+    field(md, "options", request.options());
+    field(md, "kernels", String.join("\n", request.kernelNames()));
+    List<Path> dirs = includeDirs(request.options());
+    includes(md, request.source(), null, dirs, new HashSet<>());
+    return HexFormat.of().formatHex(md.digest());
+  }
+
+  static List<Path> includeDirs(String options) {
+    List<Path> dirs = new ArrayList<>();
+    Matcher m = INCLUDE_DIR.matcher(options);
+    while (m.find()) {
+      String d = m.group(1);
+      if (d.length() >= 2 && (d.startsWith("\"") || d.startsWith("'"))) {
+        d = d.substring(1, d.length() - 1);
+      }
+      dirs.add(Path.of(d).toAbsolutePath().normalize());
+    }
+    return dirs;
+  }
+
+  private static void includes(MessageDigest md, String text, Path from, List<Path> dirs, Set<Path> seen) {
+    Matcher m = INCLUDE.matcher(text);
+    while (m.find()) {
+      String name = m.group(2).trim();
+      Path found = resolve(name, m.group(1).equals("\"") ? from : null, dirs);
+      if (found == null) {
+        field(md, "include", name + "\nunresolved");
+        continue;
+      }
+      if (!seen.add(found)) {
+        continue;
+      }
+      byte[] bytes;
+      try {
+        bytes = Files.readAllBytes(found);
+      } catch (IOException e) {
+        field(md, "include", name + "\nunreadable " + found);
+        continue;
+      }
+      field(md, "include", name + "\n" + found);
+      field(md, "header", bytes);
+      includes(md, new String(bytes, StandardCharsets.UTF_8), found.getParent(), dirs, seen);
+    }
+  }
+
+  private static Path resolve(String name, Path nextTo, List<Path> dirs) {
+    List<Path> candidates = new ArrayList<>();
+    if (nextTo != null) {
+      candidates.add(nextTo);
+    }
+    candidates.addAll(dirs);
+    for (Path dir : candidates) {
+      Path p = dir.resolve(name).normalize();
+      if (Files.isRegularFile(p)) {
+        try {
+          return p.toRealPath();
+        } catch (IOException e) {
+          return p;
+        }
+      }
+    }
+    return null;
+  }
+
+  private static void field(MessageDigest md, String name, String value) {
+    field(md, name, value.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static void field(MessageDigest md, String name, byte[] value) {
+    md.update((name + "\0" + value.length + "\0").getBytes(StandardCharsets.UTF_8));
+    md.update(value);
+  }
+}

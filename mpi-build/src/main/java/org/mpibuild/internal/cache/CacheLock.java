@@ -1,0 +1,144 @@
+package org.mpibuild.internal.cache;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A cache lock: one file per key, created atomically ({@code O_EXCL}), holding its holder's host, pid and
+ * process start time. While held, a heartbeat refreshes its modification time, so a long compile never
+ * looks stale. Closing it stops the heartbeat and deletes the file.
+ */
+public final class CacheLock implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(CacheLock.class);
+  private static final ScheduledExecutorService HEARTBEATS = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "mpi-build-cache-heartbeat");
+    t.setDaemon(true);
+    return t;
+  });
+
+  /** Who holds a lock, as written in the lock file. */
+  public record Holder(String host, long pid, long startMillis, long acquiredMillis) {
+
+    /** This process. */
+    static Holder self() {
+      ProcessHandle me = ProcessHandle.current();
+      return new Holder(hostName(), me.pid(), processStart(me), System.currentTimeMillis());
+    }
+
+    String serialize() {
+      return "host=" + host + "\npid=" + pid + "\nstart=" + startMillis + "\nacquired=" + acquiredMillis + "\n";
+    }
+
+    static Holder parse(String text) {
+      Properties p = new Properties();
+      try {
+        p.load(new java.io.StringReader(text));
+        return new Holder(p.getProperty("host", "?"), Long.parseLong(p.getProperty("pid", "-1")),
+            Long.parseLong(p.getProperty("start", "0")), Long.parseLong(p.getProperty("acquired", "0")));
+      } catch (IOException | NumberFormatException e) {
+        return new Holder("?", -1, 0, 0);
+      }
+    }
+
+    /**
+     * Whether the holder is a process of this host that no longer runs. A pid reused by another process
+     * counts as dead: its start time differs.
+     */
+    boolean deadOnThisHost() {
+      if (!host.equals(hostName())) {
+        return false;
+      }
+      Optional<ProcessHandle> p = ProcessHandle.of(pid);
+      if (p.isEmpty() || !p.get().isAlive()) {
+        return true;
+      }
+      long start = processStart(p.get());
+      return startMillis != 0 && start != 0 && Math.abs(start - startMillis) > 1000;
+    }
+
+    @Override
+    public String toString() {
+      return "pid " + pid + " on " + host + " since " + Instant.ofEpochMilli(acquiredMillis);
+    }
+  }
+
+  private final Path file;
+  private final ScheduledFuture<?> heartbeat;
+  private final KernelCache cache;
+  private boolean closed;
+
+  private CacheLock(KernelCache cache, Path file, long heartbeatMillis) {
+    this.cache = cache;
+    this.file = file;
+    this.heartbeat = heartbeatMillis <= 0 ? null : HEARTBEATS.scheduleAtFixedRate(this::beat, heartbeatMillis,
+        heartbeatMillis, TimeUnit.MILLISECONDS);
+  }
+
+  /** Tries once to create the lock file; returns null if it exists. */
+  static CacheLock tryCreate(KernelCache cache, Path file, long heartbeatMillis) throws IOException {
+    try {
+      cache.op();
+      Files.write(file, Holder.self().serialize().getBytes(StandardCharsets.UTF_8),
+          java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+      return new CacheLock(cache, file, heartbeatMillis);
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      return null;
+    }
+  }
+
+  private void beat() {
+    try {
+      Files.setLastModifiedTime(file, FileTime.fromMillis(System.currentTimeMillis()));
+    } catch (IOException e) {
+      log.warn("cannot refresh cache lock {}: {}", file, e.toString());
+    }
+  }
+
+  /** The lock file. */
+  public Path file() {
+    return file;
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (heartbeat != null) {
+      heartbeat.cancel(false);
+    }
+    try {
+      cache.op();
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      log.warn("cannot remove cache lock {}: {}", file, e.toString());
+    }
+  }
+
+  static String hostName() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (IOException e) {
+      String h = System.getenv("HOSTNAME");
+      return h == null ? "unknown-host" : h;
+    }
+  }
+
+  private static long processStart(ProcessHandle p) {
+    return p.info().startInstant().map(Instant::toEpochMilli).orElse(0L);
+  }
+}
