@@ -1,9 +1,13 @@
 package org.mpibuild.demo;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Locale;
 import mpi.MPI;
 import mpi.MPIException;
 import org.mpibuild.BuildStats;
+import org.mpibuild.JobStatistics;
 import org.mpibuild.Kernel;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.opencl.OpenClKernel;
@@ -22,8 +26,8 @@ public final class Demo {
   private static final Logger log = LoggerFactory.getLogger(Demo.class);
   private static final int ROOT = 0;
   private static final int N = 1 << 16;
-  /** rank, compiled, loaded, verified, compile ns, wait ns, broadcast ns, load ns, bytes. */
-  private static final int FIELDS = 9;
+  /** rank, compiled, loaded, verified, compile ns, wait ns, broadcast ns, load ns, bytes, cache hit. */
+  private static final int FIELDS = 10;
 
   private Demo() {}
 
@@ -47,7 +51,9 @@ public final class Demo {
         mine[6] = s.broadcastNanos();
         mine[7] = s.loadNanos();
         mine[8] = s.binaryBytes();
+        mine[9] = s.cacheHit() ? 1 : 0;
       }
+      writeStatistics(mpiBuild.statistics(), rank);
     } catch (RuntimeException e) {
       failure = e.getMessage();
       log.error("collective build failed: {}", e.getMessage());
@@ -68,6 +74,19 @@ public final class Demo {
     System.exit(ok[0] == 1 ? 0 : 1);
   }
 
+  /** Writes the job-wide statistics as JSON to the file MPI_BUILD_STATS_JSON names, if set (root only). */
+  private static void writeStatistics(JobStatistics stats, int rank) {
+    String file = System.getenv("MPI_BUILD_STATS_JSON");
+    if (file == null || file.isBlank() || rank != ROOT) {
+      return;
+    }
+    try {
+      Files.writeString(Path.of(file), stats.toJson() + "\n");
+    } catch (IOException e) {
+      log.warn("cannot write statistics to {}: {}", file, e.toString());
+    }
+  }
+
   private static int report(long[] all, int size, String backend) {
     System.out.println();
     System.out.printf(Locale.ROOT, "%5s  %-8s  %10s  %8s  %12s  %8s  %8s  %8s%n",
@@ -75,18 +94,20 @@ public final class Demo {
     int compiles = 0;
     int loaded = 0;
     int verified = 0;
+    int hits = 0;
     for (int r = 0; r < size; r++) {
       int o = r * FIELDS;
       compiles += (int) all[o + 1];
       loaded += (int) all[o + 2];
       verified += (int) all[o + 3];
+      hits += (int) all[o + 9];
       System.out.printf(Locale.ROOT, "%5d  %-8s  %10.1f  %8.1f  %12.2f  %8.2f  %8d  %8s%n",
-          all[o], all[o] == ROOT ? "root" : "receiver", all[o + 4] / 1e6, all[o + 5] / 1e6, all[o + 6] / 1e6,
+          all[o], all[o] == ROOT ? (all[o + 9] == 1 ? "root/hit" : "root") : "receiver", all[o + 4] / 1e6, all[o + 5] / 1e6, all[o + 6] / 1e6,
           all[o + 7] / 1e6, all[o + 8], all[o + 3] == 1 ? "yes" : "NO");
     }
     System.out.println();
-    System.out.printf(Locale.ROOT, "summary: ranks=%d compiles=%d loaded=%d verified=%d backend=%s%n",
-        size, compiles, loaded, verified, backend);
+    System.out.printf(Locale.ROOT, "summary: ranks=%d compiles=%d loaded=%d verified=%d backend=%s cache_hits=%d%n",
+        size, compiles, loaded, verified, backend, hits);
     return verified;
   }
 }

@@ -23,7 +23,7 @@ import org.mpibuild.spi.LoadedProgram;
  * does, and finalizes it when the last MpiBuild is closed. Every scenario is a collective call made by
  * every rank; each rank prints one line per scenario:
  *
- * <pre>RESULT scenario=NAME rank=R size=N outcome=ok|EXCEPTION compiled=B verified=B message=ONE-LINE</pre>
+ * <pre>RESULT scenario=NAME rank=R size=N outcome=ok|EXCEPTION compiled=B hit=B verified=B message=ONE-LINE</pre>
  *
  * Scenarios that need more than one rank are not run on one rank.
  */
@@ -75,11 +75,13 @@ public final class Scenarios {
   static void run(String scenario, MpiBuild mb, Build build) {
     String outcome;
     boolean compiled = false;
+    boolean hit = false;
     boolean verified = false;
     String message = "";
     try (Kernel k = build.call()) {
       outcome = "ok";
       compiled = k.stats().compiled();
+      hit = k.stats().cacheHit();
       verified = Saxpy.runAndVerify(k.as(OpenClKernel.class), mb.rank(), 4096);
       message = "bytes " + k.stats().binaryBytes();
     } catch (CompileException | RequestMismatchException | KernelLoadException | IllegalArgumentException e) {
@@ -87,7 +89,7 @@ public final class Scenarios {
       message = e.getMessage();
     }
     System.out.println("RESULT scenario=" + scenario + " rank=" + mb.rank() + " size=" + mb.size()
-        + " outcome=" + outcome + " compiled=" + compiled + " verified=" + verified + " message="
+        + " outcome=" + outcome + " compiled=" + compiled + " hit=" + hit + " verified=" + verified + " message="
         + message.replace("\r", "").replace("\n", " | "));
     System.out.flush();
   }

@@ -20,10 +20,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class CollectiveBuildIT {
   private static final Pattern RESULT = Pattern.compile(
-      "^RESULT scenario=(\\S+) rank=(\\d+) size=(\\d+) outcome=(\\S+) compiled=(\\S+) verified=(\\S+) message=(.*)$");
+      "^RESULT scenario=(\\S+) rank=(\\d+) size=(\\d+) outcome=(\\S+) compiled=(\\S+) hit=(\\S+) verified=(\\S+)"
+          + " message=(.*)$");
   private static final Map<Integer, Mpirun.Job> JOBS = new ConcurrentHashMap<>();
 
-  record Result(String scenario, int rank, int size, String outcome, boolean compiled, boolean verified, String message) {}
+  record Result(String scenario, int rank, int size, String outcome, boolean compiled, boolean hit, boolean verified,
+      String message) {}
 
   static Mpirun.Job job(int ranks) {
     return JOBS.computeIfAbsent(ranks, n -> Mpirun.run(n, 300, "org.mpibuild.programs.Scenarios"));
@@ -44,7 +46,8 @@ class CollectiveBuildIT {
         Matcher m = RESULT.matcher(line);
         if (m.matches() && m.group(1).equals(scenario)) {
           found = new Result(m.group(1), Integer.parseInt(m.group(2)), Integer.parseInt(m.group(3)), m.group(4),
-              Boolean.parseBoolean(m.group(5)), Boolean.parseBoolean(m.group(6)), m.group(7));
+              Boolean.parseBoolean(m.group(5)), Boolean.parseBoolean(m.group(6)), Boolean.parseBoolean(m.group(7)),
+              m.group(8));
         }
       }
       if (found == null) {
@@ -81,6 +84,7 @@ class CollectiveBuildIT {
       assertTrue(r.verified(), "rank " + r.rank() + " computed a wrong result");
       assertEquals(ranks, r.size());
       assertEquals(r.rank() == ranks - 1, r.compiled(), "rank " + r.rank() + " compiled: " + r.compiled());
+      assertTrue(!r.hit(), "the job's cache starts empty");
       compiles += r.compiled() ? 1 : 0;
     }
     assertEquals(1, compiles);
@@ -124,15 +128,18 @@ class CollectiveBuildIT {
 
   @ParameterizedTest(name = "{0} ranks")
   @ValueSource(ints = {2, 4, 8})
-  void callerCommunicatorBuildsOncePerCommunicator(int ranks) {
+  void callerCommunicatorServesEachHalfFromTheCache(int ranks) {
     List<Result> results = results(ranks, "sub-communicator");
     int compiles = 0;
+    int hits = 0;
     for (Result r : results) {
       assertEquals("ok", r.outcome(), "world rank " + r.rank() + ": " + r.message());
       assertTrue(r.verified());
       compiles += r.compiled() ? 1 : 0;
+      hits += r.hit() ? 1 : 0;
     }
-    assertEquals(2, compiles, "one compile for the even ranks, one for the odd");
+    assertEquals(0, compiles, "the 'success' scenario already cached this kernel");
+    assertEquals(2, hits, "one cache hit for the even ranks' root, one for the odd ranks'");
   }
 
   @ParameterizedTest(name = "{0} ranks")

@@ -15,8 +15,16 @@ class LocalModeIT {
   static final String EXPECTED = "local: ranks=1 compiled=true verified=true communicator=local (no MPI), 1 rank";
 
   static List<String> java(String classpath) throws IOException, InterruptedException {
-    Process p = new ProcessBuilder("java", "-cp", classpath, "org.mpibuild.programs.LocalBuild")
-        .redirectErrorStream(true).start();
+    java.nio.file.Path cache = java.nio.file.Files.createTempDirectory("mpi-build-local-cache");
+    ProcessBuilder pb = new ProcessBuilder("java", "-cp", classpath, "org.mpibuild.programs.LocalBuild")
+        .redirectErrorStream(true);
+    pb.environment().put("MPI_BUILD_CACHE_DIR", cache.toString());
+    Process p;
+    try {
+      p = pb.start();
+    } finally {
+      cache.toFile().deleteOnExit();
+    }
     p.getOutputStream().close();
     if (!p.waitFor(120, TimeUnit.SECONDS)) {
       p.destroyForcibly();
@@ -25,6 +33,7 @@ class LocalModeIT {
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     List<String> lines = new ArrayList<>(out.lines().toList());
     lines.add("exit=" + p.exitValue());
+    Mpirun.delete(cache);
     return lines;
   }
 

@@ -44,6 +44,14 @@ final class Mpirun {
   private Mpirun() {}
 
   static Job run(int ranks, long timeoutSeconds, String mainClass, String... args) {
+    return run(ranks, timeoutSeconds, java.util.Map.of(), mainClass, args);
+  }
+
+  /**
+   * Runs a job with extra environment variables for every rank. Unless {@code env} names one, the job gets
+   * a kernel cache directory of its own, empty at start.
+   */
+  static Job run(int ranks, long timeoutSeconds, java.util.Map<String, String> env, String mainClass, String... args) {
     String classpath = System.getProperty("mpibuild.it.classpath");
     if (classpath == null) {
       fail("mpibuild.it.classpath is not set: run the integration tests through Maven (make test)");
@@ -53,8 +61,11 @@ final class Mpirun {
       List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--oversubscribe",
           "-np", Integer.toString(ranks), "--output-filename", dir.resolve("out").toString(),
           "-x", "MPI_BUILD_POCL_CACHE_ROOT=" + dir.resolve("pocl"),
-          "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m",
-          REPO.resolve("bin/mpi-build-rank").toString(), "-cp", classpath, mainClass));
+          "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m"));
+      java.util.Map<String, String> all = new java.util.TreeMap<>(env);
+      all.putIfAbsent("MPI_BUILD_CACHE_DIR", dir.resolve("cache").toString());
+      all.forEach((k, v) -> cmd.addAll(List.of("-x", k + "=" + v)));
+      cmd.addAll(List.of(REPO.resolve("bin/mpi-build-rank").toString(), "-cp", classpath, mainClass));
       cmd.addAll(List.of(args));
       Path mpirunLog = dir.resolve("mpirun.log");
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(mpirunLog.toFile()).start();
