@@ -28,18 +28,18 @@ import org.mpibuild.internal.comm.InProcessCommunicator;
 import org.mpibuild.spi.Communicator;
 
 /** The protocol with several ranks in one JVM: every rank's outcome is checked, never only the root's. */
-class CollectiveBuildTest {
+public class CollectiveBuildTest {
   static final String SOURCE = "__kernel void main() {}";
   static final Settings SETTINGS = Settings.defaults().withMode(Settings.Mode.LOCAL).withChunkBytes(256).withMaxBinaryBytes(1L << 30);
 
   /** What one rank ended with: an outcome or an exception. */
-  record RankResult(CollectiveBuild.Outcome outcome, Throwable error) {}
+  public record RankResult(CollectiveBuild.Outcome outcome, Throwable error) {}
 
-  interface RankBody {
+  public interface RankBody {
     CollectiveBuild.Outcome run(int rank, Communicator comm, FakeBackend backend);
   }
 
-  static List<RankResult> onRanks(InProcessCommunicator.World world, int size, IntFunction<FakeBackend> backends,
+  public static List<RankResult> onRanks(InProcessCommunicator.World world, int size, IntFunction<FakeBackend> backends,
       RankBody body) throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(size);
     try {
@@ -75,7 +75,7 @@ class CollectiveBuildTest {
   }
 
   /** Asserts every rank threw the same type with the same message, and returns it. */
-  static Throwable sameErrorEverywhere(List<RankResult> results) {
+  public static Throwable sameErrorEverywhere(List<RankResult> results) {
     Throwable first = results.get(0).error();
     assertNotNull(first, "rank 0 should have failed");
     for (int r = 0; r < results.size(); r++) {

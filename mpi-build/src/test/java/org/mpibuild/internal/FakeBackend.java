@@ -11,22 +11,25 @@ import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 
 /** A backend without a device: the "binary" is derived from the source, and loading checks it. */
-final class FakeBackend implements Backend {
-  final AtomicInteger compiles = new AtomicInteger();
-  final AtomicInteger loads = new AtomicInteger();
-  String target = "fake-device";
+public final class FakeBackend implements Backend {
+  public final AtomicInteger compiles = new AtomicInteger();
+  public final AtomicInteger loads = new AtomicInteger();
+  public String target = "fake-device";
   int binaryBytes = 1000;
   RuntimeException compileFailure;
   RuntimeException loadFailure;
+  public int failNextLoads;
 
-  record Program(List<String> kernelNames, byte[] binary) implements LoadedProgram {
+  public record Program(List<String> kernelNames, byte[] binary) implements LoadedProgram {
     @Override
     public void close() {}
   }
 
+  public String id = "fake";
+
   @Override
   public String id() {
-    return "fake";
+    return id;
   }
 
   @Override
@@ -54,13 +57,17 @@ final class FakeBackend implements Backend {
     if (loadFailure != null) {
       throw loadFailure;
     }
+    if (failNextLoads > 0) {
+      failNextLoads--;
+      throw new IllegalStateException("device refused the binary (test)");
+    }
     return new Program(kernelNames, binary);
   }
 
   @Override
   public void close() {}
 
-  static byte[] binaryFor(String source, int size) {
+  public static byte[] binaryFor(String source, int size) {
     byte[] seed = source.getBytes(StandardCharsets.UTF_8);
     byte[] out = new byte[size];
     for (int i = 0; i < size; i++) {
@@ -69,7 +76,7 @@ final class FakeBackend implements Backend {
     return out;
   }
 
-  static boolean sameBinary(LoadedProgram p, String source, int size) {
+  public static boolean sameBinary(LoadedProgram p, String source, int size) {
     return Arrays.equals(((Program) p).binary(), binaryFor(source, size));
   }
 }

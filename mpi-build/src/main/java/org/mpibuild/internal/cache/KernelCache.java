@@ -285,12 +285,12 @@ public final class KernelCache {
     boolean reported = false;
     while (true) {
       try {
+        if (exists(key)) {
+          return null;
+        }
         CacheLock lock = CacheLock.tryCreate(this, file, heartbeat);
         if (lock != null) {
           return lock;
-        }
-        if (exists(key)) {
-          return null;
         }
         CacheLock.Holder holder = readHolder(file);
         if (holder != null) {

@@ -1,0 +1,177 @@
+package org.mpibuild.internal.cache;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.Payload;
+
+public class KernelCacheTest {
+  static final String KEY = "ab".repeat(32);
+  static final String OTHER = "cd".repeat(32);
+
+  public static Envelope envelope(int size) {
+    byte[] b = new byte[size];
+    for (int i = 0; i < size; i++) {
+      b[i] = (byte) (i * 7);
+    }
+    return Envelope.ok(new Envelope.Metadata("fake", "device A", List.of("k"), "-O2", "", ""), Payload.copyOf(b, 64));
+  }
+
+  static List<Path> files(Path dir) throws Exception {
+    try (Stream<Path> s = Files.walk(dir)) {
+      return s.filter(Files::isRegularFile).sorted().toList();
+    }
+  }
+
+  @Test
+  void storedEntryIsOneWholeFileAndReadsBack(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")));
+    assertTrue(cache.store(KEY, envelope(1000)));
+    assertEquals(List.of(tmp.resolve("c/CACHEDIR.TAG"), tmp.resolve("c/entries/" + KEY + ".kbin")), files(tmp.resolve("c")),
+        "one entry file and no temporary leftovers");
+    KernelCache.Entry e = cache.lookup(KEY);
+    assertNotNull(e);
+    assertArrayEquals(envelope(1000).payload().toByteArray(), e.envelope().payload().toByteArray());
+    assertEquals("rwx------", PosixFilePermissions.toString(Files.getPosixFilePermissions(tmp.resolve("c"))));
+    assertNull(cache.lookup(OTHER));
+  }
+
+  @Test
+  void flippedByteIsDetectedAndMovedAside(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp));
+    cache.store(KEY, envelope(1000));
+    Path f = tmp.resolve("entries/" + KEY + ".kbin");
+    byte[] b = Files.readAllBytes(f);
+    b[b.length - 10] ^= 0x01;
+    Files.write(f, b);
+    assertNull(cache.lookup(KEY), "a corrupt entry must never be returned");
+    assertFalse(Files.exists(f), "the corrupt entry is moved aside");
+    assertEquals(1, cache.quarantined());
+    assertTrue(cache.store(KEY, envelope(1000)));
+    assertNotNull(cache.lookup(KEY), "rebuilt");
+  }
+
+  @Test
+  void truncatedEntryIsDetected(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp));
+    cache.store(KEY, envelope(1000));
+    Path f = tmp.resolve("entries/" + KEY + ".kbin");
+    byte[] b = Files.readAllBytes(f);
+    Files.write(f, java.util.Arrays.copyOf(b, b.length - 300));
+    assertNull(cache.lookup(KEY));
+    assertEquals(1, cache.quarantined());
+    Files.write(f, java.util.Arrays.copyOf(b, 20));
+    assertNull(cache.lookup(KEY));
+    assertEquals(2, cache.quarantined());
+  }
+
+  @Test
+  void entryRenamedToAnotherKeyIsRefused(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp));
+    cache.store(KEY, envelope(100));
+    Files.copy(tmp.resolve("entries/" + KEY + ".kbin"), tmp.resolve("entries/" + OTHER + ".kbin"));
+    assertNull(cache.lookup(OTHER), "an entry's own key must match the file it is read for");
+    assertNotNull(cache.lookup(KEY));
+  }
+
+  @Test
+  void readOnlyCacheGivesHitsAndNeverWrites(@TempDir Path tmp) throws Exception {
+    KernelCache.open(CacheSettings.in(tmp)).store(KEY, envelope(100));
+    Path entry = tmp.resolve("entries/" + KEY + ".kbin");
+    FileTime before = FileTime.fromMillis(1_000_000_000_000L);
+    Files.setLastModifiedTime(entry, before);
+    List<Path> filesBefore = files(tmp);
+    KernelCache ro = KernelCache.open(CacheSettings.in(tmp).withAccess(CacheSettings.Access.READ_ONLY));
+    assertNotNull(ro.lookup(KEY));
+    assertFalse(ro.store(OTHER, envelope(100)));
+    assertNull(ro.lock(OTHER), "read-only never locks");
+    assertEquals(filesBefore, files(tmp));
+    assertEquals(before, Files.getLastModifiedTime(entry), "not even the last-use time is written");
+  }
+
+  @Test
+  void worldWritableDirectoryIsRefusedForWritingUnlessShared(@TempDir Path tmp) throws Exception {
+    Path dir = Files.createDirectory(tmp.resolve("open"));
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
+    KernelCache cache = KernelCache.open(CacheSettings.in(dir));
+    assertFalse(cache.writable());
+    assertTrue(cache.writeRefusal().contains("world-writable (rwxrwxrwx)"), cache.writeRefusal());
+    assertTrue(cache.writeRefusal().contains("MPI_BUILD_CACHE_SHARED"), cache.writeRefusal());
+    assertFalse(cache.store(KEY, envelope(10)));
+    assertEquals(List.of(), files(dir));
+    KernelCache shared = KernelCache.open(CacheSettings.in(dir).withShared(true));
+    assertTrue(shared.writable());
+    assertTrue(shared.store(KEY, envelope(10)));
+  }
+
+  @Test
+  void groupWritableDirectoryIsRefusedToo(@TempDir Path tmp) throws Exception {
+    Path dir = Files.createDirectory(tmp.resolve("group"));
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwx---"));
+    assertTrue(KernelCache.open(CacheSettings.in(dir)).writeRefusal().contains("group-writable"));
+  }
+
+  @Test
+  void evictionKeepsTheMostRecentlyUsedWithinTheLimit(@TempDir Path tmp) throws Exception {
+    long entryBytes;
+    KernelCache probe = KernelCache.open(CacheSettings.in(tmp.resolve("probe")));
+    probe.store(KEY, envelope(1000));
+    entryBytes = Files.size(tmp.resolve("probe/entries/" + KEY + ".kbin"));
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withMaxBytes(3 * entryBytes));
+    String[] keys = new String[5];
+    for (int i = 0; i < keys.length; i++) {
+      keys[i] = String.format("%064x", i + 1);
+    }
+    for (int i = 0; i < 3; i++) {
+      cache.store(keys[i], envelope(1000));
+      Files.setLastModifiedTime(tmp.resolve("c/entries/" + keys[i] + ".kbin"), FileTime.fromMillis(1_000_000L * (i + 1)));
+    }
+    assertNotNull(cache.lookup(keys[0]), "using entry 0 makes it the most recently used");
+    Thread.sleep(20);
+    cache.store(keys[3], envelope(1000));
+    cache.store(keys[4], envelope(1000));
+    List<String> left = cache.list().stream().map(KernelCache.Listing::key).sorted().toList();
+    assertEquals(List.of(keys[0], keys[3], keys[4]), left, "the least recently used (1, then 2) were evicted");
+    long total = cache.list().stream().mapToLong(KernelCache.Listing::bytes).sum();
+    assertTrue(total <= 3 * entryBytes);
+  }
+
+  @Test
+  void negativeEntriesExpire(@TempDir Path tmp) throws Exception {
+    KernelCache off = KernelCache.open(CacheSettings.in(tmp.resolve("a")));
+    Envelope failure = Envelope.failure(Envelope.Status.COMPILE_FAILED,
+        new Envelope.Metadata("fake", "device A", List.of(), "", "error: x", "compile failed"));
+    assertFalse(off.store(KEY, failure), "without a negative TTL, failures are not cached");
+    KernelCache neg = KernelCache.open(CacheSettings.in(tmp.resolve("b")).withNegativeTtl(java.time.Duration.ofSeconds(30)));
+    assertTrue(neg.store(KEY, failure));
+    assertEquals("error: x", neg.lookup(KEY).envelope().metadata().buildLog());
+    Files.setLastModifiedTime(tmp.resolve("b/entries/" + KEY + ".kbin"),
+        FileTime.fromMillis(System.currentTimeMillis() - 60_000));
+    assertNull(neg.lookup(KEY), "an expired negative entry is a miss");
+  }
+
+  @Test
+  void gcAndClear(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp));
+    cache.store(KEY, envelope(100));
+    cache.store(OTHER, envelope(100));
+    Files.setLastModifiedTime(tmp.resolve("entries/" + KEY + ".kbin"), FileTime.fromMillis(1000));
+    assertEquals(1, cache.gc(Long.MAX_VALUE, java.time.Duration.ofDays(1)).size());
+    assertEquals(List.of(OTHER), cache.list().stream().map(KernelCache.Listing::key).toList());
+    assertEquals(1, cache.clear());
+    assertEquals(0, cache.list().size());
+  }
+}
