@@ -43,9 +43,14 @@ class DemoIT {
   }
 
   @Test
-  void demoPrintsTheCountedSummary() {
-    Mpirun.Job job = demo(cache);
+  void demoPrintsTheCountedSummary() throws Exception {
+    Path json = cache.resolve("stats.json");
+    Mpirun.Job job = Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.resolve("c").toString(),
+        "MPI_BUILD_STATS_JSON", json.toString()), "org.mpibuild.demo.Demo");
     try {
+      String stats = Files.readString(json);
+      assertTrue(stats.startsWith("{\"ranks\": 4, \"builds\": 1, \"compiles\": 1, \"cache_hits\": 0, \"cache_misses\": 1,"),
+          stats);
       assertEquals("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl cache_hits=0", summary(job),
           job.describe());
       List<String> root = job.stdoutByRank().get(0);
