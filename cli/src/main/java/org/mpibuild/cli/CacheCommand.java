@@ -75,8 +75,8 @@ final class CacheCommand implements Runnable {
       long negative = all.stream().filter(l -> !l.status().equals("ok") && l.problem() == null).count();
       long corrupt = all.stream().filter(l -> l.problem() != null).count();
       List<String> locks = cache.locksHeld();
-      Instant newest = all.isEmpty() ? null : all.get(0).lastUse();
-      Instant oldest = all.isEmpty() ? null : all.get(all.size() - 1).lastUse();
+      Instant newest = all.isEmpty() ? null : seconds(all.get(0).lastUse());
+      Instant oldest = all.isEmpty() ? null : seconds(all.get(all.size() - 1).lastUse());
       String refusal = KernelCache.unsafeReason(cache.dir(), cache.settings().shared());
       if (json) {
         System.out.println("{\"dir\": " + Json.str(cache.dir().toString()) + ", \"entries\": " + all.size()
@@ -118,7 +118,7 @@ final class CacheCommand implements Runnable {
               + Json.str(l.status()) + "}");
         } else {
           System.out.printf(Locale.ROOT, "%s  %-7s  %-8s  %9s  %s  %s  [%s]%n", l.key().substring(0, 16), l.backend(),
-              l.status(), human(l.bytes()), l.lastUse(), String.join(",", l.kernelNames()), l.target());
+              l.status(), human(l.bytes()), seconds(l.lastUse()), String.join(",", l.kernelNames()), l.target());
         }
       }
       return 0;
@@ -208,6 +208,10 @@ final class CacheCommand implements Runnable {
       System.out.println("removed " + n + " files");
       return 0;
     }
+  }
+
+  static Instant seconds(Instant t) {
+    return t.truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
   }
 
   static String human(long bytes) {
