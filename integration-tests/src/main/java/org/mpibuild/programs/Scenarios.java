@@ -61,10 +61,31 @@ public final class Scenarios {
           half.free();
         }
       }
-      // 8. Chunked transfer: a tiny chunk size forces many broadcasts of one binary.
+      // 8. A node-local cache (MPI_Comm_split_type SHARED picks one writer per node).
+      String shared = System.getenv("MPI_BUILD_CACHE_DIR");
+      if (shared != null) {
+        System.setProperty("mpibuild.cache.nodeDir", shared + "-node");
+        try (MpiBuild node = MpiBuild.create()) {
+          run("node-cache", node, () -> node.mpiBuildKernel(Saxpy.REQUEST, 0));
+        } finally {
+          System.clearProperty("mpibuild.cache.nodeDir");
+        }
+        if (rank == 0) {
+          System.out.println("NODE-CACHE entries=" + countEntries(java.nio.file.Path.of(shared + "-node", "entries")));
+        }
+      }
+      // 9. Chunked transfer: a tiny chunk size forces many broadcasts of one binary.
       try (MpiBuild chunked = MpiBuild.builder().chunkBytes(1000).build()) {
         run("chunked", chunked, () -> chunked.mpiBuildKernel(Saxpy.REQUEST, 0));
       }
+    }
+  }
+
+  static long countEntries(java.nio.file.Path dir) {
+    try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(dir)) {
+      return s.filter(p -> p.toString().endsWith(".kbin")).count();
+    } catch (java.io.IOException e) {
+      return -1;
     }
   }
 

@@ -144,6 +144,16 @@ class CollectiveBuildIT {
 
   @ParameterizedTest(name = "{0} ranks")
   @ValueSource(ints = {1, 2, 4, 8})
+  void nodeLocalCacheIsWrittenOnceOnThisNode(int ranks) {
+    for (Result r : results(ranks, "node-cache")) {
+      assertEquals("ok", r.outcome(), "rank " + r.rank() + ": " + r.message());
+      assertTrue(r.verified());
+    }
+    assertTrue(job(ranks).stdoutByRank().get(0).contains("NODE-CACHE entries=1"), job(ranks).describe());
+  }
+
+  @ParameterizedTest(name = "{0} ranks")
+  @ValueSource(ints = {1, 2, 4, 8})
   void smallChunksCarryTheWholeBinary(int ranks) {
     for (Result r : results(ranks, "chunked")) {
       assertEquals("ok", r.outcome(), "rank " + r.rank() + ": " + r.message());
