@@ -310,6 +310,18 @@ public final class MpiBuild implements AutoCloseable {
     }
 
     /**
+     * Sets how long the root's compile may take (default 10 minutes, or {@code MPI_BUILD_COMPILE_TIMEOUT}
+     * seconds); past it every rank throws {@link BuildTimeoutException}.
+     *
+     * @param timeout the compile timeout
+     * @return this builder
+     */
+    public Builder compileTimeout(java.time.Duration timeout) {
+      settings = settings.withCompileTimeout(timeout);
+      return this;
+    }
+
+    /**
      * Sets the broadcast chunk size (default 64 MiB; MPI counts are int, so at most 2^31 - 1).
      *
      * @param bytes the chunk size

@@ -5,7 +5,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.mpibuild.BuildStats;
+import org.mpibuild.BuildTimeoutException;
 import org.mpibuild.CompileException;
 import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.KernelBuildException;
@@ -226,7 +234,7 @@ public final class CollectiveBuild {
 
   private Obtained compile(KernelSource request, String target, String key) {
     try {
-      Compilation c = backend.compile(request);
+      Compilation c = compileWithin(request, settings.compileTimeout());
       Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, c.program().kernelNames(),
           request.options(), c.buildLog(), "", key);
       return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary(), settings.chunkBytes())), c.program(), true,
@@ -235,6 +243,51 @@ public final class CollectiveBuild {
       return failed(Envelope.Status.COMPILE_FAILED, request, target, key, e.buildLog(), rawMessage(e));
     } catch (IllegalArgumentException e) {
       return failed(Envelope.Status.INVALID_REQUEST, request, target, key, "", e.getMessage());
+    } catch (TimeoutException e) {
+      return failed(Envelope.Status.COMPILE_TIMED_OUT, request, target, key, "", "the compile did not finish within "
+          + settings.compileTimeout().toMillis() / 1000.0 + " s (MPI_BUILD_COMPILE_TIMEOUT)");
+    }
+  }
+
+  /**
+   * Runs the backend's compile on a worker thread and waits at most {@code timeout}. A compile that runs
+   * over is abandoned: interrupted (backends that run a compiler process kill it), and whatever it loads
+   * later is released.
+   */
+  private Compilation compileWithin(KernelSource request, java.time.Duration timeout) throws TimeoutException {
+    ExecutorService worker = Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "mpi-build-compile");
+      t.setDaemon(true);
+      return t;
+    });
+    Future<Compilation> f = worker.submit(() -> backend.compile(request));
+    worker.shutdown();
+    try {
+      return f.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      f.cancel(true);
+      CompletableFuture.runAsync(() -> {
+        try {
+          f.get().program().close();
+        } catch (Exception | Error ignored) {
+          // the abandoned compile failed as well
+        }
+      });
+      log.warn("compile abandoned after {} ms", timeout.toMillis());
+      throw e;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      f.cancel(true);
+      throw new IllegalStateException("interrupted while compiling", e);
+    } catch (ExecutionException e) {
+      Throwable c = e.getCause();
+      if (c instanceof RuntimeException re) {
+        throw re;
+      }
+      if (c instanceof Error err) {
+        throw err;
+      }
+      throw new IllegalStateException(c);
     }
   }
 
@@ -275,6 +328,8 @@ public final class CollectiveBuild {
         return new CompileException(meta.error() + where, meta.buildLog());
       case INVALID_REQUEST:
         return new IllegalArgumentException(meta.error());
+      case COMPILE_TIMED_OUT:
+        return new BuildTimeoutException(meta.error() + where);
       default:
         return new KernelBuildException(meta.error() + where);
     }

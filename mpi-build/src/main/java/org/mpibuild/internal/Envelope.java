@@ -19,7 +19,7 @@ import org.mpibuild.CorruptBinaryException;
  * header, 64 bytes, big-endian:
  *   0  8  magic "MPIBUILD"
  *   8  2  format version (1)
- *  10  1  status: 0 ok, 1 compile failed, 2 invalid request, 3 internal error
+ *  10  1  status: 0 ok, 1 compile failed, 2 invalid request, 3 internal error, 4 compile timed out
  *  11  1  reserved, 0
  *  12  4  metadata length in bytes
  *  16  8  payload length in bytes
@@ -42,7 +42,7 @@ public final class Envelope {
 
   /** Outcome carried by an envelope. */
   public enum Status {
-    OK, COMPILE_FAILED, INVALID_REQUEST, INTERNAL_ERROR;
+    OK, COMPILE_FAILED, INVALID_REQUEST, INTERNAL_ERROR, COMPILE_TIMED_OUT;
 
     static Status of(int code) {
       Status[] all = values();

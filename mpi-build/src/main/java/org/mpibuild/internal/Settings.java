@@ -15,8 +15,10 @@ import org.mpibuild.internal.cache.CacheSettings;
  * @param chunkBytes the broadcast chunk size
  * @param maxBinaryBytes the largest binary a rank accepts
  * @param cache the persistent cache
+ * @param compileTimeout how long the root's compile may take before every rank fails with a timeout
  */
-public record Settings(Mode mode, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache) {
+public record Settings(Mode mode, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache,
+    java.time.Duration compileTimeout) {
 
   /** How to find MPI. */
   public enum Mode {
@@ -30,11 +32,16 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
 
   public static final int DEFAULT_CHUNK_BYTES = 64 << 20;
   public static final long DEFAULT_MAX_BINARY_BYTES = 16L << 30;
+  public static final java.time.Duration DEFAULT_COMPILE_TIMEOUT = java.time.Duration.ofMinutes(10);
 
   public Settings {
     if (chunkBytes <= 0) {
       throw new IllegalArgumentException("chunk size " + chunkBytes + " must be between 1 and "
           + Integer.MAX_VALUE + " bytes (mpibuild.chunkBytes / MPI_BUILD_CHUNK_BYTES)");
+    }
+    if (compileTimeout.isZero() || compileTimeout.isNegative()) {
+      throw new IllegalArgumentException("compile timeout " + compileTimeout
+          + " must be positive (mpibuild.compileTimeoutSeconds / MPI_BUILD_COMPILE_TIMEOUT)");
     }
     if (maxBinaryBytes <= 0) {
       throw new IllegalArgumentException("maximum binary size " + maxBinaryBytes
@@ -44,7 +51,8 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
 
   /** Settings with the defaults and no cache, for tests. */
   public static Settings defaults() {
-    return new Settings(Mode.AUTO, null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off());
+    return new Settings(Mode.AUTO, null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
+        DEFAULT_COMPILE_TIMEOUT);
   }
 
   /** Reads the settings of this process. */
@@ -72,26 +80,31 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
           + "; expected 1.." + Integer.MAX_VALUE + " (MPI counts are int)");
     }
     long max = c.bytes("mpibuild.maxBinaryBytes", "MPI_BUILD_MAX_BINARY_BYTES", DEFAULT_MAX_BINARY_BYTES);
-    return new Settings(m, backend.isBlank() ? null : backend.trim(), (int) chunk, max, CacheSettings.from(c));
+    return new Settings(m, backend.isBlank() ? null : backend.trim(), (int) chunk, max, CacheSettings.from(c),
+        c.seconds("mpibuild.compileTimeoutSeconds", "MPI_BUILD_COMPILE_TIMEOUT", DEFAULT_COMPILE_TIMEOUT));
   }
 
   public Settings withChunkBytes(int bytes) {
-    return new Settings(mode, backend, bytes, maxBinaryBytes, cache);
+    return new Settings(mode, backend, bytes, maxBinaryBytes, cache, compileTimeout);
   }
 
   public Settings withMaxBinaryBytes(long bytes) {
-    return new Settings(mode, backend, chunkBytes, bytes, cache);
+    return new Settings(mode, backend, chunkBytes, bytes, cache, compileTimeout);
   }
 
   public Settings withMode(Mode m) {
-    return new Settings(m, backend, chunkBytes, maxBinaryBytes, cache);
+    return new Settings(m, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout);
   }
 
   public Settings withBackend(String id) {
-    return new Settings(mode, id, chunkBytes, maxBinaryBytes, cache);
+    return new Settings(mode, id, chunkBytes, maxBinaryBytes, cache, compileTimeout);
   }
 
   public Settings withCache(CacheSettings c) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, c);
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, c, compileTimeout);
+  }
+
+  public Settings withCompileTimeout(java.time.Duration t) {
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, t);
   }
 }

@@ -145,6 +145,36 @@ public class CollectiveBuildTest {
   }
 
   @Test
+  void hungCompileTimesOutOnEveryRank() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
+    long t0 = System.nanoTime();
+    List<RankResult> results = onRanks(world, 3, r -> {
+      FakeBackend b = new FakeBackend();
+      b.compileSleepMillis = 60_000;
+      return b;
+    }, (rank, comm, backend) -> new CollectiveBuild(comm, backend,
+        SETTINGS.withCompileTimeout(java.time.Duration.ofMillis(500))).run(KernelSource.of(SOURCE), 0));
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    Throwable e = sameErrorEverywhere(results);
+    assertEquals(org.mpibuild.BuildTimeoutException.class, e.getClass());
+    assertTrue(e.getMessage().contains("0.5 s"), e.getMessage());
+    assertTrue(ms < 5000, "took " + ms + " ms");
+  }
+
+  @Test
+  void crashingCompilerReachesEveryRank() throws Exception {
+    List<RankResult> crashed = onRanks(new InProcessCommunicator.World(3, 10_000), 3, r -> new FakeBackend() {
+      @Override
+      public org.mpibuild.spi.Compilation compile(KernelSource request) {
+        throw new InternalError("compiler crashed: SIGSEGV in the code generator");
+      }
+    }, (rank, comm, backend) -> new CollectiveBuild(comm, backend, SETTINGS).run(KernelSource.of(SOURCE), 0));
+    Throwable e = sameErrorEverywhere(crashed);
+    assertEquals(KernelBuildException.class, e.getClass());
+    assertTrue(e.getMessage().contains("SIGSEGV"), e.getMessage());
+  }
+
+  @Test
   void invalidRequestFromTheBackendReachesEveryRank() throws Exception {
     List<RankResult> results = build(3, r -> {
       FakeBackend b = new FakeBackend();

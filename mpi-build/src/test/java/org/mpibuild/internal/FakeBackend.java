@@ -11,7 +11,7 @@ import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 
 /** A backend without a device: the "binary" is derived from the source, and loading checks it. */
-public final class FakeBackend implements Backend {
+public class FakeBackend implements Backend {
   public final AtomicInteger compiles = new AtomicInteger();
   public final AtomicInteger loads = new AtomicInteger();
   public String target = "fake-device";
@@ -19,6 +19,7 @@ public final class FakeBackend implements Backend {
   RuntimeException compileFailure;
   RuntimeException loadFailure;
   public int failNextLoads;
+  public long compileSleepMillis;
 
   public record Program(List<String> kernelNames, byte[] binary) implements LoadedProgram {
     @Override
@@ -40,6 +41,14 @@ public final class FakeBackend implements Backend {
   @Override
   public Compilation compile(KernelSource request) {
     compiles.incrementAndGet();
+    if (compileSleepMillis > 0) {
+      try {
+        Thread.sleep(compileSleepMillis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("compile interrupted");
+      }
+    }
     if (compileFailure != null) {
       throw compileFailure;
     }
