@@ -22,7 +22,19 @@ final class Mpirun {
   static final Path REPO = Path.of(System.getProperty("mpibuild.it.repo", "..")).toAbsolutePath().normalize();
 
   /** One finished job: mpirun's exit status, its own output, and each rank's standard output. */
-  record Job(int exitCode, String mpirunOutput, TreeMap<Integer, List<String>> stdoutByRank, Path dir) {
+  record Job(int exitCode, String mpirunOutput, TreeMap<Integer, List<String>> stdoutByRank, Path dir, long millis,
+      List<String> orphans) {
+
+    /** Every rank's standard error. */
+    String stderr(int rank) {
+      try {
+        Path err = dir.resolve("out/1/rank." + rank + "/stderr");
+        return Files.exists(err) ? Files.readString(err) : "";
+      } catch (IOException e) {
+        return "(cannot read: " + e + ")";
+      }
+    }
+
     String describe() {
       StringBuilder sb = new StringBuilder("mpirun exit ").append(exitCode).append('\n').append(mpirunOutput);
       stdoutByRank.forEach((r, lines) -> sb.append("\n--- rank ").append(r).append(" stdout\n")
@@ -61,31 +73,64 @@ final class Mpirun {
       List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--oversubscribe",
           "-np", Integer.toString(ranks), "--output-filename", dir.resolve("out").toString(),
           "-x", "MPI_BUILD_POCL_CACHE_ROOT=" + dir.resolve("pocl"),
-          "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m"));
+          "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m -Dmpibuild.it.job=" + dir));
       java.util.Map<String, String> all = new java.util.TreeMap<>(env);
       all.putIfAbsent("MPI_BUILD_CACHE_DIR", dir.resolve("cache").toString());
       all.forEach((k, v) -> cmd.addAll(List.of("-x", k + "=" + v)));
       cmd.addAll(List.of(REPO.resolve("bin/mpi-build-rank").toString(), "-cp", classpath, mainClass));
       cmd.addAll(List.of(args));
       Path mpirunLog = dir.resolve("mpirun.log");
+      long t0 = System.nanoTime();
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(mpirunLog.toFile()).start();
       if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
         p.descendants().forEach(ProcessHandle::destroyForcibly);
         p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        orphans(dir.toString(), 0);
         fail("mpirun -np " + ranks + " " + mainClass + " did not finish within " + timeoutSeconds + " s:\n"
             + Files.readString(mpirunLog));
       }
+      long millis = (System.nanoTime() - t0) / 1_000_000;
+      List<String> orphans = orphans(dir.toString(), 5000);
       TreeMap<Integer, List<String>> byRank = new TreeMap<>();
       for (int r = 0; r < ranks; r++) {
         Path out = dir.resolve("out/1/rank." + r + "/stdout");
         byRank.put(r, Files.exists(out) ? Files.readAllLines(out, StandardCharsets.UTF_8) : List.of());
       }
-      return new Job(p.exitValue(), Files.readString(mpirunLog), byRank, dir);
+      return new Job(p.exitValue(), Files.readString(mpirunLog), byRank, dir, millis, orphans);
     } catch (IOException e) {
       throw new AssertionError("cannot run mpirun: " + e.getMessage(), e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new AssertionError("interrupted", e);
+    }
+  }
+
+  /**
+   * Processes still running whose command line names the job's directory (its mpirun, its JVMs, the
+   * compilers they started), after waiting up to {@code graceMillis} for them to end. Any found are
+   * killed, so one test's leftovers never disturb the next.
+   */
+  static List<String> orphans(String marker, long graceMillis) throws InterruptedException {
+    long deadline = System.nanoTime() + graceMillis * 1_000_000;
+    List<ProcessHandle> left;
+    do {
+      left = ProcessHandle.allProcesses()
+          .filter(h -> h.pid() != ProcessHandle.current().pid())
+          .filter(h -> h.info().commandLine().orElse("").contains(marker))
+          .toList();
+      if (left.isEmpty()) {
+        return List.of();
+      }
+      Thread.sleep(100);
+    } while (System.nanoTime() < deadline);
+    List<String> described = left.stream().map(h -> h.pid() + " " + h.info().commandLine().orElse("?")).toList();
+    killAll(described);
+    return described;
+  }
+
+  private static void killAll(List<String> described) {
+    for (String d : described) {
+      ProcessHandle.of(Long.parseLong(d.substring(0, d.indexOf(' ')))).ifPresent(ProcessHandle::destroyForcibly);
     }
   }
 

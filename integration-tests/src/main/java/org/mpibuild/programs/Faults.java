@@ -1,0 +1,357 @@
+package org.mpibuild.programs;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.List;
+import mpi.MPI;
+import mpi.MPIException;
+import org.mpibuild.BinaryData;
+import org.mpibuild.Kernel;
+import org.mpibuild.KernelSource;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.internal.cache.CacheKey;
+import org.mpibuild.internal.comm.ForwardingCommunicator;
+import org.mpibuild.mpijava.MpiJava;
+import org.mpibuild.opencl.OpenClKernel;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.spi.LoadedProgram;
+
+/**
+ * The fault table: one case per run, named by the first argument, on every rank of a real mpirun job.
+ * Each rank prints, per step of the case:
+ *
+ * <pre>FAULT case=NAME step=S rank=R outcome=ok|EXCEPTION compiled=B verified=B ms=T message=ONE-LINE</pre>
+ *
+ * Faults are injected from outside the library, as a user's environment would produce them: backend and
+ * communicator wrappers (a compiler that hangs or crashes, a process killed with SIGKILL, a byte flipped
+ * after the digest was computed), files changed on disk, a full file system.
+ */
+public final class Faults {
+  private Faults() {}
+
+  public static void main(String[] args) throws Exception {
+    String name = args[0];
+    MPI.Init(args);
+    int rank = MPI.COMM_WORLD.getRank();
+    try {
+      switch (name) {
+        case "compile-error" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Scenarios.BROKEN, 0)));
+        case "compiler-hang" -> {
+          try (MpiBuild mb = MpiBuild.builder().backend(new Hanging(Scenarios.openCl()))
+              .compileTimeout(java.time.Duration.ofSeconds(2)).build()) {
+            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          }
+        }
+        case "compiler-crash" -> {
+          try (MpiBuild mb = MpiBuild.builder().backend(new Crashing(Scenarios.openCl())).build()) {
+            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          }
+        }
+        case "root-killed" -> {
+          try (MpiBuild mb = MpiBuild.builder().backend(rank == 0 ? new Killing(Scenarios.openCl()) : Scenarios.openCl())
+              .build()) {
+            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          }
+        }
+        case "rank-killed" -> withWorld(mb -> {
+          if (rank == 2) {
+            killSelf();
+          }
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        });
+        case "mismatch-source" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
+            rank == 3 ? KernelSource.of(Saxpy.SOURCE + "\n// changed").withKernels("saxpy") : Saxpy.REQUEST, 0)));
+        case "mismatch-options" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
+            rank == 3 ? Saxpy.REQUEST.withOptions("-cl-mad-enable") : Saxpy.REQUEST, 0)));
+        case "mismatch-kernels" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
+            rank == 3 ? Saxpy.REQUEST.withKernels() : Saxpy.REQUEST, 0)));
+        case "different-roots" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST,
+            rank == 3 ? 1 : 0)));
+        case "payload-corrupted" -> {
+          Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
+          try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new FlipPayloadByte(comm) : comm).build()) {
+            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          } finally {
+            comm.close();
+          }
+        }
+        case "cache-corrupted" -> withWorld(mb -> {
+          step(name, "cold", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          changeEntry(rank, bytes -> bytes[bytes.length / 2] ^= 0x10);
+          step(name, "flipped", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          changeEntry(rank, bytes -> { });
+          step(name, "intact", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          truncateEntry(rank);
+          step(name, "truncated", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        });
+        case "cache-disk-full" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
+        case "stale-lock-dead-holder" -> {
+          plantLock(rank, deadHolder(), 0);
+          withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
+        }
+        case "stale-lock-other-host" -> {
+          plantLock(rank, "host=another-node\npid=4242\nstart=0\nacquired=0\n", 120_000);
+          withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
+        }
+        case "no-device" -> {
+          if (rank == 1) {
+            System.setProperty("mpibuild.opencl.platform", "no-such-platform");
+          }
+          long t0 = System.nanoTime();
+          try (MpiBuild mb = MpiBuild.create()) {
+            report(name, "1", rank, "ok", false, false, t0, "");
+          } catch (RuntimeException e) {
+            report(name, "1", rank, e.getClass().getSimpleName(), false, false, t0, e.getMessage());
+          }
+        }
+        case "foreign-blob" -> withWorld(mb -> {
+          step(name, "other-target", mb, () -> mb.buildKernelFromBinaryData(foreignBlob("opencl", "another-device")));
+          step(name, "other-backend", mb, () -> mb.buildKernelFromBinaryData(foreignBlob("cuda", null)));
+        });
+        case "chunked" -> {
+          try (MpiBuild mb = MpiBuild.builder().chunkBytes(1000).build()) {
+            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          }
+        }
+        default -> throw new IllegalArgumentException("unknown fault case '" + name + "'");
+      }
+    } finally {
+      MPI.Finalize();
+    }
+  }
+
+  interface WithWorld {
+    void run(MpiBuild mb) throws Exception;
+  }
+
+  static void withWorld(WithWorld body) throws Exception {
+    try (MpiBuild mb = MpiBuild.create()) {
+      body.run(mb);
+    }
+  }
+
+  static void step(String name, String step, MpiBuild mb, Scenarios.Build build) {
+    long t0 = System.nanoTime();
+    try (Kernel k = build.call()) {
+      boolean verified = Saxpy.runAndVerify(k.as(OpenClKernel.class), mb.rank(), 4096);
+      report(name, step, mb.rank(), "ok", k.stats().compiled(), verified, t0, "bytes " + k.stats().binaryBytes());
+    } catch (RuntimeException e) {
+      report(name, step, mb.rank(), e.getClass().getSimpleName(), false, false, t0, e.getMessage());
+    }
+  }
+
+  static void report(String name, String step, int rank, String outcome, boolean compiled, boolean verified, long t0,
+      String message) {
+    System.out.println("FAULT case=" + name + " step=" + step + " rank=" + rank + " outcome=" + outcome + " compiled="
+        + compiled + " verified=" + verified + " ms=" + (System.nanoTime() - t0) / 1_000_000 + " message="
+        + String.valueOf(message).replace("\r", "").replace("\n", " | "));
+    System.out.flush();
+  }
+
+  static void killSelf() throws IOException, InterruptedException {
+    new ProcessBuilder("kill", "-KILL", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+    Thread.sleep(60_000);
+  }
+
+  static Path entries() {
+    return Path.of(System.getenv("MPI_BUILD_CACHE_DIR"), "entries");
+  }
+
+  interface Mutation {
+    void apply(byte[] bytes);
+  }
+
+  /** Rank 0 changes the only cache entry on disk; then every rank moves on together. */
+  static void changeEntry(int rank, Mutation m) throws IOException, MPIException {
+    if (rank == 0) {
+      try (var s = Files.list(entries())) {
+        for (Path f : s.toList()) {
+          byte[] b = Files.readAllBytes(f);
+          m.apply(b);
+          Files.write(f, b);
+        }
+      }
+    }
+    MPI.COMM_WORLD.barrier();
+  }
+
+  static void truncateEntry(int rank) throws IOException, MPIException {
+    if (rank == 0) {
+      try (var s = Files.list(entries())) {
+        for (Path f : s.toList()) {
+          byte[] b = Files.readAllBytes(f);
+          Files.write(f, java.util.Arrays.copyOf(b, b.length / 3));
+        }
+      }
+    }
+    MPI.COMM_WORLD.barrier();
+  }
+
+  /** The lock text of a process of this host that has exited. */
+  static String deadHolder() throws IOException, InterruptedException {
+    Process p = new ProcessBuilder("true").start();
+    p.waitFor();
+    return "host=" + java.net.InetAddress.getLocalHost().getHostName() + "\npid=" + p.pid() + "\nstart="
+        + System.currentTimeMillis() + "\nacquired=" + System.currentTimeMillis() + "\n";
+  }
+
+  /** Rank 0 plants a lock file for saxpy's cache key, aged by {@code ageMillis}, before the job builds. */
+  static void plantLock(int rank, String text, long ageMillis) throws Exception {
+    if (rank == 0) {
+      Backend b = Scenarios.openCl();
+      String key;
+      try {
+        key = CacheKey.of(Saxpy.REQUEST, b);
+      } finally {
+        b.close();
+      }
+      Path locks = Path.of(System.getenv("MPI_BUILD_CACHE_DIR"), "locks");
+      Files.createDirectories(locks);
+      Path lock = locks.resolve(key + ".lock");
+      Files.writeString(lock, text);
+      Files.setLastModifiedTime(lock, FileTime.fromMillis(System.currentTimeMillis() - ageMillis));
+      System.out.println("PLANTED " + lock);
+    }
+    MPI.COMM_WORLD.barrier();
+  }
+
+  /** Binary data made locally by a backend that claims another id or target. */
+  static BinaryData foreignBlob(String id, String target) {
+    try (MpiBuild local = MpiBuild.builder().local().noCache().backend(new Retargeted(Scenarios.openCl(), id, target))
+        .build(); Kernel k = local.mpiBuildKernel(Saxpy.REQUEST, 0)) {
+      return BinaryData.fromBytes(k.binaryData().toBytes());
+    }
+  }
+
+  /** Passes everything to a real backend; subclasses replace one step. */
+  static class Delegating implements Backend {
+    final Backend inner;
+
+    Delegating(Backend inner) {
+      this.inner = inner;
+    }
+
+    @Override
+    public String id() {
+      return inner.id();
+    }
+
+    @Override
+    public String target() {
+      return inner.target();
+    }
+
+    @Override
+    public String compilerIdentity() {
+      return inner.compilerIdentity();
+    }
+
+    @Override
+    public Compilation compile(KernelSource request) {
+      return inner.compile(request);
+    }
+
+    @Override
+    public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+      return inner.load(binary, kernelNames);
+    }
+
+    @Override
+    public void close() {
+      inner.close();
+    }
+  }
+
+  /** A compiler that never returns. */
+  static final class Hanging extends Delegating {
+    Hanging(Backend inner) {
+      super(inner);
+    }
+
+    @Override
+    public Compilation compile(KernelSource request) {
+      try {
+        Thread.sleep(600_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      throw new IllegalStateException("interrupted");
+    }
+  }
+
+  /** A compiler that crashes. */
+  static final class Crashing extends Delegating {
+    Crashing(Backend inner) {
+      super(inner);
+    }
+
+    @Override
+    public Compilation compile(KernelSource request) {
+      throw new InternalError("compiler crashed: SIGSEGV in code generation (simulated)");
+    }
+  }
+
+  /** A compile during which the whole process is killed with SIGKILL. */
+  static final class Killing extends Delegating {
+    Killing(Backend inner) {
+      super(inner);
+    }
+
+    @Override
+    public Compilation compile(KernelSource request) {
+      try {
+        killSelf();
+      } catch (IOException | InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+      throw new IllegalStateException("still alive after SIGKILL");
+    }
+  }
+
+  /** A backend that claims another id or target. */
+  static final class Retargeted extends Delegating {
+    private final String id;
+    private final String target;
+
+    Retargeted(Backend inner, String id, String target) {
+      super(inner);
+      this.id = id;
+      this.target = target;
+    }
+
+    @Override
+    public String id() {
+      return id;
+    }
+
+    @Override
+    public String target() {
+      return target == null ? inner.target() : target;
+    }
+  }
+
+  /** Flips one byte of the first payload chunk this rank receives: after the root computed the digest. */
+  static final class FlipPayloadByte extends ForwardingCommunicator {
+    private int broadcasts;
+
+    FlipPayloadByte(Communicator inner) {
+      super(inner);
+    }
+
+    @Override
+    public void broadcast(ByteBuffer buffer, int root) {
+      inner.broadcast(buffer, root);
+      if (++broadcasts == 3) { // header, metadata, then the first payload chunk
+        buffer.put(buffer.position(), (byte) (buffer.get(buffer.position()) ^ 0x01));
+      }
+    }
+
+    @Override
+    public void close() {}
+  }
+}
