@@ -153,7 +153,9 @@ public final class Faults {
     System.out.flush();
   }
 
-  static void killSelf() throws IOException, InterruptedException {
+  static void killSelf() throws IOException, InterruptedException, MPIException {
+    System.out.println("KILLING rank=" + MPI.COMM_WORLD.getRank() + " at=" + System.currentTimeMillis());
+    System.out.flush();
     new ProcessBuilder("kill", "-KILL", Long.toString(ProcessHandle.current().pid())).start().waitFor();
     Thread.sleep(60_000);
   }
@@ -306,7 +308,7 @@ public final class Faults {
     public Compilation compile(KernelSource request) {
       try {
         killSelf();
-      } catch (IOException | InterruptedException e) {
+      } catch (IOException | InterruptedException | MPIException e) {
         throw new IllegalStateException(e);
       }
       throw new IllegalStateException("still alive after SIGKILL");

@@ -115,11 +115,27 @@ class FaultTableIT {
     sameErrorEverywhere(fault("compiler-crash", 60), "1", "KernelBuildException", "SIGSEGV");
   }
 
+  /** Milliseconds from the SIGKILL the given rank announced to mpirun's exit. */
+  static long killToExit(Mpirun.Job job, int rank) {
+    for (String l : job.stdoutByRank().get(rank)) {
+      Matcher m = Pattern.compile("^KILLING rank=\\d+ at=(\\d+)$").matcher(l);
+      if (m.matches()) {
+        return job.endEpochMillis() - Long.parseLong(m.group(1));
+      }
+    }
+    throw new AssertionError("rank " + rank + " did not announce its SIGKILL\n" + job.describe());
+  }
+
   @Test
   void case03RootKilledMidCompileEndsTheJob() {
     Mpirun.Job job = fault("root-killed", 40);
     assertNotEquals(0, job.exitCode(), job.describe());
     assertTrue(job.mpirunOutput().contains("exited on signal 9"), job.describe());
+    long ms = killToExit(job, 0);
+    synchronized (MEASURED) {
+      MEASURED.put("root-killed (kill to exit)", ms);
+    }
+    assertTrue(ms < 10_000, "mpirun ended the job " + ms + " ms after the root died");
   }
 
   @Test
@@ -127,6 +143,11 @@ class FaultTableIT {
     Mpirun.Job job = fault("rank-killed", 40);
     assertNotEquals(0, job.exitCode(), job.describe());
     assertTrue(job.mpirunOutput().contains("exited on signal 9"), job.describe());
+    long ms = killToExit(job, 2);
+    synchronized (MEASURED) {
+      MEASURED.put("rank-killed (kill to exit)", ms);
+    }
+    assertTrue(ms < 10_000, "mpirun ended the job " + ms + " ms after rank 2 died");
   }
 
   @Test

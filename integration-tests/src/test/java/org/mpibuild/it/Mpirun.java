@@ -23,7 +23,7 @@ final class Mpirun {
 
   /** One finished job: mpirun's exit status, its own output, and each rank's standard output. */
   record Job(int exitCode, String mpirunOutput, TreeMap<Integer, List<String>> stdoutByRank, Path dir, long millis,
-      List<String> orphans) {
+      List<String> orphans, long endEpochMillis) {
 
     /** Every rank's standard error. */
     String stderr(int rank) {
@@ -90,13 +90,14 @@ final class Mpirun {
             + Files.readString(mpirunLog));
       }
       long millis = (System.nanoTime() - t0) / 1_000_000;
+      long end = System.currentTimeMillis();
       List<String> orphans = orphans(dir.toString(), 5000);
       TreeMap<Integer, List<String>> byRank = new TreeMap<>();
       for (int r = 0; r < ranks; r++) {
         Path out = dir.resolve("out/1/rank." + r + "/stdout");
         byRank.put(r, Files.exists(out) ? Files.readAllLines(out, StandardCharsets.UTF_8) : List.of());
       }
-      return new Job(p.exitValue(), Files.readString(mpirunLog), byRank, dir, millis, orphans);
+      return new Job(p.exitValue(), Files.readString(mpirunLog), byRank, dir, millis, orphans, end);
     } catch (IOException e) {
       throw new AssertionError("cannot run mpirun: " + e.getMessage(), e);
     } catch (InterruptedException e) {

@@ -43,9 +43,8 @@ import org.slf4j.LoggerFactory;
  * DIR/quarantine/KEY.TIME.bad  an entry found corrupt, moved aside
  * </pre>
  *
- * Entry header, 48 bytes, big-endian: magic {@code "MPIBKENT"}, entry format version (2 bytes), 2 reserved
- * bytes, the 32-byte key, CRC32C of the preceding 44 bytes. The envelope that follows carries its own
- * magic, version, lengths, SHA-256 of the binary and metadata checksum; a reader checks all of them.
+ * The entry format is {@link EntryCodec}'s: a 48-byte entry header, then the envelope, which carries its
+ * own magic, version, lengths, SHA-256 of the binary and metadata checksum; a reader checks all of them.
  *
  * <p>Entries are written to a temporary file in {@code entries/}, forced to disk, renamed into place
  * atomically, and the directory is forced too: a reader sees no entry or a whole one. Every file system
@@ -54,9 +53,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class KernelCache {
   private static final Logger log = LoggerFactory.getLogger(KernelCache.class);
-  static final byte[] MAGIC = "MPIBKENT".getBytes(StandardCharsets.US_ASCII);
-  static final int ENTRY_FORMAT = 1;
-  static final int ENTRY_HEADER_BYTES = 48;
   private static final String SUFFIX = ".kbin";
   private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
 
@@ -182,7 +178,7 @@ public final class KernelCache {
     }
     Envelope envelope;
     try {
-      envelope = decodeEntry(key, bytes);
+      envelope = EntryCodec.decode(key, bytes);
     } catch (CorruptBinaryException e) {
       log.warn("cache entry {} is corrupt ({}); moving it aside and rebuilding", file, e.getMessage());
       quarantine(file, key);
@@ -228,7 +224,7 @@ public final class KernelCache {
       return false;
     }
     byte[] body = envelope.toBytes();
-    ByteBuffer header = encodeEntryHeader(key);
+    ByteBuffer header = EntryCodec.header(key);
     Path tmp = null;
     try {
       op();
@@ -336,7 +332,7 @@ public final class KernelCache {
       long size = Files.size(f);
       Instant lastUse = Files.getLastModifiedTime(f).toInstant();
       try {
-        Envelope e = decodeEntry(key, Files.readAllBytes(f));
+        Envelope e = EntryCodec.decode(key, Files.readAllBytes(f));
         Envelope.Metadata m = e.metadata();
         out.add(new Listing(key, f, size, lastUse, m.backend(), m.target(), m.kernelNames(),
             e.status().name().toLowerCase(java.util.Locale.ROOT), null));
@@ -560,48 +556,6 @@ public final class KernelCache {
       throw new IllegalStateException(writeRefusal != null ? writeRefusal
           : "the kernel cache " + dir + " is read-only (MPI_BUILD_CACHE=read-only)");
     }
-  }
-
-  static ByteBuffer encodeEntryHeader(String key) {
-    ByteBuffer h = ByteBuffer.allocate(ENTRY_HEADER_BYTES);
-    h.put(MAGIC).putShort((short) ENTRY_FORMAT).putShort((short) 0).put(HexFormat.of().parseHex(key));
-    CRC32C crc = new CRC32C();
-    crc.update(h.array(), 0, ENTRY_HEADER_BYTES - 4);
-    h.putInt((int) crc.getValue());
-    return h.flip();
-  }
-
-  /** Decodes an entry file's bytes, checking everything; throws CorruptBinaryException naming what failed. */
-  static Envelope decodeEntry(String key, byte[] bytes) {
-    if (bytes.length < ENTRY_HEADER_BYTES) {
-      throw new CorruptBinaryException("entry is truncated: " + bytes.length + " bytes, its header alone needs "
-          + ENTRY_HEADER_BYTES);
-    }
-    ByteBuffer h = ByteBuffer.wrap(bytes);
-    byte[] magic = new byte[MAGIC.length];
-    h.get(magic);
-    if (!Arrays.equals(magic, MAGIC)) {
-      throw new CorruptBinaryException("not a cache entry: bad magic");
-    }
-    int version = Short.toUnsignedInt(h.getShort());
-    if (version != ENTRY_FORMAT) {
-      throw new CorruptBinaryException("cache entry format " + version + " is not supported (this library reads "
-          + ENTRY_FORMAT + ")");
-    }
-    h.getShort();
-    byte[] stored = new byte[32];
-    h.get(stored);
-    CRC32C crc = new CRC32C();
-    crc.update(bytes, 0, ENTRY_HEADER_BYTES - 4);
-    if ((int) crc.getValue() != h.getInt()) {
-      throw new CorruptBinaryException("cache entry header checksum mismatch");
-    }
-    if (!MessageDigest.isEqual(stored, HexFormat.of().parseHex(key))) {
-      throw new CorruptBinaryException("cache entry holds key " + HexFormat.of().formatHex(stored)
-          + ", not " + key);
-    }
-    return Envelope.fromBytes(Arrays.copyOfRange(bytes, ENTRY_HEADER_BYTES, bytes.length), Long.MAX_VALUE,
-        Settings.DEFAULT_CHUNK_BYTES);
   }
 
   private static String keyOf(Path f) {
