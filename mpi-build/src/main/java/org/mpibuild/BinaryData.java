@@ -57,6 +57,11 @@ public final class BinaryData {
     return envelope.metadata().kernelNames();
   }
 
+  /** @return the compiler that built the binary: path or library, version and flags */
+  public String compiler() {
+    return envelope.metadata().compiler();
+  }
+
   /** @return the build options the binary was compiled with */
   public String options() {
     return envelope.metadata().options();

@@ -113,6 +113,23 @@ public final class MpiBuild implements AutoCloseable {
   }
 
   /**
+   * Builds a binary collectively without loading it: the root compiles (or finds it in the cache) and every
+   * rank receives the checked binary. Works on ranks without a device, for example to build CUDA binaries
+   * for architectures named with {@code MPI_BUILD_CUDA_ARCH} on nodes without a GPU, or to fill the cache.
+   *
+   * @param request what to build
+   * @param root the rank that compiles
+   * @return the binary data, on every rank
+   * @throws KernelBuildException on every rank, as {@link #mpiBuildKernel(KernelSource, int)} does
+   */
+  public BinaryData mpiBuildBinary(KernelSource request, int root) {
+    ensureOpen();
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      return new BinaryData(protocol.run(request, root, false).envelope());
+    }
+  }
+
+  /**
    * Loads a kernel from binary data on this rank only (not collective). The data is checked first.
    *
    * @param data binary data from {@link Kernel#binaryData()} or {@link BinaryData#fromBytes(byte[])}

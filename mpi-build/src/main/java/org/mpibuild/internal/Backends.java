@@ -33,11 +33,17 @@ public final class Backends {
           + "(add mpi-build-opencl, for example)", null);
     }
     if (id == null) {
-      if (providers.size() > 1) {
-        throw new BackendUnavailableException("several backends on the class path " + available()
-            + ": choose one with MPI_BUILD_BACKEND or MpiBuild.builder().backend(id)", null);
+      // The highest-priority backend that can run here: CUDA when a GPU is usable, else OpenCL.
+      providers.sort((a, b) -> Integer.compare(b.priority(), a.priority()));
+      StringBuilder reasons = new StringBuilder();
+      for (BackendProvider p : providers) {
+        try {
+          return p.openAsDefault();
+        } catch (BackendUnavailableException e) {
+          reasons.append("\n  ").append(e.getMessage());
+        }
       }
-      return providers.get(0).open();
+      throw new BackendUnavailableException("no backend can run here:" + reasons, null);
     }
     for (BackendProvider p : providers) {
       if (p.id().equals(id)) {

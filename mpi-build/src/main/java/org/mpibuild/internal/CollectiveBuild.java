@@ -74,8 +74,17 @@ public final class CollectiveBuild {
     this.counters = counters;
   }
 
-  /** Runs the protocol on every rank of the communicator. */
+  /** Runs the protocol on every rank of the communicator, loading the kernel everywhere. */
   public Outcome run(KernelSource request, int root) {
+    return run(request, root, true);
+  }
+
+  /**
+   * Runs the protocol on every rank. With {@code load} false, every rank gets the checked binary and
+   * nothing is loaded (the outcome's program is null): this works without a device, for example for
+   * CUDA targets named explicitly on nodes without a GPU.
+   */
+  public Outcome run(KernelSource request, int root, boolean load) {
     final int rank = comm.rank();
     final int size = comm.size();
 
@@ -87,11 +96,12 @@ public final class CollectiveBuild {
     }
     long t1 = System.nanoTime();
 
+    List<String> rankTargets = jobTargets();
     long fileOps0 = caches.fileOperations();
     Obtained obtained = null;
     Envelope sent = null;
     if (rank == root) {
-      obtained = obtainOnRoot(request);
+      obtained = obtainOnRoot(request, rankTargets, load);
       sent = obtained.envelope;
       counters.rootOutcome(obtained.compiled, obtained.cacheHit, caches.enabled());
     }
@@ -109,15 +119,23 @@ public final class CollectiveBuild {
     String failure = null;
     if (rank == root) {
       program = obtained.program;
+      if (load && program == null) {
+        failure = "this rank compiled for [" + envelope.metadata().target() + "] but cannot load it: its device is ["
+            + backend.target() + "]";
+      }
     } else if (received.problem != null) {
       failure = received.problem;
-    } else {
+    } else if (load) {
       try {
         program = load(envelope);
       } catch (RuntimeException | LinkageError e) {
         failure = describe(e);
         log.debug("load failed", e);
       }
+    }
+    if (!load && program != null) {
+      program.close();
+      program = null;
     }
     agreeOnLoad(program, failure);
     storeOnNode(envelope);
@@ -130,9 +148,22 @@ public final class CollectiveBuild {
         envelope.payload().length(), caches.fileOperations() - fileOps0);
     counters.add(stats, rank == root && size > 1 ? envelope.payload().length() : 0);
     log.debug("built {} from root {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
-        program.kernelNames(), root, stats.binaryBytes(), ms(stats.compileNanos()), ms(stats.broadcastNanos()),
+        envelope.metadata().kernelNames(), root, stats.binaryBytes(), ms(stats.compileNanos()), ms(stats.broadcastNanos()),
         ms(stats.loadNanos()));
     return new Outcome(program, envelope, stats);
+  }
+
+  /** Every rank's target when the backend builds for the whole job (one all-gather); else null. */
+  private List<String> jobTargets() {
+    if (!backend.buildsForJobTargets()) {
+      return null;
+    }
+    byte[][] all = comm.allGather(backend.target().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    List<String> out = new java.util.ArrayList<>();
+    for (byte[] b : all) {
+      out.add(new String(b, java.nio.charset.StandardCharsets.UTF_8));
+    }
+    return out;
   }
 
   private void agree(KernelSource request, int root, String problem) {
@@ -171,19 +202,19 @@ public final class CollectiveBuild {
    * the shared cache's lock held so that concurrent jobs compile once. Never throws: any failure becomes
    * an error envelope, so that the root still takes part in the broadcast.
    */
-  private Obtained obtainOnRoot(KernelSource request) {
+  private Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load) {
     String target = "";
     String key = "";
     try {
-      target = backend.target();
+      target = backend.buildTarget(rankTargets == null ? List.of(backend.target()) : rankTargets);
       if (!caches.enabled()) {
         return compile(request, target, "");
       }
       KernelCache shared = caches.shared();
-      key = CacheKey.of(request, backend);
-      Obtained hit = fromCache(caches.node(), key);
+      key = CacheKey.of(request, backend.id(), backend.compilerIdentity(target), target);
+      Obtained hit = fromCache(caches.node(), key, load);
       if (hit == null) {
-        hit = fromCache(shared, key);
+        hit = fromCache(shared, key, load);
       }
       if (hit != null) {
         return hit;
@@ -192,7 +223,7 @@ public final class CollectiveBuild {
         return compile(request, target, key);
       }
       try (CacheLock lock = shared.lock(key)) {
-        hit = fromCache(shared, key); // another job may have written it while this one waited
+        hit = fromCache(shared, key, load); // another job may have written it while this one waited
         if (hit != null) {
           return hit;
         }
@@ -210,7 +241,7 @@ public final class CollectiveBuild {
   }
 
   /** A usable entry of {@code cache}, loaded on the root; null on a miss or an entry the device refuses. */
-  private Obtained fromCache(KernelCache cache, String key) {
+  private Obtained fromCache(KernelCache cache, String key, boolean load) {
     if (cache == null) {
       return null;
     }
@@ -221,6 +252,9 @@ public final class CollectiveBuild {
     Envelope e = entry.envelope();
     if (e.status() != Envelope.Status.OK) {
       log.debug("cached compile failure for {} (negative entry)", key);
+      return new Obtained(e, null, false, true);
+    }
+    if (!load) {
       return new Obtained(e, null, false, true);
     }
     try {
@@ -234,9 +268,10 @@ public final class CollectiveBuild {
 
   private Obtained compile(KernelSource request, String target, String key) {
     try {
-      Compilation c = compileWithin(request, settings.compileTimeout());
-      Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, c.program().kernelNames(),
-          request.options(), c.buildLog(), "", key);
+      Compilation c = compileWithin(request, target, settings.compileTimeout());
+      List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
+      Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, names, request.options(), c.buildLog(), "",
+          key, backend.compilerIdentity(target));
       return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary(), settings.chunkBytes())), c.program(), true,
           false);
     } catch (CompileException e) {
@@ -254,13 +289,14 @@ public final class CollectiveBuild {
    * over is abandoned: interrupted (backends that run a compiler process kill it), and whatever it loads
    * later is released.
    */
-  private Compilation compileWithin(KernelSource request, java.time.Duration timeout) throws TimeoutException {
+  private Compilation compileWithin(KernelSource request, String target, java.time.Duration timeout)
+      throws TimeoutException {
     ExecutorService worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "mpi-build-compile");
       t.setDaemon(true);
       return t;
     });
-    Future<Compilation> f = worker.submit(() -> backend.compile(request));
+    Future<Compilation> f = worker.submit(() -> backend.compile(request, target));
     worker.shutdown();
     try {
       return f.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -268,7 +304,10 @@ public final class CollectiveBuild {
       f.cancel(true);
       CompletableFuture.runAsync(() -> {
         try {
-          f.get().program().close();
+          LoadedProgram late = f.get().program();
+          if (late != null) {
+            late.close();
+          }
         } catch (Exception | Error ignored) {
           // the abandoned compile failed as well
         }
@@ -430,10 +469,9 @@ public final class CollectiveBuild {
       throw new IllegalStateException("binary is for backend '" + meta.backend() + "', this rank uses '"
           + backend.id() + "'");
     }
-    String mine = backend.target();
-    if (!meta.target().equals(mine)) {
+    if (!backend.canLoad(meta.target())) {
       throw new IllegalStateException("binary was built for target [" + meta.target()
-          + "], this rank's device is [" + mine + "]");
+          + "], this rank's device is [" + backend.target() + "]");
     }
     return backend.load(envelope.payload().toByteArray(), meta.kernelNames());
   }

@@ -27,7 +27,8 @@ import org.mpibuild.CorruptBinaryException;
  *  56  4  CRC32C of the metadata
  *  60  4  CRC32C of header bytes 0..59
  * metadata: backend id, target identity, kernel count and names, build options, build log, error message,
- *   cache key (empty when not cached); each string as a 4-byte length and UTF-8 bytes
+ *   cache key (empty when not cached), compiler identity (path, version, flags); each string as a 4-byte
+ *   length and UTF-8 bytes
  * payload: the binary
  * </pre>
  */
@@ -55,10 +56,15 @@ public final class Envelope {
 
   /** What the envelope says about its payload. Strings are never null. */
   public record Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
-      String error, String cacheKey) {
+      String error, String cacheKey, String compiler) {
     public Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
         String error) {
-      this(backend, target, kernelNames, options, buildLog, error, "");
+      this(backend, target, kernelNames, options, buildLog, error, "", "");
+    }
+
+    public Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
+        String error, String cacheKey) {
+      this(backend, target, kernelNames, options, buildLog, error, cacheKey, "");
     }
 
     public Metadata {
@@ -69,11 +75,7 @@ public final class Envelope {
       buildLog = nonNull(buildLog);
       error = nonNull(error);
       cacheKey = nonNull(cacheKey);
-    }
-
-    /** A copy carrying the cache key. */
-    public Metadata withCacheKey(String key) {
-      return new Metadata(backend, target, kernelNames, options, buildLog, error, key);
+      compiler = nonNull(compiler);
     }
 
     byte[] encode() {
@@ -88,6 +90,7 @@ public final class Envelope {
       parts.add(utf8(buildLog));
       parts.add(utf8(error));
       parts.add(utf8(cacheKey));
+      parts.add(utf8(compiler));
       int size = 0;
       for (byte[] p : parts) {
         size += p.length;
@@ -110,7 +113,8 @@ public final class Envelope {
         for (int i = 0; i < count; i++) {
           names.add(readUtf8(in));
         }
-        Metadata m = new Metadata(backend, target, names, readUtf8(in), readUtf8(in), readUtf8(in), readUtf8(in));
+        Metadata m = new Metadata(backend, target, names, readUtf8(in), readUtf8(in), readUtf8(in), readUtf8(in),
+            readUtf8(in));
         if (in.hasRemaining()) {
           throw new CorruptBinaryException(in.remaining() + " unexpected bytes after the binary metadata");
         }

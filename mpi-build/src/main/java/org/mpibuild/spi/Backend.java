@@ -37,6 +37,60 @@ public interface Backend extends AutoCloseable {
   }
 
   /**
+   * Whether a build should first gather every rank's {@link #target()} and build for all of them (for
+   * example one CUDA fatbin for every GPU architecture in the job). False by default: the root builds for
+   * its own target.
+   *
+   * @return whether the protocol gathers the job's targets
+   */
+  default boolean buildsForJobTargets() {
+    return false;
+  }
+
+  /**
+   * Returns the target to build for, given the targets of every rank (only the root's own when
+   * {@link #buildsForJobTargets()} is false). The result is written into the binary and the cache key.
+   *
+   * @param rankTargets every rank's target, by rank
+   * @return the build target; by default this rank's target
+   */
+  default String buildTarget(List<String> rankTargets) {
+    return target();
+  }
+
+  /**
+   * Returns the compiler identity for building {@code buildTarget} (the compiler chosen may depend on it).
+   *
+   * @param buildTarget what {@link #buildTarget} returned
+   * @return the identity; by default {@link #compilerIdentity()}
+   */
+  default String compilerIdentity(String buildTarget) {
+    return compilerIdentity();
+  }
+
+  /**
+   * Compiles for {@code buildTarget}; by default {@link #compile(KernelSource)}.
+   *
+   * @param request the checked request
+   * @param buildTarget what {@link #buildTarget} returned
+   * @return the compilation; its program is null when this rank has no device to load it on
+   */
+  default Compilation compile(KernelSource request, String buildTarget) {
+    return compile(request);
+  }
+
+  /**
+   * Whether this rank's device can load a binary built for {@code binaryTarget}; by default when it is
+   * exactly this rank's target.
+   *
+   * @param binaryTarget the target recorded in the binary
+   * @return whether loading may be tried
+   */
+  default boolean canLoad(String binaryTarget) {
+    return binaryTarget.equals(target());
+  }
+
+  /**
    * Compiles the request for this rank's device, makes the binary ready to load elsewhere, and keeps the
    * compiled program loaded here.
    *

@@ -20,4 +20,24 @@ public interface BackendProvider {
    * @throws org.mpibuild.BackendUnavailableException with the reason, if the backend cannot run here
    */
   Backend open();
+
+  /**
+   * Returns the preference among backends when none is named: the highest usable one is chosen.
+   *
+   * @return the priority; 0 by default
+   */
+  default int priority() {
+    return 0;
+  }
+
+  /**
+   * Opens the backend for an automatic choice, which may demand more than {@link #open()} (CUDA, for
+   * example, is chosen automatically only when a GPU is usable).
+   *
+   * @return the backend
+   * @throws org.mpibuild.BackendUnavailableException with the reason, if it should not be chosen here
+   */
+  default Backend openAsDefault() {
+    return open();
+  }
 }

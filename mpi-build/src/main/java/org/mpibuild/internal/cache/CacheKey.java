@@ -44,12 +44,17 @@ public final class CacheKey {
 
   private CacheKey() {}
 
-  /** The key of {@code request} built by {@code backend}, as 64 lowercase hex digits. */
+  /**
+   * The key of {@code request} built by {@code backend} for this rank's own target, as 64 lowercase hex
+   * digits. Collective builds use {@link #of(KernelSource, String, String, String)} with the job's target.
+   */
   public static String of(KernelSource request, Backend backend) {
-    return of(request, backend.id(), backend.compilerIdentity(), backend.target());
+    String target = backend.buildTarget(java.util.List.of(backend.target()));
+    return of(request, backend.id(), backend.compilerIdentity(target), target);
   }
 
-  static String of(KernelSource request, String backend, String compiler, String target) {
+  /** The key of {@code request} built by backend {@code backend} with {@code compiler} for {@code target}. */
+  public static String of(KernelSource request, String backend, String compiler, String target) {
     MessageDigest md;
     try {
       md = MessageDigest.getInstance("SHA-256");

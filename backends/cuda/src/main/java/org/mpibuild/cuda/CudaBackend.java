@@ -1,0 +1,484 @@
+package org.mpibuild.cuda;
+
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGet;
+import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
+import static jcuda.driver.JCudaDriver.cuDeviceGetCount;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
+import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
+import static jcuda.driver.JCudaDriver.cuInit;
+import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
+import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
+import static jcuda.driver.JCudaDriver.cuModuleUnload;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import jcuda.JCudaVersion;
+import jcuda.LibUtils;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_attribute;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUjit_option;
+import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
+import jcuda.driver.JITOptions;
+import jcuda.driver.JCudaDriver;
+import jcuda.nvrtc.JNvrtc;
+import jcuda.nvrtc.nvrtcProgram;
+import jcuda.nvrtc.nvrtcResult;
+import org.mpibuild.BackendUnavailableException;
+import org.mpibuild.CompileException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.spi.NativeLibraries;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The CUDA backend. Builds with NVRTC (through JCuda, where libnvrtc is present) or nvcc (a child
+ * process, never through a shell), for the architectures of every GPU in the job or for those named in
+ * {@code MPI_BUILD_CUDA_ARCH}; loads through the driver API from memory. Native libraries and the driver
+ * are probed once; what is missing is reported as "CUDA backend unavailable: reason". The in-process PTX
+ * compiler is never used, so no input can crash the JVM through it.
+ */
+final class CudaBackend implements Backend {
+  private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
+  private static final Pattern NVCC_VERSION = Pattern.compile("release [0-9.]+, (V[0-9.]+)");
+
+  private static String driverProblem;
+  private static boolean driverReady;
+  private static String nvrtcProblem;
+  private static String nvrtcVersion;
+
+  private final CudaSettings settings;
+  private final CUdevice device;
+  private final CUcontext context;
+  private final String arch;
+  private final String deviceProblem;
+  private final String nvccVersion;
+  private final String nvccProblem;
+
+  private CudaBackend(CudaSettings settings, CUdevice device, CUcontext context, String arch, String deviceProblem,
+      String nvccVersion, String nvccProblem) {
+    this.settings = settings;
+    this.device = device;
+    this.context = context;
+    this.arch = arch;
+    this.deviceProblem = deviceProblem;
+    this.nvccVersion = nvccVersion;
+    this.nvccProblem = nvccProblem;
+  }
+
+  static CudaBackend open(CudaSettings settings) {
+    String problem = loadDriver();
+    CUdevice device = null;
+    CUcontext context = null;
+    String arch = null;
+    if (problem == null) {
+      int[] count = new int[1];
+      int rc = cuDeviceGetCount(count);
+      if (rc != CUresult.CUDA_SUCCESS || count[0] == 0) {
+        problem = "no CUDA device (cuDeviceGetCount: " + CUresult.stringFor(rc) + ", " + count[0] + " devices)";
+      } else {
+        int ordinal = settings.deviceOrdinal() != null ? settings.deviceOrdinal() : localRank() % count[0];
+        if (ordinal < 0 || ordinal >= count[0]) {
+          throw new BackendUnavailableException("CUDA backend unavailable: MPI_BUILD_CUDA_DEVICE=" + ordinal
+              + " but this node has " + count[0] + " GPUs", null);
+        }
+        device = new CUdevice();
+        CudaKernel.check(cuDeviceGet(device, ordinal), "cuDeviceGet");
+        int[] major = new int[1];
+        int[] minor = new int[1];
+        cuDeviceGetAttribute(major, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+        cuDeviceGetAttribute(minor, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+        arch = "sm_" + major[0] + minor[0];
+        context = new CUcontext();
+        CudaKernel.check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
+      }
+    }
+    String nvccVersion = null;
+    String nvccProblem = null;
+    if (settings.nvcc() == null) {
+      nvccProblem = "nvcc not found on the PATH, in CUDA_HOME or /usr/local/cuda (set MPI_BUILD_NVCC)";
+    } else {
+      try {
+        nvccVersion = nvccVersion(settings.nvcc());
+      } catch (IOException e) {
+        nvccProblem = "cannot run " + settings.nvcc() + ": " + e.getMessage();
+      }
+    }
+    loadNvrtc();
+    if (nvccProblem != null && nvrtcProblem != null) {
+      throw new BackendUnavailableException("CUDA backend unavailable: no CUDA compiler (nvcc: " + nvccProblem
+          + "; NVRTC: " + nvrtcProblem + ")", null);
+    }
+    if (device == null && settings.explicitArchs().isEmpty()) {
+      throw new BackendUnavailableException("CUDA backend unavailable: " + problem
+          + "; to build without a GPU, name the targets with MPI_BUILD_CUDA_ARCH (for example sm_90)", null);
+    }
+    return new CudaBackend(settings, device, context, arch, problem, nvccVersion, nvccProblem);
+  }
+
+  boolean hasDevice() {
+    return device != null;
+  }
+
+  String deviceProblem() {
+    return deviceProblem;
+  }
+
+  @Override
+  public String id() {
+    return CudaBackendProvider.ID;
+  }
+
+  /** This rank's GPU architecture, or {@code none} on a rank without a GPU (compile-only). */
+  @Override
+  public String target() {
+    return arch == null ? "none" : arch;
+  }
+
+  @Override
+  public boolean buildsForJobTargets() {
+    return settings.explicitArchs().isEmpty();
+  }
+
+  @Override
+  public String buildTarget(List<String> rankTargets) {
+    if (!settings.explicitArchs().isEmpty()) {
+      return CudaArch.target(settings.explicitArchs());
+    }
+    List<Integer> without = new ArrayList<>();
+    for (int r = 0; r < rankTargets.size(); r++) {
+      if (rankTargets.get(r).equals("none")) {
+        without.add(r);
+      }
+    }
+    if (!without.isEmpty()) {
+      throw new IllegalStateException("ranks " + without + " have no GPU; name the targets with MPI_BUILD_CUDA_ARCH");
+    }
+    return CudaArch.target(CudaArch.parse(String.join(",", rankTargets)));
+  }
+
+  @Override
+  public String compilerIdentity(String buildTarget) {
+    return choose(buildTarget).identity;
+  }
+
+  @Override
+  public String compilerIdentity() {
+    return compilerIdentity(buildTarget(List.of(target())));
+  }
+
+  @Override
+  public boolean canLoad(String binaryTarget) {
+    return arch != null && CudaArch.runs(binaryTarget, arch);
+  }
+
+  @Override
+  public Compilation compile(KernelSource request) {
+    return compile(request, buildTarget(List.of(target())));
+  }
+
+  @Override
+  public Compilation compile(KernelSource request, String buildTarget) {
+    if (request.kernelNames().isEmpty()) {
+      throw new IllegalArgumentException("name the kernels to create (withKernels): a CUDA module cannot list its"
+          + " functions; use extern \"C\" names");
+    }
+    List<String> archs = CudaArch.parse(buildTarget);
+    Compiler c = choose(buildTarget);
+    byte[] binary;
+    String buildLog;
+    if (c.nvrtc) {
+      String[] out = new String[1];
+      binary = nvrtc(request, archs.get(0), out);
+      buildLog = out[0];
+    } else {
+      String[] out = new String[1];
+      binary = nvcc(request, archs, out);
+      buildLog = out[0];
+    }
+    LoadedProgram program = canLoad(buildTarget) ? load(binary, request.kernelNames()) : null;
+    return new Compilation(program, binary, buildLog);
+  }
+
+  @Override
+  public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+    if (device == null) {
+      throw new IllegalStateException("this rank has no GPU: " + deviceProblem);
+    }
+    CudaKernel.check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    CUmodule module = new CUmodule();
+    JITOptions jit = new JITOptions();
+    byte[] errors = new byte[16384];
+    jit.putBytes(CUjit_option.CU_JIT_ERROR_LOG_BUFFER, errors);
+    jit.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, errors.length);
+    int rc = cuModuleLoadDataJIT(module, Pointer.to(binary), jit);
+    if (rc != CUresult.CUDA_SUCCESS) {
+      String jitLog = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
+      throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)
+          + (jitLog == null || jitLog.isBlank() ? "" : ": " + jitLog.strip()));
+    }
+    Map<String, CUfunction> functions = new LinkedHashMap<>();
+    for (String name : kernelNames) {
+      CUfunction f = new CUfunction();
+      rc = cuModuleGetFunction(f, module, name);
+      if (rc != CUresult.CUDA_SUCCESS) {
+        cuModuleUnload(module);
+        throw new IllegalArgumentException("unknown kernel name '" + name + "' (" + CUresult.stringFor(rc)
+            + "): declare it extern \"C\" __global__ so that its name is not mangled");
+      }
+      functions.put(name, f);
+    }
+    return new CudaKernel(context, module, functions);
+  }
+
+  @Override
+  public void close() {
+    if (device != null) {
+      cuDevicePrimaryCtxRelease(device);
+    }
+  }
+
+  /** The compiler for a build target, following the configured order. */
+  private record Compiler(boolean nvrtc, String identity) {}
+
+  private Compiler choose(String buildTarget) {
+    int archCount = CudaArch.parse(buildTarget).size();
+    StringBuilder why = new StringBuilder();
+    for (String c : settings.compilerOrder()) {
+      if (c.equals("nvrtc")) {
+        if (nvrtcProblem != null) {
+          why.append(" NVRTC: ").append(nvrtcProblem).append(';');
+        } else if (archCount > 1) {
+          why.append(" NVRTC: builds one architecture at a time, not a fatbin;");
+        } else {
+          return new Compiler(true, "nvrtc " + nvrtcVersion + " flags=--gpu-architecture=" + buildTarget);
+        }
+      } else if (nvccProblem != null) {
+        why.append(" nvcc: ").append(nvccProblem).append(';');
+      } else {
+        return new Compiler(false, "nvcc " + settings.nvcc() + " " + nvccVersion + " flags="
+            + String.join(" ", nvccTargetFlags(CudaArch.parse(buildTarget))));
+      }
+    }
+    throw new IllegalStateException("no CUDA compiler can build [" + buildTarget + "]:" + why);
+  }
+
+  static List<String> nvccTargetFlags(List<String> archs) {
+    List<String> flags = new ArrayList<>();
+    if (archs.size() == 1) {
+      flags.add("-cubin");
+      flags.add("-arch=" + archs.get(0));
+      return flags;
+    }
+    flags.add("-fatbin");
+    for (String a : archs) {
+      String n = a.substring("sm_".length());
+      flags.add("-gencode");
+      flags.add("arch=compute_" + n + ",code=sm_" + n);
+    }
+    String newest = archs.get(archs.size() - 1).substring("sm_".length());
+    flags.add("-gencode");
+    flags.add("arch=compute_" + newest + ",code=compute_" + newest);
+    return flags;
+  }
+
+  private byte[] nvcc(KernelSource request, List<String> archs, String[] logOut) {
+    Path dir = null;
+    try {
+      dir = Files.createTempDirectory("mpi-build-nvcc", PosixFilePermissions.asFileAttribute(
+          PosixFilePermissions.fromString("rwx------")));
+      Path src = dir.resolve("kernel.cu");
+      Path out = dir.resolve(archs.size() == 1 ? "kernel.cubin" : "kernel.fatbin");
+      Files.writeString(src, request.source());
+      List<String> cmd = new ArrayList<>();
+      cmd.add(settings.nvcc().toString());
+      cmd.addAll(nvccTargetFlags(archs));
+      cmd.addAll(splitOptions(request.options()));
+      cmd.add("-o");
+      cmd.add(out.toString());
+      cmd.add(src.toString());
+      Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
+      p.getOutputStream().close();
+      String output;
+      try {
+        output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        p.waitFor();
+      } catch (InterruptedException e) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("nvcc was interrupted (compile timeout) and killed");
+      }
+      logOut[0] = output;
+      if (p.exitValue() != 0) {
+        Matcher bad = Pattern.compile("(?m)^nvcc fatal\\s*:\\s*(Unknown option.*)$").matcher(output);
+        if (bad.find()) {
+          throw new IllegalArgumentException("invalid build options '" + request.options() + "': " + bad.group(1));
+        }
+        throw new CompileException("nvcc failed with exit status " + p.exitValue(), output);
+      }
+      return Files.readAllBytes(out);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot run nvcc " + settings.nvcc() + ": " + e.getMessage(), e);
+    } finally {
+      deleteTree(dir);
+    }
+  }
+
+  private static byte[] nvrtc(KernelSource request, String arch, String[] logOut) {
+    nvrtcProgram prog = new nvrtcProgram();
+    check(JNvrtc.nvrtcCreateProgram(prog, request.source(), "kernel.cu", 0, null, null), "nvrtcCreateProgram");
+    try {
+      List<String> options = new ArrayList<>();
+      options.add("--gpu-architecture=" + arch);
+      options.addAll(splitOptions(request.options()));
+      int rc = JNvrtc.nvrtcCompileProgram(prog, options.size(), options.toArray(new String[0]));
+      String[] log = new String[1];
+      JNvrtc.nvrtcGetProgramLog(prog, log);
+      logOut[0] = log[0] == null ? "" : log[0];
+      if (rc == nvrtcResult.NVRTC_ERROR_INVALID_OPTION) {
+        throw new IllegalArgumentException("invalid build options '" + request.options() + "': " + logOut[0].strip());
+      }
+      if (rc != nvrtcResult.NVRTC_SUCCESS) {
+        throw new CompileException("NVRTC failed: " + nvrtcResult.stringFor(rc), logOut[0]);
+      }
+      long[] size = new long[1];
+      check(JNvrtc.nvrtcGetCUBINSize(prog, size), "nvrtcGetCUBINSize");
+      byte[] cubin = new byte[(int) size[0]];
+      check(JNvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN");
+      return cubin;
+    } finally {
+      JNvrtc.nvrtcDestroyProgram(prog);
+    }
+  }
+
+  /** Splits options on whitespace, keeping double-quoted parts together; no shell is involved. */
+  static List<String> splitOptions(String options) {
+    List<String> out = new ArrayList<>();
+    Matcher m = Pattern.compile("\"([^\"]*)\"|(\\S+)").matcher(options);
+    while (m.find()) {
+      out.add(m.group(1) != null ? m.group(1) : m.group(2));
+    }
+    return out;
+  }
+
+  private static void check(int rc, String what) {
+    if (rc != nvrtcResult.NVRTC_SUCCESS) {
+      throw new IllegalStateException(what + " failed: " + nvrtcResult.stringFor(rc));
+    }
+  }
+
+  static String nvccVersion(Path nvcc) throws IOException {
+    Process p = new ProcessBuilder(nvcc.toString(), "--version").redirectErrorStream(true).start();
+    try {
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IOException("nvcc --version failed: " + out.strip());
+      }
+      Matcher m = NVCC_VERSION.matcher(out);
+      return m.find() ? m.group(1) : out.strip().replace('\n', ' ');
+    } catch (InterruptedException e) {
+      p.destroyForcibly();
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted", e);
+    }
+  }
+
+  /**
+   * Loads JCuda's driver binding and initializes the driver, once per process. JCuda's native library is
+   * put in java.io.tmpdir atomically first, so that ranks starting together never load a half-written file.
+   */
+  private static synchronized String loadDriver() {
+    if (driverReady || driverProblem != null) {
+      return driverProblem;
+    }
+    try {
+      installNative("JCudaDriver");
+      int rc = cuInit(0);
+      if (rc == CUresult.CUDA_ERROR_NO_DEVICE) {
+        driverProblem = "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)";
+      } else if (rc != CUresult.CUDA_SUCCESS) {
+        driverProblem = "cuInit failed: " + CUresult.stringFor(rc);
+      } else {
+        driverReady = true;
+      }
+    } catch (LinkageError | RuntimeException e) {
+      driverProblem = "no CUDA driver (libcuda.so.1 cannot be loaded: " + firstLine(e) + ")";
+      log.debug("CUDA driver probe failed", e);
+    }
+    return driverProblem;
+  }
+
+  private static synchronized void loadNvrtc() {
+    if (nvrtcVersion != null || nvrtcProblem != null) {
+      return;
+    }
+    try {
+      installNative("JNvrtc");
+      int[] major = new int[1];
+      int[] minor = new int[1];
+      check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion");
+      nvrtcVersion = major[0] + "." + minor[0];
+    } catch (LinkageError | RuntimeException e) {
+      nvrtcProblem = "libnvrtc cannot be loaded (" + firstLine(e) + ")";
+      log.debug("NVRTC probe failed", e);
+    }
+  }
+
+  private static void installNative(String base) {
+    String file = LibUtils.createLibraryFileName(LibUtils.createPlatformLibraryName(base + "-" + JCudaVersion.get()));
+    if (JCudaDriver.class.getResource("/lib/" + file) != null) {
+      NativeLibraries.install(JCudaDriver.class, "/lib/" + file, Path.of(System.getProperty("java.io.tmpdir"), file));
+    }
+  }
+
+  private static int localRank() {
+    for (String v : new String[] {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+      String s = System.getenv(v);
+      if (s != null) {
+        try {
+          return Integer.parseInt(s.trim());
+        } catch (NumberFormatException e) {
+          // try the next
+        }
+      }
+    }
+    return 0;
+  }
+
+  private static String firstLine(Throwable e) {
+    String m = String.valueOf(e.getMessage());
+    int nl = m.indexOf('\n');
+    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
+  }
+
+  private static void deleteTree(Path dir) {
+    if (dir == null) {
+      return;
+    }
+    try (Stream<Path> s = Files.walk(dir)) {
+      s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException e) {
+      log.debug("cannot remove {}: {}", dir, e.toString());
+    }
+  }
+}

@@ -1,0 +1,137 @@
+package org.mpibuild.cuda;
+
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuLaunchKernel;
+import static jcuda.driver.JCudaDriver.cuModuleUnload;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import jcuda.NativePointerObject;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import org.mpibuild.spi.LoadedProgram;
+
+/**
+ * The CUDA view of a {@link org.mpibuild.Kernel}: a module loaded through the driver API and its
+ * functions. Reach it with {@code kernel.as(CudaKernel.class)}.
+ *
+ * <pre>{@code
+ * CudaKernel k = kernel.as(CudaKernel.class);
+ * k.launch("saxpy", new int[] {blocks, 1, 1}, new int[] {256, 1, 1}, 0, null, 2.0f, x, y, n);
+ * }</pre>
+ */
+public final class CudaKernel implements LoadedProgram {
+  private final CUcontext context;
+  private final CUmodule module;
+  private final Map<String, CUfunction> functions;
+  private boolean closed;
+
+  CudaKernel(CUcontext context, CUmodule module, Map<String, CUfunction> functions) {
+    this.context = context;
+    this.module = module;
+    this.functions = new LinkedHashMap<>(functions);
+  }
+
+  /** @return the first function, the only one for single-kernel requests */
+  public CUfunction function() {
+    return functions.values().iterator().next();
+  }
+
+  /**
+   * Returns a function by name.
+   *
+   * @param name a name from {@link #kernelNames()}
+   * @return the function
+   * @throws IllegalArgumentException if there is none of that name
+   */
+  public CUfunction function(String name) {
+    CUfunction f = functions.get(name);
+    if (f == null) {
+      throw new IllegalArgumentException("no kernel '" + name + "' in this module; it has " + kernelNames());
+    }
+    return f;
+  }
+
+  /** @return the module */
+  public CUmodule module() {
+    return module;
+  }
+
+  /** @return the context the module was loaded into (the device's primary context) */
+  public CUcontext context() {
+    return context;
+  }
+
+  @Override
+  public List<String> kernelNames() {
+    return new ArrayList<>(functions.keySet());
+  }
+
+  /**
+   * Launches a kernel. Arguments are device pointers ({@link CUdeviceptr}) and scalars ({@code Integer},
+   * {@code Long}, {@code Float}, {@code Double}, {@code Short}, {@code Byte}), in the kernel's order.
+   *
+   * @param name the kernel
+   * @param grid grid size, 3 values
+   * @param block block size, 3 values
+   * @param sharedMemBytes dynamic shared memory per block
+   * @param stream the stream, or null for the default stream
+   * @param args the kernel's arguments
+   * @throws IllegalArgumentException for an argument of another type, naming its index
+   * @throws IllegalStateException if the launch fails, with the CUDA error
+   */
+  public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
+    if (grid.length != 3 || block.length != 3) {
+      throw new IllegalArgumentException("grid and block need 3 values each, got " + grid.length + " and " + block.length);
+    }
+    Pointer[] params = new Pointer[args.length];
+    for (int i = 0; i < args.length; i++) {
+      params[i] = pointerTo(i, args[i]);
+    }
+    check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    check(cuLaunchKernel(function(name), grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream,
+        Pointer.to(params), null), "cuLaunchKernel(" + name + ")");
+  }
+
+  private static Pointer pointerTo(int index, Object a) {
+    if (a instanceof NativePointerObject p) {
+      return Pointer.to(p);
+    } else if (a instanceof Integer v) {
+      return Pointer.to(new int[] {v});
+    } else if (a instanceof Long v) {
+      return Pointer.to(new long[] {v});
+    } else if (a instanceof Float v) {
+      return Pointer.to(new float[] {v});
+    } else if (a instanceof Double v) {
+      return Pointer.to(new double[] {v});
+    } else if (a instanceof Short v) {
+      return Pointer.to(new short[] {v});
+    } else if (a instanceof Byte v) {
+      return Pointer.to(new byte[] {v});
+    }
+    throw new IllegalArgumentException("kernel argument " + index + " is a "
+        + (a == null ? "null" : a.getClass().getName())
+        + "; expected a CUdeviceptr or an Integer, Long, Float, Double, Short or Byte");
+  }
+
+  static void check(int rc, String what) {
+    if (rc != CUresult.CUDA_SUCCESS) {
+      throw new IllegalStateException(what + " failed: " + CUresult.stringFor(rc));
+    }
+  }
+
+  @Override
+  public synchronized void close() {
+    if (!closed) {
+      closed = true;
+      cuModuleUnload(module);
+    }
+  }
+}
