@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * <p><b>MPI.</b> By default the world communicator is used when the program was started by an MPI
  * launcher ({@code mpirun}) or has initialized MPI itself; otherwise the build is local, and the same
  * calls work unchanged. An MPI that the program initialized is never finalized by the library. If the
- * library initialized MPI, {@link #close()} finalizes it when the last {@code MpiBuild} is closed.
+ * library initialized MPI (the program was started by mpirun but did not call {@code MPI.Init}), it
+ * finalizes it when the JVM exits.
  *
  * <p><b>Collective calls.</b> {@link #create()}, {@link Builder#build()}, {@link #mpiBuildKernel} and
  * {@link #close()} are collective: every rank of the communicator calls them in the same order. They are
@@ -219,8 +220,8 @@ public final class MpiBuild implements AutoCloseable {
   }
 
   /**
-   * Releases the backend and the library's duplicate communicator; finalizes MPI only if the library
-   * initialized it and this is the last instance. Collective. Kernels must be closed first.
+   * Releases the backend and the library's duplicate communicator. Never finalizes MPI. Collective.
+   * Kernels must be closed first.
    */
   @Override
   public void close() {

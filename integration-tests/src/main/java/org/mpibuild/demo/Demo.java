@@ -39,7 +39,7 @@ public final class Demo {
     mine[0] = rank;
     String backend = "none";
     String failure = null;
-    try (MpiBuild mpiBuild = MpiBuild.create()) {
+    try (MpiBuild mpiBuild = MpiBuild.builder().backend("opencl").build()) {
       backend = mpiBuild.backend();
       try (Kernel kernel = mpiBuild.mpiBuildKernel(Saxpy.REQUEST, ROOT)) {
         BuildStats s = kernel.stats();

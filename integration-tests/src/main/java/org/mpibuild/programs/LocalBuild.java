@@ -12,7 +12,7 @@ public final class LocalBuild {
   private LocalBuild() {}
 
   public static void main(String[] args) {
-    try (MpiBuild mpiBuild = MpiBuild.create(); Kernel kernel = mpiBuild.mpiBuildKernel(Saxpy.REQUEST, 0)) {
+    try (MpiBuild mpiBuild = MpiBuild.builder().backend("opencl").build(); Kernel kernel = mpiBuild.mpiBuildKernel(Saxpy.REQUEST, 0)) {
       boolean verified = Saxpy.runAndVerify(kernel.as(OpenClKernel.class), 0, 1 << 12);
       System.out.println("local: ranks=" + mpiBuild.size() + " compiled=" + kernel.stats().compiled()
           + " verified=" + verified + " communicator=" + mpiBuild.communicator());

@@ -76,6 +76,8 @@ final class Mpirun {
           "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m -Dmpibuild.it.job=" + dir));
       java.util.Map<String, String> all = new java.util.TreeMap<>(env);
       all.putIfAbsent("MPI_BUILD_CACHE_DIR", dir.resolve("cache").toString());
+      all.putIfAbsent("MPI_BUILD_BACKEND", "opencl"); // the OpenCL programs; CUDA tests say "cuda"
+
       all.forEach((k, v) -> cmd.addAll(List.of("-x", k + "=" + v)));
       cmd.addAll(List.of(REPO.resolve("bin/mpi-build-rank").toString(), "-cp", classpath, mainClass));
       cmd.addAll(List.of(args));

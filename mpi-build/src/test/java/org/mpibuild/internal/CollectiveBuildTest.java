@@ -110,6 +110,52 @@ public class CollectiveBuildTest {
     assertEquals(1, compiles);
   }
 
+  /** A backend that builds one binary for every target in the job, like a CUDA fatbin. */
+  static final class MultiTarget extends FakeBackend {
+    MultiTarget(String target) {
+      this.target = target;
+    }
+
+    @Override
+    public boolean buildsForJobTargets() {
+      return true;
+    }
+
+    @Override
+    public String buildTarget(List<String> rankTargets) {
+      return String.join(",", new java.util.TreeSet<>(rankTargets));
+    }
+
+    @Override
+    public boolean canLoad(String binaryTarget) {
+      return List.of(binaryTarget.split(",")).contains(target);
+    }
+  }
+
+  @Test
+  void mixedJobGetsOneBinaryForEveryTargetInIt() throws Exception {
+    List<FakeBackend> backends = List.of(new MultiTarget("sm_90"), new MultiTarget("sm_80"), new MultiTarget("sm_90"));
+    List<RankResult> results = build(3, backends::get, r -> KernelSource.of(SOURCE), r -> 0);
+    for (int r = 0; r < 3; r++) {
+      assertNull(results.get(r).error(), "rank " + r + ": " + results.get(r).error());
+      assertEquals("sm_80,sm_90", results.get(r).outcome().envelope().metadata().target());
+    }
+    assertEquals(1, backends.stream().mapToInt(b -> b.compiles.get()).sum());
+  }
+
+  @Test
+  void binaryOnlyBuildLoadsNothing() throws Exception {
+    List<FakeBackend> backends = List.of(new FakeBackend(), new FakeBackend(), new FakeBackend());
+    List<RankResult> results = onRanks(new InProcessCommunicator.World(3, 10_000), 3, backends::get,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, SETTINGS).run(KernelSource.of(SOURCE), 0, false));
+    for (RankResult r : results) {
+      assertNull(r.error());
+      assertNull(r.outcome().program());
+      assertEquals(1000, r.outcome().envelope().payload().length());
+    }
+    assertEquals(0, backends.stream().mapToInt(b -> b.loads.get()).sum());
+  }
+
   @Test
   void payloadTravelsInConfiguredChunks() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);

@@ -9,13 +9,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * MPI's lifecycle as seen by the library. An MPI that the program initialized is used and never
- * finalized. If the library initialized MPI itself, it finalizes it when the last communicator it handed
- * out is closed. Touching this class loads {@code libmpi_java}: probe for {@code mpi.jar} first.
+ * finalized. If the library initialized MPI itself, it finalizes it when the JVM exits (a shutdown hook),
+ * so that MpiBuild instances can come and go during the run. Touching this class loads
+ * {@code libmpi_java}: probe for {@code mpi.jar} first.
  */
 public final class MpiJavaWorld {
   private static final Logger log = LoggerFactory.getLogger(MpiJavaWorld.class);
   private static boolean initializedHere;
-  private static int users;
 
   private MpiJavaWorld() {}
 
@@ -26,8 +26,7 @@ public final class MpiJavaWorld {
   public static synchronized Communicator open(boolean mayInitialize) {
     try {
       if (MPI.isFinalized()) {
-        throw new IllegalStateException("MPI has already been finalized in this process"
-            + (initializedHere ? " (by mpi-build, when its last MpiBuild was closed)" : ""));
+        throw new IllegalStateException("MPI has already been finalized in this process");
       }
       if (!MPI.isInitialized()) {
         if (!mayInitialize) {
@@ -35,26 +34,25 @@ public final class MpiJavaWorld {
         }
         int provided = MPI.InitThread(new String[0], MPI.THREAD_MULTIPLE);
         initializedHere = true;
-        log.debug("mpi-build initialized MPI (thread level provided: {}); it will finalize it", provided);
+        Runtime.getRuntime().addShutdownHook(new Thread(MpiJavaWorld::finalizeAtExit, "mpi-build-finalize"));
+        log.debug("mpi-build initialized MPI (thread level provided: {}); it finalizes it at exit", provided);
       }
-      users++;
-      return MpiJavaCommunicator.duplicate(MPI.COMM_WORLD, "COMM_WORLD", MpiJavaWorld::release);
+      return MpiJavaCommunicator.duplicate(MPI.COMM_WORLD, "COMM_WORLD", null);
     } catch (MPIException e) {
       throw new CommunicationException("cannot initialize MPI: " + e.getMessage(), e);
     }
   }
 
-  private static synchronized void release() {
-    users--;
-    if (users == 0 && initializedHere) {
-      try {
-        if (!MPI.isFinalized()) {
-          MPI.Finalize();
-          log.debug("mpi-build finalized the MPI it initialized");
-        }
-      } catch (MPIException e) {
-        throw new CommunicationException("MPI_Finalize failed: " + e.getMessage(), e);
+  private static synchronized void finalizeAtExit() {
+    if (!initializedHere) {
+      return;
+    }
+    try {
+      if (!MPI.isFinalized()) {
+        MPI.Finalize();
       }
+    } catch (MPIException | RuntimeException e) {
+      System.err.println("mpi-build: MPI_Finalize at exit failed: " + e);
     }
   }
 }
