@@ -6,7 +6,7 @@
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
 
-.PHONY: all provision build demo test clean help
+.PHONY: all provision build demo test clean help gpu-bundle gpu-check
 
 all: build
 
@@ -25,5 +25,19 @@ demo: build
 test: provision
 	$(MVN) install
 
+# A bundle for a GPU machine without Java: a jlink runtime, the jars and scripts/gpu-check.
+gpu-bundle: build
+	rm -rf build/gpu-bundle && mkdir -p build/gpu-bundle/lib
+	cp integration-tests/target/mpi-build-programs.jar integration-tests/target/lib/*.jar build/gpu-bundle/lib/
+	jlink --add-modules java.base,java.logging,java.naming,java.xml,jdk.unsupported --strip-debug --no-header-files \
+	  --no-man-pages --compress=2 --output build/gpu-bundle/jre
+	cp scripts/gpu-check build/gpu-bundle/gpu-check
+	@du -sh build/gpu-bundle
+
+# Runs the GPU checks here (they skip, saying why, without a GPU).
+gpu-check: build
+	scripts/gpu-check
+
 clean:
 	$(MVN) -q clean
+	rm -rf build
