@@ -6,7 +6,7 @@
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
 
-.PHONY: all provision build demo test clean help gpu-bundle gpu-check
+.PHONY: all provision build demo test bench bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -24,6 +24,14 @@ demo: build
 
 test: provision
 	$(MVN) install
+
+# The benchmark: every strategy side by side at N = 1, 2, 4, 8, 16 ranks (quick mode: under 10 minutes on
+# 2 cores). Writes integration-tests/target/bench/{results.md,time-to-ready.png,results.json}.
+bench: build
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . quick
+
+bench-full: build
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . full
 
 # A bundle for a GPU machine without Java: a jlink runtime, the jars and scripts/gpu-check.
 gpu-bundle: build

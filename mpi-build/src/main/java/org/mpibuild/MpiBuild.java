@@ -52,6 +52,7 @@ public final class MpiBuild implements AutoCloseable {
   private final Caches caches;
   private final JobCounters counters = new JobCounters();
   private final CollectiveBuild protocol;
+  private BuildStats lastStats;
   private boolean closed;
 
   private MpiBuild(Communicator comm, Backend backend, Settings settings, Caches caches) {
@@ -109,6 +110,7 @@ public final class MpiBuild implements AutoCloseable {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
       CollectiveBuild.Outcome o = protocol.run(request, root);
+      lastStats = o.stats();
       return new BuiltKernel(o.program(), o.envelope(), o.stats());
     }
   }
@@ -126,7 +128,9 @@ public final class MpiBuild implements AutoCloseable {
   public BinaryData mpiBuildBinary(KernelSource request, int root) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      return new BinaryData(protocol.run(request, root, false).envelope());
+      CollectiveBuild.Outcome o = protocol.run(request, root, false);
+      lastStats = o.stats();
+      return new BinaryData(o.envelope());
     }
   }
 
@@ -192,6 +196,15 @@ public final class MpiBuild implements AutoCloseable {
 
   private static JobStatistics.Phase phase(long[] sum, long[] max, int i) {
     return new JobStatistics.Phase(sum[i], max[i]);
+  }
+
+  /**
+   * Returns what this rank did in the last successful build of this instance, kernel or binary.
+   *
+   * @return the statistics, or null before the first build
+   */
+  public BuildStats lastStats() {
+    return lastStats;
   }
 
   /** @return this process's rank in the build communicator; 0 in local mode */
