@@ -31,7 +31,7 @@ import org.mpibuild.spi.LoadedProgram;
  * (one compile, then one load per rank; the report adds a plain C MPI_Bcast of the same bytes).
  * Every cell's source carries its own comment, so PoCL's own kernel cache never answers for a strategy.
  *
- * <p>usage: Bench OUT.jsonl REPS STALE_MS PROGRAM[,PROGRAM...] [LONG_PROGRAM LONG_STALE_MS]
+ * <p>usage: Bench OUT.jsonl REPS STALE_MS PROGRAM[,PROGRAM...] [LONG_PROGRAM LONG_STALE_MS LONG_REPS]
  */
 public final class Bench {
   private static int rank;
@@ -66,7 +66,8 @@ public final class Bench {
     if (args.length > 5) {
       String program = args[4];
       long longStale = Long.parseLong(args[5]);
-      for (int rep = 0; rep < reps; rep++) {
+      int longReps = args.length > 6 ? Integer.parseInt(args[6]) : reps;
+      for (int rep = 0; rep < longReps; rep++) {
         String tag = program + "-long-" + rep + "-" + size;
         record(json, program, "lock-long", rep, lock(variant(program, "lock-long " + tag), work.resolve("ll-" + tag),
             longStale));

@@ -36,12 +36,12 @@ public final class BenchReport {
   private static final Pattern FIELD = Pattern.compile("\"(\\w+)\": (\"[^\"]*\"|[-0-9.]+)");
 
   record Mode(String name, List<Integer> ranks, int reps, String small, String big, String longProgram,
-      long staleMillis, long longStaleMillis, List<Integer> bcastSizes, int bcastRanks, int bcastReps) {}
+      long staleMillis, long longStaleMillis, int longReps, List<Integer> bcastSizes, int bcastRanks, int bcastReps) {}
 
   static final Mode QUICK = new Mode("quick", List.of(1, 2, 4, 8, 16), 3, "saxpy", "matmul4", "matmul4", 20_000,
-      1_000, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 5);
+      1_000, 2, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 3);
   static final Mode FULL = new Mode("full", List.of(1, 2, 4, 8, 16), 5, "saxpy", "matmul24", "matmul48", 20_000,
-      20_000, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 11);
+      20_000, 3, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 11);
 
   private BenchReport() {}
 
@@ -68,7 +68,8 @@ public final class BenchReport {
       Path jsonl = out.resolve("cells-" + n + ".jsonl");
       run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n),
           "org.mpibuild.bench.Bench", jsonl.toString(), Integer.toString(mode.reps()), Long.toString(mode.staleMillis()),
-          mode.small() + "," + mode.big(), mode.longProgram(), Long.toString(mode.longStaleMillis())),
+          mode.small() + "," + mode.big(), mode.longProgram(), Long.toString(mode.longStaleMillis()),
+          Integer.toString(mode.longReps())),
           Map.of("MPI_BUILD_BENCH_DIR", work.toString(), "MPI_BUILD_BENCH_RUN", Long.toString(System.nanoTime()),
               "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
       cells.addAll(parse(Files.readString(jsonl)));
@@ -156,7 +157,8 @@ public final class BenchReport {
       sb.append('\n');
     }
     sb.append("Compile outlasting the lock's stale age, program `").append(mode.longProgram()).append("`, stale age ")
-        .append(mode.longStaleMillis()).append(" ms (median ms; compiles)\n\n| N | lock | collective-cold |\n|---|---|---|\n");
+        .append(mode.longStaleMillis()).append(" ms (median ms over ").append(mode.longReps())
+        .append(" runs; compiles)\n\n| N | lock | collective-cold |\n|---|---|---|\n");
     for (int n : mode.ranks()) {
       sb.append(String.format(Locale.ROOT, "| %d | %.0f; %.0f | %.0f; %.0f |%n", n,
           median(cells, n, mode.longProgram(), "lock-long", "ms"), median(cells, n, mode.longProgram(), "lock-long", "compiles"),

@@ -74,7 +74,10 @@ public final class Faults {
             rank == 3 ? 1 : 0)));
         case "payload-corrupted" -> {
           Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
-          try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new FlipPayloadByte(comm) : comm).build()) {
+          // 4 KiB chunks: the first message carries the header, the metadata and the start of the binary,
+          // and the rest of the binary follows in pieces; rank 2 corrupts the first piece.
+          try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new FlipPayloadByte(comm) : comm)
+              .chunkBytes(4096).build()) {
             step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
           } finally {
             comm.close();
@@ -348,7 +351,7 @@ public final class Faults {
     @Override
     public void broadcast(ByteBuffer buffer, int root) {
       inner.broadcast(buffer, root);
-      if (++broadcasts == 3) { // header, metadata, then the first payload chunk
+      if (++broadcasts == 2) { // the first message, then the first piece of the binary
         buffer.put(buffer.position(), (byte) (buffer.get(buffer.position()) ^ 0x01));
       }
     }

@@ -42,8 +42,9 @@ import org.slf4j.LoggerFactory;
  *       (an out-of-range root, an empty source) is never used in an MPI call.
  *   <li><b>Compile.</b> The root compiles. Any failure becomes an error envelope instead of an exception,
  *       so that the root still takes part in the broadcast.
- *   <li><b>Broadcast.</b> Header first (fixed size: status, lengths, digest), then metadata, then the
- *       payload in chunks of direct buffers. Receivers check the header before allocating and the digest
+ *   <li><b>Broadcast.</b> A first message of fixed size: the header (status, lengths, digest), then as
+ *       much metadata and payload as fit, so that a small kernel travels in one broadcast; then the rest
+ *       in chunks of direct buffers. Receivers check the header before allocating and the digest
  *       before loading. An error envelope makes every rank throw the same exception.
  *   <li><b>Load and agree.</b> Receivers load; one all-reduce says whether anyone failed; if so, an
  *       all-gather of the reasons makes every rank throw the same {@link KernelLoadException}.
@@ -167,7 +168,7 @@ public final class CollectiveBuild {
   }
 
   private void agree(KernelSource request, int root, String problem) {
-    RequestFingerprint mine = RequestFingerprint.of(request, backend.id(), root, problem);
+    RequestFingerprint mine = RequestFingerprint.of(request, backend.id(), root, settings.chunkBytes(), problem);
     if (RequestFingerprint.agreed(comm.allReduceMax(mine.agreementVector()))) {
       return;
     }
@@ -383,25 +384,53 @@ public final class CollectiveBuild {
     long headerNanos;
   }
 
+  /** Largest first message: header, metadata and the start of the binary travel together. */
+  static final int INLINE_LIMIT = 64 << 10;
+
+  /**
+   * The size of the first message: the header, then as much metadata and binary as fit, so that a small
+   * kernel travels in one broadcast. Never more than the chunk size, never less than the header.
+   */
+  private int firstMessageBytes() {
+    return Math.max(Envelope.HEADER_BYTES, Math.min(INLINE_LIMIT, settings.chunkBytes()));
+  }
+
+  /** How many metadata and binary bytes the first message carries, computed alike on every rank. */
+  private record Inline(int metadata, int payload) {
+    static Inline of(int first, int metadataLength, long payloadLength) {
+      int meta = Math.min(metadataLength, first - Envelope.HEADER_BYTES);
+      int payload = meta == metadataLength ? (int) Math.min(payloadLength, first - Envelope.HEADER_BYTES - meta) : 0;
+      return new Inline(meta, payload);
+    }
+  }
+
   private Received broadcast(Envelope sent, int root) {
     boolean isRoot = comm.rank() == root;
-    byte[] meta = isRoot ? sent.encodeMetadata() : null;
-    ByteBuffer header = isRoot ? sent.encodeHeader(meta) : ByteBuffer.allocateDirect(Envelope.HEADER_BYTES);
-    comm.broadcast(header, root);
+    int first = firstMessageBytes();
+    ByteBuffer message = ByteBuffer.allocateDirect(first);
     if (isRoot) {
-      for (ByteBuffer chunk : chunksOf(ByteBuffer.allocateDirect(meta.length).put(meta).flip())) {
+      byte[] meta = sent.encodeMetadata();
+      Payload payload = sent.payload().rechunk(settings.chunkBytes());
+      Inline inline = Inline.of(first, meta.length, payload.length());
+      message.put(sent.encodeHeader(meta)).put(meta, 0, inline.metadata());
+      payload.copyTo(message.slice().limit(inline.payload()));
+      comm.broadcast(message.clear(), root);
+      ByteBuffer rest = ByteBuffer.allocateDirect(meta.length - inline.metadata()).put(meta, inline.metadata(),
+          meta.length - inline.metadata()).flip();
+      for (ByteBuffer chunk : chunksOf(rest)) {
         comm.broadcast(chunk, root);
       }
-      for (ByteBuffer chunk : sent.payload().rechunk(settings.chunkBytes()).chunks()) {
-        comm.broadcast(chunk, root);
+      for (ByteBuffer piece : payload.pieces(inline.payload())) {
+        comm.broadcast(piece, root);
       }
       return null;
     }
 
+    comm.broadcast(message, root);
     Received r = new Received();
     r.headerNanos = System.nanoTime();
     try {
-      r.header = Envelope.decodeHeader(header, Long.MAX_VALUE);
+      r.header = Envelope.decodeHeader(message.duplicate().limit(Envelope.HEADER_BYTES), Long.MAX_VALUE);
     } catch (CorruptBinaryException e) {
       // Without a trustworthy header this rank cannot know how many chunks follow, so it cannot keep in
       // step with the others. Ending the job is the only way to leave nobody waiting.
@@ -409,8 +438,10 @@ public final class CollectiveBuild {
           + e.getMessage(), 3);
       throw e;
     }
+    Inline inline = Inline.of(first, r.header.metadataLength(), r.header.payloadLength());
     ByteBuffer metaBuf = ByteBuffer.allocateDirect(r.header.metadataLength());
-    for (ByteBuffer chunk : chunksOf(metaBuf)) {
+    metaBuf.put(message.duplicate().position(Envelope.HEADER_BYTES).limit(Envelope.HEADER_BYTES + inline.metadata()));
+    for (ByteBuffer chunk : chunksOf(metaBuf.slice())) {
       comm.broadcast(chunk, root);
     }
     try {
@@ -422,19 +453,22 @@ public final class CollectiveBuild {
     }
 
     long length = r.header.payloadLength();
+    ByteBuffer inlinePayload = message.duplicate().position(Envelope.HEADER_BYTES + inline.metadata())
+        .limit(Envelope.HEADER_BYTES + inline.metadata() + inline.payload());
     if (length > settings.maxBinaryBytes()) {
       // Keep in step with a bounded scratch buffer, then refuse the binary.
       ByteBuffer scratch = ByteBuffer.allocateDirect((int) Math.min(settings.chunkBytes(), length));
-      for (long left = length; left > 0; left -= settings.chunkBytes()) {
-        comm.broadcast(scratch.clear().limit((int) Math.min(settings.chunkBytes(), left)), root);
+      for (int size : Payload.pieceSizes(length, settings.chunkBytes(), inline.payload())) {
+        comm.broadcast(scratch.clear().limit(size), root);
       }
       r.problem = "binary of " + length + " bytes exceeds this rank's limit of " + settings.maxBinaryBytes()
           + " (MPI_BUILD_MAX_BINARY_BYTES)";
       return r;
     }
     Payload payload = Payload.allocate(length, settings.chunkBytes());
-    for (ByteBuffer chunk : payload.chunks()) {
-      comm.broadcast(chunk, root);
+    payload.copyFrom(inlinePayload);
+    for (ByteBuffer piece : payload.pieces(inline.payload())) {
+      comm.broadcast(piece, root);
     }
     if (r.problem == null) {
       try {

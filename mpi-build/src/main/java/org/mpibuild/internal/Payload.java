@@ -3,6 +3,7 @@ package org.mpibuild.internal;
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.List;
 
 /**
  * A binary held in direct buffers of at most one chunk each, so that it can be broadcast without
@@ -89,6 +90,55 @@ public final class Payload {
       return p;
     }
     return copyOf(toByteArray(), bytes);
+  }
+
+  /** Slices of the chunks covering bytes {@code from} to the end, none longer than a chunk. */
+  public List<ByteBuffer> pieces(long from) {
+    List<ByteBuffer> out = new java.util.ArrayList<>();
+    long start = 0;
+    for (ByteBuffer c : chunks()) {
+      long end = start + c.remaining();
+      if (end > from) {
+        out.add(c.position((int) Math.max(0, from - start)).slice());
+      }
+      start = end;
+    }
+    return out;
+  }
+
+  /** The sizes of {@link #pieces(long)} for a payload of {@code length} bytes in chunks of {@code chunkBytes}. */
+  public static List<Integer> pieceSizes(long length, int chunkBytes, long from) {
+    List<Integer> out = new java.util.ArrayList<>();
+    for (long start = 0; start < length; start += chunkBytes) {
+      long end = Math.min(length, start + chunkBytes);
+      if (end > from) {
+        out.add((int) (end - Math.max(start, from)));
+      }
+    }
+    return out;
+  }
+
+  /** Copies the first {@code dst.remaining()} bytes of the payload into {@code dst}. */
+  public void copyTo(ByteBuffer dst) {
+    for (ByteBuffer c : chunks()) {
+      if (!dst.hasRemaining()) {
+        return;
+      }
+      dst.put(c.limit(Math.min(c.limit(), dst.remaining())));
+    }
+  }
+
+  /** Copies {@code src}'s remaining bytes to the start of the payload. */
+  public void copyFrom(ByteBuffer src) {
+    ByteBuffer in = src.duplicate();
+    for (ByteBuffer c : chunks()) {
+      if (!in.hasRemaining()) {
+        return;
+      }
+      int n = Math.min(c.remaining(), in.remaining());
+      c.put(in.duplicate().limit(in.position() + n));
+      in.position(in.position() + n);
+    }
   }
 
   /** Returns the total length in bytes. */

@@ -16,7 +16,8 @@ import org.mpibuild.KernelSource;
  */
 final class RequestFingerprint {
   /** The compared fields, in wire order. */
-  static final List<String> FIELDS = List.of("source", "options", "kernels", "backend", "root", "validity");
+  static final List<String> FIELDS = List.of("source", "options", "kernels", "backend", "root", "chunk-size",
+      "validity");
   private static final int FIELD_HASH_BYTES = 8;
 
   private final byte[][] fieldHashes;
@@ -29,7 +30,7 @@ final class RequestFingerprint {
     this.problem = problem;
   }
 
-  static RequestFingerprint of(KernelSource request, String backendId, int root, String problem) {
+  static RequestFingerprint of(KernelSource request, String backendId, int root, int chunkBytes, String problem) {
     String source = request == null ? null : request.source();
     String options = request == null ? null : request.options();
     List<String> kernels = request == null ? null : request.kernelNames();
@@ -39,6 +40,7 @@ final class RequestFingerprint {
       hash(kernels == null ? null : String.join("\u0000", kernels) + "\u0000" + kernels.size()),
       hash(backendId),
       hash(Integer.toString(root)),
+      hash(Integer.toString(chunkBytes)),
       hash(problem == null ? "ok" : "invalid"),
     };
     MessageDigest md = Payload.sha256Digest();

@@ -160,13 +160,36 @@ public class CollectiveBuildTest {
   void payloadTravelsInConfiguredChunks() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
     List<RankResult> results = build(3, r -> new FakeBackend(), r -> KernelSource.of(SOURCE), r -> 0, world);
+    for (RankResult res : results) {
+      assertNull(res.error());
+      assertTrue(FakeBackend.sameBinary(res.outcome().program(), SOURCE, 1000));
+    }
+    List<InProcessCommunicator.Call> mine = world.calls().stream()
+        .filter(c -> c.rank() == 1 && c.operation().equals("broadcast")).toList();
+    // A 256-byte first message (header, metadata, start of the binary), then the rest of the 1000-byte
+    // binary in pieces of at most one 256-byte chunk.
+    assertEquals(256, mine.get(0).bytes());
+    assertTrue(mine.size() >= 5, "the binary was chunked: " + mine);
+    assertTrue(mine.stream().allMatch(c -> c.bytes() <= 256), "no message exceeds the chunk size: " + mine);
+  }
+
+  @Test
+  void smallKernelTravelsInOneBroadcast() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
+    List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(), (rank, comm, backend) ->
+        new CollectiveBuild(comm, backend, SETTINGS.withChunkBytes(1 << 20)).run(KernelSource.of(SOURCE), 0));
     results.forEach(res -> assertNull(res.error()));
-    // 1000 bytes in 256-byte chunks: 4 payload broadcasts per rank, after the header and the metadata.
-    long payloadChunks = world.calls().stream()
-        .filter(c -> c.rank() == 1 && c.operation().equals("broadcast") && c.bytes() <= 256 && c.bytes() != 64)
-        .filter(c -> c.bytes() == 256 || c.bytes() == 1000 - 3 * 256)
-        .count();
-    assertEquals(4, payloadChunks);
+    assertEquals(1, world.calls().stream().filter(c -> c.rank() == 1 && c.operation().equals("broadcast")).count());
+  }
+
+  @Test
+  void differentChunkSizesAreCaughtBeforeAnyTransfer() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
+    List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(), (rank, comm, backend) ->
+        new CollectiveBuild(comm, backend, SETTINGS.withChunkBytes(rank == 0 ? 256 : 512)).run(KernelSource.of(SOURCE), 0));
+    RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
+    assertTrue(e.getMessage().contains("differs in chunk-size"), e.getMessage());
+    assertTrue(world.calls().stream().noneMatch(c -> c.operation().equals("broadcast")));
   }
 
   @Test
