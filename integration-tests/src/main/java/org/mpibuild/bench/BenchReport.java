@@ -39,7 +39,7 @@ public final class BenchReport {
       long staleMillis, long longStaleMillis, int longReps, List<Integer> bcastSizes, int bcastRanks, int bcastReps) {}
 
   static final Mode QUICK = new Mode("quick", List.of(1, 2, 4, 8, 16), 3, "saxpy", "matmul4", "matmul4", 20_000,
-      1_000, 2, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 3);
+      1_500, 2, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 3);
   static final Mode FULL = new Mode("full", List.of(1, 2, 4, 8, 16), 5, "saxpy", "matmul24", "matmul48", 20_000,
       20_000, 3, List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20), 4, 11);
 
@@ -96,7 +96,7 @@ public final class BenchReport {
     }
     run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(mode.bcastRanks()),
         "org.mpibuild.bench.BcastBench", bjsonl.toString(), Integer.toString(mode.bcastReps()), sizes.toString()),
-        Map.of("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx2g"), 1800);
+        Map.of("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=6g"), 1800);
     List<Map<String, String>> bcasts = parse(Files.readString(bjsonl));
     Map<Integer, Double> cBySize = new TreeMap<>();
     for (int s : mode.bcastSizes()) {
@@ -189,13 +189,23 @@ public final class BenchReport {
         + ", PoCL, 2 cores)", "ranks (N)", "ms (median)", data, PlotOrientation.VERTICAL, true, false, false);
     XYPlot plot = chart.getXYPlot();
     LogAxis y = new LogAxis("ms (median, log scale)");
+    y.setBase(10);
+    y.setSmallestValue(1);
+    y.setNumberFormatOverride(new java.text.DecimalFormat("#,##0"));
     plot.setRangeAxis(y);
+    LogAxis x = new LogAxis("ranks (N), log scale");
+    x.setBase(2);
+    x.setNumberFormatOverride(new java.text.DecimalFormat("0"));
+    plot.setDomainAxis(x);
     plot.setBackgroundPaint(Color.WHITE);
     plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
     plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
     XYLineAndShapeRenderer r = new XYLineAndShapeRenderer(true, true);
+    Color[] colors = {new Color(0xd62728), new Color(0x1f77b4), new Color(0x2ca02c), new Color(0x9467bd),
+        new Color(0x7f7f7f)};
     for (int i = 0; i < STRATEGIES.size(); i++) {
       r.setSeriesStroke(i, new BasicStroke(2f));
+      r.setSeriesPaint(i, colors[i]);
     }
     plot.setRenderer(r);
     ChartUtils.saveChartAsPNG(png.toFile(), chart, 900, 560);
