@@ -14,7 +14,7 @@ import java.util.Locale;
  * @param bytesBroadcast binary bytes the roots broadcast
  * @param cacheFileOperations file system calls made on the caches, summed over ranks
  * @param agreement time agreeing on requests
- * @param compile time compiling (roots), including fetching and writing cache entries
+ * @param compile time the roots spent obtaining binaries: cache lookups, lock waits and compiles
  * @param waitForRoot time receivers waited for their root
  * @param broadcast time transferring and checking binaries
  * @param load time loading binaries and agreeing that every rank did

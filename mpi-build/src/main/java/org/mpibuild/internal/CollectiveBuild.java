@@ -108,7 +108,14 @@ public final class CollectiveBuild {
     }
     long t2 = System.nanoTime();
 
-    Received received = broadcast(sent, root);
+    Received received;
+    try {
+      received = broadcast(sent, root);
+    } finally {
+      if (rank == root) {
+        obtained.afterBroadcast().run();
+      }
+    }
     long t3 = System.nanoTime();
     Envelope envelope = rank == root ? sent : received.envelope;
     Envelope.Status status = rank == root ? sent.status() : received.header.status();
@@ -196,7 +203,16 @@ public final class CollectiveBuild {
   }
 
   /** What the root has before the broadcast: the envelope to send and, on success, its own program. */
-  private record Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit) {}
+  private record Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit,
+      Runnable afterBroadcast) {
+    Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit) {
+      this(envelope, program, compiled, cacheHit, () -> { });
+    }
+
+    Obtained then(Runnable next) {
+      return new Obtained(envelope, program, compiled, cacheHit, next);
+    }
+  }
 
   /**
    * Gets the binary on the root: from the node-local cache, else the shared cache, else by compiling with
@@ -223,14 +239,27 @@ public final class CollectiveBuild {
       if (shared == null) {
         return compile(request, target, key);
       }
-      try (CacheLock lock = shared.lock(key)) {
+      CacheLock lock = shared.lock(key);
+      try {
         hit = fromCache(shared, key, load); // another job may have written it while this one waited
         if (hit != null) {
           return hit;
         }
         Obtained built = compile(request, target, key);
-        shared.store(key, built.envelope);
-        return built;
+        // The entry is written, and the lock released, once the binary is on its way to the other ranks:
+        // the fsyncs are then off the path to every rank's ready kernel.
+        String entryKey = key;
+        CacheLock held = lock;
+        lock = null;
+        return built.then(() -> {
+          try (CacheLock ignored = held) {
+            shared.store(entryKey, built.envelope);
+          }
+        });
+      } finally {
+        if (lock != null) {
+          lock.close();
+        }
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
