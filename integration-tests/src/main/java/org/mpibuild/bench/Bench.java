@@ -9,14 +9,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
-import java.util.ServiceLoader;
 import mpi.MPI;
 import org.mpibuild.JobStatistics;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.spi.Backend;
-import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 
@@ -275,12 +273,7 @@ public final class Bench {
   }
 
   static Backend openCl() {
-    for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
-      if (p.id().equals("opencl")) {
-        return p.open();
-      }
-    }
-    throw new IllegalStateException("the OpenCL backend is not on the class path");
+    return org.mpibuild.programs.Scenarios.openCl();
   }
 
 }

@@ -233,47 +233,8 @@ public final class Faults {
     }
   }
 
-  /** Passes everything to a real backend; subclasses replace one step. */
-  static class Delegating implements Backend {
-    final Backend inner;
-
-    Delegating(Backend inner) {
-      this.inner = inner;
-    }
-
-    @Override
-    public String id() {
-      return inner.id();
-    }
-
-    @Override
-    public String target() {
-      return inner.target();
-    }
-
-    @Override
-    public String compilerIdentity() {
-      return inner.compilerIdentity();
-    }
-
-    @Override
-    public Compilation compile(KernelSource request) {
-      return inner.compile(request);
-    }
-
-    @Override
-    public LoadedProgram load(byte[] binary, List<String> kernelNames) {
-      return inner.load(binary, kernelNames);
-    }
-
-    @Override
-    public void close() {
-      inner.close();
-    }
-  }
-
   /** A compiler that never returns. */
-  static final class Hanging extends Delegating {
+  static final class Hanging extends DelegatingBackend {
     Hanging(Backend inner) {
       super(inner);
     }
@@ -290,7 +251,7 @@ public final class Faults {
   }
 
   /** A compiler that crashes. */
-  static final class Crashing extends Delegating {
+  static final class Crashing extends DelegatingBackend {
     Crashing(Backend inner) {
       super(inner);
     }
@@ -302,7 +263,7 @@ public final class Faults {
   }
 
   /** A compile during which the whole process is killed with SIGKILL. */
-  static final class Killing extends Delegating {
+  static final class Killing extends DelegatingBackend {
     Killing(Backend inner) {
       super(inner);
     }
@@ -319,7 +280,7 @@ public final class Faults {
   }
 
   /** A backend that claims another id or target. */
-  static final class Retargeted extends Delegating {
+  static final class Retargeted extends DelegatingBackend {
     private final String id;
     private final String target;
 

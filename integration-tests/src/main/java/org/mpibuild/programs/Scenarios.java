@@ -15,7 +15,6 @@ import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
-import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 
 /**
@@ -115,7 +114,7 @@ public final class Scenarios {
     System.out.flush();
   }
 
-  static Backend openCl() {
+  public static Backend openCl() {
     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
       if (p.id().equals("opencl")) {
         return p.open();
@@ -125,30 +124,14 @@ public final class Scenarios {
   }
 
   /** The real OpenCL backend, except that loading gets a binary whose bytes were zeroed. */
-  record RefusingBackend(Backend inner) implements Backend {
-    @Override
-    public String id() {
-      return inner.id();
-    }
-
-    @Override
-    public String target() {
-      return inner.target();
-    }
-
-    @Override
-    public Compilation compile(KernelSource request) {
-      return inner.compile(request);
+  static final class RefusingBackend extends DelegatingBackend {
+    RefusingBackend(Backend inner) {
+      super(inner);
     }
 
     @Override
     public LoadedProgram load(byte[] binary, List<String> kernelNames) {
       return inner.load(new byte[binary.length], kernelNames);
-    }
-
-    @Override
-    public void close() {
-      inner.close();
     }
   }
 }
