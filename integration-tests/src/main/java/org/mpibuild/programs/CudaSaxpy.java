@@ -30,13 +30,10 @@ public final class CudaSaxpy {
 
   /** Runs saxpy on the GPU with data that depends on {@code rank}; true if every element is right. */
   public static boolean runAndVerify(CudaKernel k, int rank, int n) {
-    float a = rank + 1.5f;
-    float[] x = new float[n];
-    float[] y = new float[n];
-    for (int i = 0; i < n; i++) {
-      x[i] = i * 0.5f + rank;
-      y[i] = n - i;
-    }
+    SaxpyData d = new SaxpyData(rank, n);
+    float a = d.a;
+    float[] x = d.x;
+    float[] y = d.y;
     long bytes = (long) n * Sizeof.FLOAT;
     cuCtxSetCurrent(k.context());
     CUdeviceptr dx = new CUdeviceptr();
@@ -50,13 +47,7 @@ public final class CudaSaxpy {
       cuCtxSynchronize();
       float[] out = new float[n];
       cuMemcpyDtoH(Pointer.to(out), dy, bytes);
-      for (int i = 0; i < n; i++) {
-        float want = a * x[i] + y[i];
-        if (Math.abs(out[i] - want) > 1e-4f * Math.max(1f, Math.abs(want))) {
-          return false;
-        }
-      }
-      return true;
+      return d.matches(out);
     } finally {
       cuMemFree(dx);
       cuMemFree(dy);

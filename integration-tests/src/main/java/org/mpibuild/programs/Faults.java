@@ -85,11 +85,14 @@ public final class Faults {
         }
         case "cache-corrupted" -> withWorld(mb -> {
           step(name, "cold", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          changeEntry(rank, bytes -> bytes[bytes.length / 2] ^= 0x10);
+          changeEntry(rank, bytes -> {
+            bytes[bytes.length / 2] ^= 0x10;
+            return bytes;
+          });
           step(name, "flipped", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          changeEntry(rank, bytes -> { });
+          changeEntry(rank, bytes -> bytes);
           step(name, "intact", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          truncateEntry(rank);
+          changeEntry(rank, bytes -> java.util.Arrays.copyOf(bytes, bytes.length / 3));
           step(name, "truncated", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
         });
         case "cache-disk-full" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
@@ -168,29 +171,15 @@ public final class Faults {
   }
 
   interface Mutation {
-    void apply(byte[] bytes);
+    byte[] apply(byte[] bytes);
   }
 
-  /** Rank 0 changes the only cache entry on disk; then every rank moves on together. */
+  /** Rank 0 rewrites the only cache entry on disk; then every rank moves on together. */
   static void changeEntry(int rank, Mutation m) throws IOException, MPIException {
     if (rank == 0) {
       try (var s = Files.list(entries())) {
         for (Path f : s.toList()) {
-          byte[] b = Files.readAllBytes(f);
-          m.apply(b);
-          Files.write(f, b);
-        }
-      }
-    }
-    MPI.COMM_WORLD.barrier();
-  }
-
-  static void truncateEntry(int rank) throws IOException, MPIException {
-    if (rank == 0) {
-      try (var s = Files.list(entries())) {
-        for (Path f : s.toList()) {
-          byte[] b = Files.readAllBytes(f);
-          Files.write(f, java.util.Arrays.copyOf(b, b.length / 3));
+          Files.write(f, m.apply(Files.readAllBytes(f)));
         }
       }
     }

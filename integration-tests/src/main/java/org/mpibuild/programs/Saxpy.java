@@ -41,13 +41,10 @@ public final class Saxpy {
    * @return true if every element is right
    */
   public static boolean runAndVerify(OpenClKernel k, int rank, int n) {
-    float a = rank + 1.5f;
-    float[] x = new float[n];
-    float[] y = new float[n];
-    for (int i = 0; i < n; i++) {
-      x[i] = i * 0.5f + rank;
-      y[i] = n - i;
-    }
+    SaxpyData d = new SaxpyData(rank, n);
+    float a = d.a;
+    float[] x = d.x;
+    float[] y = d.y;
     long bytes = (long) Sizeof.cl_float * n;
     int[] err = new int[1];
     cl_mem mx = clCreateBuffer(k.context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes, Pointer.to(x), err);
@@ -67,13 +64,7 @@ public final class Saxpy {
       if (rc != CL_SUCCESS) {
         throw new IllegalStateException("clEnqueueReadBuffer: " + CL.stringFor_errorCode(rc));
       }
-      for (int i = 0; i < n; i++) {
-        float want = a * x[i] + y[i];
-        if (Math.abs(out[i] - want) > 1e-4f * Math.max(1f, Math.abs(want))) {
-          return false;
-        }
-      }
-      return true;
+      return d.matches(out);
     } finally {
       clReleaseMemObject(mx);
       clReleaseMemObject(my);

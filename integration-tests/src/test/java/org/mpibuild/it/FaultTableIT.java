@@ -126,28 +126,26 @@ class FaultTableIT {
     throw new AssertionError("rank " + rank + " did not announce its SIGKILL\n" + job.describe());
   }
 
-  @Test
-  void case03RootKilledMidCompileEndsTheJob() {
-    Mpirun.Job job = fault("root-killed", 40);
+  /** A case in which {@code rank} kills itself with SIGKILL: mpirun must end the job soon after. */
+  static void killedRankEndsTheJob(String name, int rank) {
+    Mpirun.Job job = fault(name, 40);
     assertNotEquals(0, job.exitCode(), job.describe());
     assertTrue(job.mpirunOutput().contains("exited on signal 9"), job.describe());
-    long ms = killToExit(job, 0);
+    long ms = killToExit(job, rank);
     synchronized (MEASURED) {
-      MEASURED.put("root-killed (kill to exit)", ms);
+      MEASURED.put(name + " (kill to exit)", ms);
     }
-    assertTrue(ms < 10_000, "mpirun ended the job " + ms + " ms after the root died");
+    assertTrue(ms < 10_000, "mpirun ended the job " + ms + " ms after rank " + rank + " died");
+  }
+
+  @Test
+  void case03RootKilledMidCompileEndsTheJob() {
+    killedRankEndsTheJob("root-killed", 0);
   }
 
   @Test
   void case04NonRootKilledWhileOthersWaitEndsTheJob() {
-    Mpirun.Job job = fault("rank-killed", 40);
-    assertNotEquals(0, job.exitCode(), job.describe());
-    assertTrue(job.mpirunOutput().contains("exited on signal 9"), job.describe());
-    long ms = killToExit(job, 2);
-    synchronized (MEASURED) {
-      MEASURED.put("rank-killed (kill to exit)", ms);
-    }
-    assertTrue(ms < 10_000, "mpirun ended the job " + ms + " ms after rank 2 died");
+    killedRankEndsTheJob("rank-killed", 2);
   }
 
   @Test

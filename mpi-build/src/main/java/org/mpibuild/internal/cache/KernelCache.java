@@ -252,13 +252,18 @@ public final class KernelCache {
       return false;
     } finally {
       if (tmp != null) {
-        try {
-          op();
-          Files.deleteIfExists(tmp);
-        } catch (IOException e) {
-          log.warn("cannot remove partial cache file {}: {}", tmp, e.toString());
-        }
+        delete(tmp, "partial cache file");
       }
+    }
+  }
+
+  /** Removes a file, counting the operation; a failure is logged, naming {@code what} it was. */
+  private void delete(Path file, String what) {
+    try {
+      op();
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      log.warn("cannot remove {} {}: {}", what, file, e.toString());
     }
   }
 
@@ -493,12 +498,7 @@ public final class KernelCache {
       Files.move(file, quarantine.resolve(key + "." + System.currentTimeMillis() + ".bad"),
           StandardCopyOption.ATOMIC_MOVE);
     } catch (IOException e) {
-      try {
-        op();
-        Files.deleteIfExists(file);
-      } catch (IOException e2) {
-        log.warn("cannot move aside or remove corrupt cache entry {}: {}", file, e2.toString());
-      }
+      delete(file, "corrupt cache entry (it could not be moved aside)");
     }
   }
 
