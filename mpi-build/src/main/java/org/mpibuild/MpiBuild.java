@@ -5,6 +5,9 @@ import java.nio.LongBuffer;
 import java.util.Map;
 import java.util.SortedMap;
 import org.mpibuild.internal.Agreement;
+import org.mpibuild.internal.AsyncBuilds;
+import org.mpibuild.internal.JobTargets;
+import org.mpibuild.internal.Manifest;
 import org.mpibuild.internal.Backends;
 import org.mpibuild.internal.CollectiveBuild;
 import org.mpibuild.internal.Envelope;
@@ -49,17 +52,24 @@ public final class MpiBuild implements AutoCloseable {
 
   private final Communicator comm;
   private final Backend backend;
+  private final Settings settings;
   private final Caches caches;
+  private final JobTargets targets;
   private final JobCounters counters = new JobCounters();
   private final CollectiveBuild protocol;
-  private BuildStats lastStats;
+  private AsyncBuilds async;
+  private volatile BuildStats lastStats;
   private boolean closed;
 
-  private MpiBuild(Communicator comm, Backend backend, Settings settings, Caches caches) {
+  private MpiBuild(Communicator comm, Backend backend, Settings settings, Caches caches, JobTargets targets) {
     this.comm = comm;
     this.backend = backend;
+    this.settings = settings;
     this.caches = caches;
-    this.protocol = new CollectiveBuild(comm, backend, settings, caches, counters);
+    this.targets = targets;
+    Manifest.Recorder recorder = settings.record() != null && comm.rank() == 0
+        ? new Manifest.Recorder(settings.record()) : null;
+    this.protocol = new CollectiveBuild(comm, backend, settings, caches, counters, targets, recorder);
   }
 
   /**
@@ -109,6 +119,7 @@ public final class MpiBuild implements AutoCloseable {
   public Kernel mpiBuildKernel(KernelSource request, int root) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
+      drainAsync();
       CollectiveBuild.Outcome o = protocol.run(request, root);
       lastStats = o.stats();
       return new BuiltKernel(o.program(), o.envelope(), o.stats());
@@ -128,9 +139,174 @@ public final class MpiBuild implements AutoCloseable {
   public BinaryData mpiBuildBinary(KernelSource request, int root) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
+      drainAsync();
       CollectiveBuild.Outcome o = protocol.run(request, root, false);
       lastStats = o.stats();
       return new BinaryData(o.envelope());
+    }
+  }
+
+  /**
+   * Starts building a kernel collectively and returns at once; see
+   * {@link #mpiBuildKernelAsync(KernelSource, int)}.
+   *
+   * @param source kernel source text
+   * @param root the rank that compiles
+   * @return the future kernel
+   */
+  public KernelFuture mpiBuildKernelAsync(String source, int root) {
+    return mpiBuildKernelAsync(KernelSource.of(source), root);
+  }
+
+  /**
+   * Starts building a kernel collectively and returns at once with its future. The root starts compiling
+   * on a worker thread right away; the binary travels by non-blocking broadcasts ({@code MPI_Ibcast}).
+   * Every rank starts the same builds in the same order; several may be in flight, and their futures may
+   * be completed in any order. A blocking call of this instance ({@link #mpiBuildKernel},
+   * {@link #statistics()}, {@link #close()}) first waits for every build started before it.
+   *
+   * <p><b>Thread levels.</b> Under {@code MPI_THREAD_MULTIPLE} (and without MPI) a library thread makes
+   * the MPI calls and builds complete on their own. Under {@code SINGLE}, {@code FUNNELED} and
+   * {@code SERIALIZED}, every MPI call stays on the caller's thread: the builds move on when the caller
+   * touches a future ({@link KernelFuture#isDone()}, {@link KernelFuture#get()}) or calls
+   * {@link #progress()}. {@code MPI_BUILD_PROGRESS=thread|caller} overrides the choice.
+   *
+   * @param request what to build
+   * @param root the rank that compiles
+   * @return the future kernel; it fails with what {@link #mpiBuildKernel(KernelSource, int)} would throw
+   * @throws IllegalStateException if {@code MPI_BUILD_PROGRESS=thread} but MPI is not MULTIPLE
+   */
+  public KernelFuture mpiBuildKernelAsync(KernelSource request, int root) {
+    ensureOpen();
+    AsyncBuilds builds = async();
+    int rank = comm.rank();
+    return new KernelFuture(builds.submit(p -> {
+      CollectiveBuild.Outcome o = p.run(request, root);
+      lastStats = o.stats();
+      return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats());
+    }, rank), builds);
+  }
+
+  /**
+   * Makes progress on asynchronous builds without blocking. Needed only when MPI is below
+   * {@code MPI_THREAD_MULTIPLE} and the program wants its builds to move on between touches of their
+   * futures; harmless otherwise. Not collective.
+   */
+  public void progress() {
+    AsyncBuilds builds;
+    synchronized (this) {
+      builds = async;
+    }
+    if (builds != null) {
+      builds.progress();
+    }
+  }
+
+  /**
+   * Returns who makes the MPI calls of asynchronous builds: {@code "thread"} (a library thread) or
+   * {@code "caller"} (the program's thread, in {@link #progress()} and the futures).
+   *
+   * @return the progress mode
+   */
+  public String asyncProgress() {
+    return async().mode().name().toLowerCase(java.util.Locale.ROOT);
+  }
+
+  private synchronized AsyncBuilds async() {
+    if (async == null) {
+      async = new AsyncBuilds(protocol, comm, settings.progress());
+    }
+    return async;
+  }
+
+  private void drainAsync() {
+    AsyncBuilds builds;
+    synchronized (this) {
+      builds = async;
+    }
+    if (builds != null) {
+      builds.drain();
+    }
+  }
+
+  /**
+   * Builds many kernels collectively, the compiles spread over the ranks: each request that misses the
+   * cache is compiled on one rank, at most one compile per rank at a time, balanced by expected cost
+   * (source size), on at most {@code MPI_BUILD_BATCH_RANKS} ranks (default: every rank); every rank then
+   * receives and loads every binary. Every rank passes an equal list. When the ranks have different
+   * targets, each target group builds and receives its own binaries.
+   *
+   * @param requests what to build, equal on every rank
+   * @return this rank's kernels, in the order of the requests
+   * @throws IllegalArgumentException on every rank, naming the first invalid request
+   * @throws RequestMismatchException on every rank, if ranks passed different lists
+   * @throws KernelBuildException on every rank, for the first request (in list order) that failed to
+   *     build, as {@link #mpiBuildKernel(KernelSource, int)} would throw it; no kernel is kept
+   * @throws KernelLoadException on every rank, if some rank could not load some binary
+   */
+  public java.util.List<Kernel> mpiBuildKernels(java.util.List<KernelSource> requests) {
+    ensureOpen();
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      drainAsync();
+      java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, true, null);
+      RuntimeException failure = null;
+      for (CollectiveBuild.Entry e : entries) {
+        if (!e.ok() && failure == null) {
+          failure = e.failure();
+        }
+      }
+      if (failure != null) {
+        for (CollectiveBuild.Entry e : entries) {
+          if (e.program() != null) {
+            e.program().close();
+          }
+        }
+        throw failure;
+      }
+      java.util.List<Kernel> out = new java.util.ArrayList<>(entries.size());
+      for (CollectiveBuild.Entry e : entries) {
+        out.add(new BuiltKernel(e.program(), e.envelope(), e.stats()));
+        lastStats = e.stats();
+      }
+      return out;
+    }
+  }
+
+  /**
+   * Builds every request into the cache without loading anything, the compiles spread over the ranks as
+   * in {@link #mpiBuildKernels}. Failed requests do not stop the others: each one's result says what
+   * happened. This is what {@code mpi-build precompile} runs. Collective.
+   *
+   * @param requests what to build, equal on every rank
+   * @param listener told on every rank as each binary arrives, in arrival order; may be null
+   * @return one result per request, in the order of the requests, the same on every rank
+   * @throws RequestMismatchException on every rank, if ranks passed different lists
+   */
+  public java.util.List<PrecompileResult> precompile(java.util.List<KernelSource> requests,
+      java.util.function.Consumer<PrecompileResult> listener) {
+    ensureOpen();
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      drainAsync();
+      java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, false,
+          listener == null ? null : e -> listener.accept(PrecompileResult.of(e, null)));
+      // Only the rank that obtained a binary knows whether it compiled it or read it from the cache.
+      byte[] mine = new byte[entries.size()];
+      for (int i = 0; i < mine.length; i++) {
+        BuildStats s = entries.get(i).stats();
+        mine[i] = (byte) (s.compiled() ? 1 : s.cacheHit() ? 2 : 0);
+      }
+      byte[] how = new byte[mine.length];
+      for (byte[] theirs : comm.allGather(mine)) {
+        for (int i = 0; i < how.length; i++) {
+          how[i] = (byte) Math.max(how[i], theirs[i]);
+        }
+      }
+      java.util.List<PrecompileResult> out = new java.util.ArrayList<>();
+      for (int i = 0; i < entries.size(); i++) {
+        out.add(PrecompileResult.of(entries.get(i), how[i] == 2 ? PrecompileResult.Outcome.CACHED
+            : PrecompileResult.Outcome.COMPILED));
+      }
+      return out;
     }
   }
 
@@ -171,6 +347,7 @@ public final class MpiBuild implements AutoCloseable {
   public JobStatistics statistics() {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
+      drainAsync();
       long[] mine = counters.toArray();
       ByteBuffer out = ByteBuffer.allocate(mine.length * Long.BYTES);
       out.asLongBuffer().put(mine);
@@ -227,6 +404,16 @@ public final class MpiBuild implements AutoCloseable {
     return backend.target();
   }
 
+  /**
+   * Returns the distinct targets of the job's ranks, in order of the lowest rank that has each. With more
+   * than one, and a backend that builds per target, every build compiles once per target, in parallel.
+   *
+   * @return the distinct targets
+   */
+  public java.util.List<String> jobTargets() {
+    return targets.distinct();
+  }
+
   /** @return how this instance talks to MPI, for logs: binding, communicator and size, or local */
   public String communicator() {
     return comm.description();
@@ -241,9 +428,17 @@ public final class MpiBuild implements AutoCloseable {
     if (closed) {
       return;
     }
-    closed = true;
     try (LogContext ignored = LogContext.rank(comm.rank())) {
+      AsyncBuilds builds;
+      synchronized (this) {
+        builds = async;
+      }
+      if (builds != null) {
+        builds.close();
+      }
+      closed = true;
       try {
+        targets.close();
         backend.close();
       } finally {
         try {
@@ -377,6 +572,31 @@ public final class MpiBuild implements AutoCloseable {
     }
 
     /**
+     * Sets how many ranks compile the misses of {@link MpiBuild#mpiBuildKernels} and
+     * {@link MpiBuild#precompile} (default {@code MPI_BUILD_BATCH_RANKS}, else every rank).
+     *
+     * @param ranks at least 1, or 0 for every rank
+     * @return this builder
+     * @throws IllegalArgumentException if negative
+     */
+    public Builder batchRanks(int ranks) {
+      settings = settings.withBatchRanks(ranks);
+      return this;
+    }
+
+    /**
+     * Records every kernel request into this manifest file (default {@code MPI_BUILD_RECORD}), written by
+     * rank 0, for {@code mpi-build precompile}.
+     *
+     * @param manifest the file, appended to
+     * @return this builder
+     */
+    public Builder record(java.nio.file.Path manifest) {
+      settings = settings.withRecord(manifest.toAbsolutePath());
+      return this;
+    }
+
+    /**
      * Opens MPI (or local mode) and the backend on every rank. Collective: if the backend cannot run on
      * some rank, every rank throws, naming the ranks and reasons.
      *
@@ -400,9 +620,11 @@ public final class MpiBuild implements AutoCloseable {
         }
         agreeOnBackend(comm, b, failure);
         Caches caches = Caches.of(settings.cache(), comm);
-        log.debug("mpi-build ready: {} on {}, target {}, cache {}", b.id(), comm.description(), b.target(),
+        JobTargets targets = JobTargets.gather(comm, b);
+        log.debug("mpi-build ready: {} on {}, target {} ({} in the job), cache {}", b.id(), comm.description(),
+            b.target(), targets.distinct().size(),
             settings.cache().access() == CacheSettings.Access.OFF ? "off" : settings.cache().dir());
-        return new MpiBuild(comm, b, settings, caches);
+        return new MpiBuild(comm, b, settings, caches, targets);
       } catch (RuntimeException e) {
         if (ownsComm) {
           comm.close();

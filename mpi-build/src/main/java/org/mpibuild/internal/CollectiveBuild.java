@@ -56,23 +56,60 @@ public final class CollectiveBuild {
   /** What a successful build leaves on one rank. */
   public record Outcome(LoadedProgram program, Envelope envelope, BuildStats stats) {}
 
+  /**
+   * One request of a batch, as this rank ends it: the envelope it received (an error envelope if the
+   * build failed; every rank of a group holds the same), its loaded program if asked for, its statistics.
+   */
+  public record Entry(int index, KernelSource request, Envelope envelope, LoadedProgram program, BuildStats stats) {
+    /** @return whether the binary was built and, if asked for, loaded */
+    public boolean ok() {
+      return envelope.status() == Envelope.Status.OK;
+    }
+
+    /** @return the exception every rank throws for this failed entry */
+    public RuntimeException failure() {
+      RuntimeException e = CollectiveBuild.failure(envelope.status(), envelope.metadata(), stats.root());
+      return e;
+    }
+  }
+
   private final Communicator comm;
   private final Backend backend;
   private final Settings settings;
   private final Caches caches;
-
   private final JobCounters counters;
+  private final JobTargets targets;
+  private final Manifest.Recorder recorder;
 
+  /** A protocol without cache; gathers the job's targets (collective). */
   public CollectiveBuild(Communicator comm, Backend backend, Settings settings) {
     this(comm, backend, settings, Caches.none(), new JobCounters());
   }
 
+  /** A protocol that gathers the job's targets (collective). */
   public CollectiveBuild(Communicator comm, Backend backend, Settings settings, Caches caches, JobCounters counters) {
+    this(comm, backend, settings, caches, counters, JobTargets.gather(comm, backend), null);
+  }
+
+  /**
+   * A protocol over {@code comm} for ranks whose targets are already known.
+   *
+   * @param recorder where the root records every request, or null
+   */
+  public CollectiveBuild(Communicator comm, Backend backend, Settings settings, Caches caches, JobCounters counters,
+      JobTargets targets, Manifest.Recorder recorder) {
     this.comm = comm;
     this.backend = backend;
     this.settings = settings;
     this.caches = caches;
     this.counters = counters;
+    this.targets = targets;
+    this.recorder = recorder;
+  }
+
+  /** The same protocol, carried by another communicator over the same ranks (for asynchronous builds). */
+  public CollectiveBuild over(Communicator other) {
+    return new CollectiveBuild(other, backend, settings, caches, counters, targets, recorder);
   }
 
   /** Runs the protocol on every rank of the communicator, loading the kernel everywhere. */
@@ -86,96 +123,176 @@ public final class CollectiveBuild {
    * CUDA targets named explicitly on nodes without a GPU.
    */
   public Outcome run(KernelSource request, int root, boolean load) {
-    final int rank = comm.rank();
-    final int size = comm.size();
+    String problem = RequestCheck.problem(request, root, comm.size());
+    Entry e = execute(java.util.Collections.singletonList(request), Integer.toString(root), problem,
+        new int[] {targets.distributionRoot(root)}, new int[] {0}, load, null).get(0);
+    return new Outcome(e.program(), e.envelope(), e.stats());
+  }
 
+  /**
+   * Builds every request, the compiles spread over the ranks (see {@link BatchPlan}), and gives every rank
+   * every binary. A request that fails to build gives a failed entry, the same on every rank; a binary
+   * that some rank cannot load fails the whole call on every rank. With the job split by target, a build
+   * failure in any group fails the call on every rank.
+   */
+  public List<Entry> runBatch(List<KernelSource> requests, boolean load, java.util.function.Consumer<Entry> listener) {
+    String problem = RequestCheck.batchProblem(requests, comm.size());
+    List<KernelSource> list = problem == null ? requests : List.of();
+    Communicator dist = targets.distribution(comm);
+    BatchPlan plan = BatchPlan.of(list, dist.size(), settings.batchRanks());
+    return execute(list, "batch", problem, plan.owners(), plan.order(), load, listener);
+  }
+
+  /**
+   * The protocol. {@code owners[i]} is the rank, in the distribution communicator, that obtains request
+   * i; {@code order} is the order of the broadcasts. Owners start obtaining at once, on a worker thread,
+   * one request at a time; the agreement runs meanwhile and a mismatch abandons their work.
+   */
+  private List<Entry> execute(List<KernelSource> requests, String rootField, String problem, int[] owners,
+      int[] order, boolean load, java.util.function.Consumer<Entry> listener) {
+    final int rank = comm.rank();
+    final Communicator dist = targets.distribution(comm);
+    final boolean batch = "batch".equals(rootField);
     long t0 = System.nanoTime();
-    String problem = RequestCheck.problem(request, root, size);
-    agree(request, root, problem);
+    long fileOps0 = caches.fileOperations();
+    Obtaining work = problem == null ? new Obtaining(requests, owners, order, dist.rank(), load) : null;
+    try {
+      agree(requests, rootField, problem);
+    } catch (RuntimeException | Error e) {
+      if (work != null) {
+        work.abandon();
+      }
+      throw e;
+    }
     if (problem != null) {
       throw new IllegalArgumentException(problem);
     }
+    if (recorder != null && rank == 0) {
+      recorder.record(requests, backend.id(), targets.distinct());
+    }
     long t1 = System.nanoTime();
 
-    List<String> rankTargets = jobTargets();
-    long fileOps0 = caches.fileOperations();
-    Obtained obtained = null;
-    Envelope sent = null;
-    if (rank == root) {
-      obtained = obtainOnRoot(request, rankTargets, load);
-      sent = obtained.envelope;
-      counters.rootOutcome(obtained.compiled, obtained.cacheHit, caches.enabled());
-    }
-    long t2 = System.nanoTime();
-
-    Received received;
-    try {
-      received = broadcast(sent, root);
-    } finally {
-      if (rank == root) {
-        obtained.afterBroadcast().run();
+    int k = requests.size();
+    Envelope[] envelopes = new Envelope[k];
+    Obtained[] obtained = new Obtained[k];
+    String[] problems = new String[k];
+    long[] waitNanos = new long[k];
+    long[] broadcastNanos = new long[k];
+    for (int i : order) {
+      boolean owner = dist.rank() == owners[i];
+      long b0 = System.nanoTime();
+      Envelope sent = null;
+      if (owner) {
+        obtained[i] = work.get(i);
+        sent = obtained[i].envelope;
+        counters.rootOutcome(obtained[i].compiled, obtained[i].cacheHit, caches.enabled());
       }
-    }
-    long t3 = System.nanoTime();
-    Envelope envelope = rank == root ? sent : received.envelope;
-    Envelope.Status status = rank == root ? sent.status() : received.header.status();
-    if (status != Envelope.Status.OK) {
-      throw failure(status, rank == root ? sent.metadata() : received.metadata, root);
-    }
-
-    LoadedProgram program = null;
-    String failure = null;
-    if (rank == root) {
-      program = obtained.program;
-      if (load && program == null) {
-        failure = "this rank compiled for [" + envelope.metadata().target() + "] but cannot load it: its device is ["
-            + backend.target() + "]";
-      }
-    } else if (received.problem != null) {
-      failure = received.problem;
-    } else if (load) {
+      long b1 = System.nanoTime();
+      Received received;
       try {
-        program = load(envelope);
-      } catch (RuntimeException | LinkageError e) {
-        failure = describe(e);
-        log.debug("load failed", e);
+        received = broadcast(dist, sent, owners[i]);
+      } finally {
+        if (owner) {
+          obtained[i].afterBroadcast().run();
+        }
+      }
+      long b2 = System.nanoTime();
+      if (owner) {
+        envelopes[i] = sent;
+      } else if (received.header.status() != Envelope.Status.OK) {
+        envelopes[i] = Envelope.failure(received.header.status(), received.metadata != null ? received.metadata
+            : new Envelope.Metadata(backend.id(), "", List.of(), "", "", "the build failed on rank "
+                + targets.jobRank(owners[i]) + " and its error report arrived corrupt on this rank", ""));
+      } else {
+        envelopes[i] = received.envelope; // null if it arrived corrupt; problems[i] says why
+        problems[i] = received.problem;
+      }
+      waitNanos[i] = owner ? 0 : received.headerNanos - b1;
+      broadcastNanos[i] = b2 - b1 - waitNanos[i];
+      if (listener != null) {
+        Envelope arrived = envelopes[i] != null ? envelopes[i] : Envelope.failure(Envelope.Status.INTERNAL_ERROR,
+            new Envelope.Metadata(backend.id(), "", List.of(), "", "", problems[i], ""));
+        listener.accept(new Entry(i, requests.get(i), arrived, null, new BuildStats(rank, targets.jobRank(owners[i]),
+            owner && obtained[i].compiled, owner && obtained[i].cacheHit, 0, 0, 0, 0, 0, arrived.payload().length(), 0)));
       }
     }
-    if (!load && program != null) {
-      program.close();
-      program = null;
+
+    // Build failures are known to every rank of a group. Without groups a single build throws now.
+    String localFailure = null;
+    for (int i = 0; i < k; i++) {
+      if (envelopes[i] != null && envelopes[i].status() != Envelope.Status.OK) {
+        if (!batch && !targets.grouped()) {
+          throw failure(envelopes[i].status(), envelopes[i].metadata(), targets.jobRank(owners[i]));
+        }
+        if (targets.grouped() && localFailure == null) {
+          localFailure = BuildFailure.encode(envelopes[i], describeRequest(i, k, requests.get(i)),
+              targets.jobRank(owners[i]));
+        }
+      }
     }
-    agreeOnLoad(program, failure);
-    storeOnNode(envelope);
+
+    LoadedProgram[] programs = new LoadedProgram[k];
+    long[] loadNanos = new long[k];
+    for (int i = 0; i < k && localFailure == null; i++) {
+      long l0 = System.nanoTime();
+      String failure = null;
+      if (problems[i] != null) {
+        failure = problems[i];
+      } else if (envelopes[i].status() != Envelope.Status.OK) {
+        continue; // a failed build of a batch: the entry says so on every rank
+      } else if (obtained[i] != null) {
+        programs[i] = obtained[i].program;
+        if (load && programs[i] == null) {
+          failure = "this rank compiled for [" + envelopes[i].metadata().target()
+              + "] but cannot load it: its device is [" + backend.target() + "]";
+        }
+      } else if (load) {
+        try {
+          programs[i] = loadChecked(backend, envelopes[i]);
+        } catch (RuntimeException | LinkageError e) {
+          failure = describe(e);
+          log.debug("load failed", e);
+        }
+      }
+      if (!load && programs[i] != null) {
+        programs[i].close();
+        programs[i] = null;
+      }
+      loadNanos[i] = System.nanoTime() - l0;
+      if (failure != null) {
+        localFailure = batch ? describeRequest(i, k, requests.get(i)) + ": " + failure : failure;
+      }
+    }
+    agreeOnLoad(programs, localFailure);
+    for (Envelope e : envelopes) {
+      if (e.status() == Envelope.Status.OK) {
+        storeOnNode(e);
+      }
+    }
     long t4 = System.nanoTime();
 
-    long wait = rank == root ? 0 : received.headerNanos - t2;
-    boolean compiled = rank == root && obtained.compiled;
-    boolean hit = rank == root && obtained.cacheHit;
-    BuildStats stats = new BuildStats(rank, root, compiled, hit, t1 - t0, t2 - t1, wait, t3 - t2 - wait, t4 - t3,
-        envelope.payload().length(), caches.fileOperations() - fileOps0);
-    counters.add(stats, rank == root && size > 1 ? envelope.payload().length() : 0);
-    log.debug("built {} from root {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
-        envelope.metadata().kernelNames(), root, stats.binaryBytes(), ms(stats.compileNanos()), ms(stats.broadcastNanos()),
-        ms(stats.loadNanos()));
-    return new Outcome(program, envelope, stats);
+    List<Entry> entries = new ArrayList<>(k);
+    long fileOps = caches.fileOperations() - fileOps0;
+    for (int i = 0; i < k; i++) {
+      boolean owner = obtained[i] != null;
+      BuildStats stats = new BuildStats(rank, targets.jobRank(owners[i]),
+          owner && obtained[i].compiled, owner && obtained[i].cacheHit, t1 - t0,
+          owner ? obtained[i].nanos : 0, waitNanos[i], broadcastNanos[i], loadNanos[i],
+          envelopes[i].payload().length(), i == 0 ? fileOps : 0);
+      if (envelopes[i].status() == Envelope.Status.OK) {
+        counters.add(stats, owner && dist.size() > 1 ? envelopes[i].payload().length() : 0);
+      }
+      entries.add(new Entry(i, requests.get(i), envelopes[i], programs[i], stats));
+      log.debug("built {} from rank {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
+          envelopes[i].metadata().kernelNames(), stats.root(), stats.binaryBytes(), ms(stats.compileNanos()),
+          ms(stats.broadcastNanos()), ms(stats.loadNanos()));
+    }
+    log.debug("{} request(s) in {} ms", k, ms(t4 - t0));
+    return entries;
   }
 
-  /** Every rank's target when the backend builds for the whole job (one all-gather); else null. */
-  private List<String> jobTargets() {
-    if (!backend.buildsForJobTargets()) {
-      return null;
-    }
-    byte[][] all = comm.allGather(backend.target().getBytes(java.nio.charset.StandardCharsets.UTF_8));
-    List<String> out = new java.util.ArrayList<>();
-    for (byte[] b : all) {
-      out.add(new String(b, java.nio.charset.StandardCharsets.UTF_8));
-    }
-    return out;
-  }
-
-  private void agree(KernelSource request, int root, String problem) {
-    RequestFingerprint mine = RequestFingerprint.of(request, backend.id(), root, settings.chunkBytes(), problem);
+  private void agree(List<KernelSource> requests, String root, String problem) {
+    RequestFingerprint mine = RequestFingerprint.of(requests, backend.id(), root, settings.chunkBytes(), problem);
     if (RequestFingerprint.agreed(comm.allReduceMax(mine.agreementVector()))) {
       return;
     }
@@ -202,15 +319,82 @@ public final class CollectiveBuild {
     throw new RequestMismatchException(msg.toString(), differing);
   }
 
-  /** What the root has before the broadcast: the envelope to send and, on success, its own program. */
+  /**
+   * What the root has before the broadcast: the envelope to send and, on success, its own program; what
+   * to do once the binary is on its way; how long obtaining it took.
+   */
   private record Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit,
-      Runnable afterBroadcast) {
+      Runnable afterBroadcast, long nanos) {
     Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit) {
-      this(envelope, program, compiled, cacheHit, () -> { });
+      this(envelope, program, compiled, cacheHit, () -> { }, 0);
     }
 
     Obtained then(Runnable next) {
-      return new Obtained(envelope, program, compiled, cacheHit, next);
+      return new Obtained(envelope, program, compiled, cacheHit, next, nanos);
+    }
+
+    Obtained took(long n) {
+      return new Obtained(envelope, program, compiled, cacheHit, afterBroadcast, n);
+    }
+  }
+
+  /**
+   * The requests this rank owns, obtained one at a time on a worker thread in broadcast order, so that
+   * at most one compile runs per rank and the next compile overlaps the current broadcast.
+   */
+  private final class Obtaining {
+    private final java.util.Map<Integer, Future<Obtained>> futures = new java.util.HashMap<>();
+    private final ExecutorService worker;
+
+    Obtaining(List<KernelSource> requests, int[] owners, int[] order, int me, boolean load) {
+      worker = Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "mpi-build-obtain");
+        t.setDaemon(true);
+        return t;
+      });
+      List<String> buildTargets = targets.buildTargets();
+      for (int i : order) {
+        if (owners[i] == me) {
+          KernelSource request = requests.get(i);
+          futures.put(i, worker.submit(() -> {
+            try (LogContext ignored = LogContext.rank(comm.rank())) {
+              long t0 = System.nanoTime();
+              return obtainOnRoot(request, buildTargets, load).took(System.nanoTime() - t0);
+            }
+          }));
+        }
+      }
+      worker.shutdown();
+    }
+
+    /** Request i's result; waits for it. Never throws for a failed build: that is an error envelope. */
+    Obtained get(int i) {
+      try {
+        return futures.get(i).get();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for this rank's compile", e);
+      } catch (ExecutionException e) {
+        throw new IllegalStateException("obtaining a binary failed unexpectedly", e.getCause());
+      }
+    }
+
+    /** Drops everything not yet started; whatever was obtained is released once it is ready. */
+    void abandon() {
+      worker.shutdownNow();
+      for (Future<Obtained> f : futures.values()) {
+        CompletableFuture.runAsync(() -> {
+          try {
+            Obtained o = f.get();
+            o.afterBroadcast().run();
+            if (o.program() != null) {
+              o.program().close();
+            }
+          } catch (Exception | Error ignored) {
+            // never started, or failed: nothing to release
+          }
+        });
+      }
     }
   }
 
@@ -386,7 +570,12 @@ public final class CollectiveBuild {
     return cut < 0 ? m : m.substring(0, cut);
   }
 
-  private static RuntimeException failure(Envelope.Status status, Envelope.Metadata meta, int root) {
+  /** "request 3 of 32 (kernels [saxpy])": a request of a batch, for messages. */
+  private static String describeRequest(int i, int k, KernelSource request) {
+    return k == 1 ? "the request" : "request " + i + " of " + k + " (kernels " + request.kernelNames() + ")";
+  }
+
+  static RuntimeException failure(Envelope.Status status, Envelope.Metadata meta, int root) {
     if (meta == null) {
       return new KernelBuildException("the build failed on root " + root
           + " and its error report arrived corrupt on this rank");
@@ -433,7 +622,7 @@ public final class CollectiveBuild {
     }
   }
 
-  private Received broadcast(Envelope sent, int root) {
+  private Received broadcast(Communicator comm, Envelope sent, int root) {
     boolean isRoot = comm.rank() == root;
     int first = firstMessageBytes();
     ByteBuffer message = ByteBuffer.allocateDirect(first);
@@ -539,13 +728,23 @@ public final class CollectiveBuild {
     return backend.load(envelope.payload().toByteArray(), meta.kernelNames());
   }
 
-  private void agreeOnLoad(LoadedProgram program, String failure) {
+  /**
+   * Whether every rank of the job succeeded; if not, every rank releases its programs and throws the
+   * same exception: a build failure of some target group if there was one, else a load failure.
+   */
+  private void agreeOnLoad(LoadedProgram[] programs, String failure) {
     SortedMap<Integer, String> failures = Agreement.failures(comm, failure);
     if (failures.isEmpty()) {
       return;
     }
-    if (program != null) {
-      program.close();
+    for (LoadedProgram p : programs) {
+      if (p != null) {
+        p.close();
+      }
+    }
+    RuntimeException buildFailure = BuildFailure.decode(failures);
+    if (buildFailure != null) {
+      throw buildFailure;
     }
     throw new KernelLoadException("the kernel could not be loaded on " + failures.size() + " of " + comm.size()
         + " ranks " + failures.keySet() + Agreement.describe(failures), failures);

@@ -57,6 +57,20 @@ final class RequestCheck {
     return null;
   }
 
+  /** What is wrong with a batch of requests, naming the first bad request, or null. */
+  static String batchProblem(List<KernelSource> requests, int size) {
+    if (requests == null) {
+      return "kernel request list is null";
+    }
+    for (int i = 0; i < requests.size(); i++) {
+      String p = problem(requests.get(i), 0, size);
+      if (p != null) {
+        return "request " + i + " of " + requests.size() + ": " + p;
+      }
+    }
+    return null;
+  }
+
   static String quote(String s) {
     return s == null ? "null" : "'" + s.replace("\n", "\\n").replace("\r", "\\r") + "'";
   }

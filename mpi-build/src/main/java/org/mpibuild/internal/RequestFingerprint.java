@@ -30,16 +30,20 @@ final class RequestFingerprint {
     this.problem = problem;
   }
 
-  static RequestFingerprint of(KernelSource request, String backendId, int root, int chunkBytes, String problem) {
-    String source = request == null ? null : request.source();
-    String options = request == null ? null : request.options();
-    List<String> kernels = request == null ? null : request.kernelNames();
+  /**
+   * The fingerprint of a list of requests built together (one request for a single build). {@code root}
+   * is the root's rank, or a word for builds without one ({@code "batch"}), so that ranks making different
+   * kinds of build calls never agree.
+   */
+  static RequestFingerprint of(List<KernelSource> requests, String backendId, String root, int chunkBytes,
+      String problem) {
     byte[][] fields = {
-      hash(source),
-      hash(options),
-      hash(kernels == null ? null : String.join("\u0000", kernels) + "\u0000" + kernels.size()),
+      hash(each(requests, KernelSource::source)),
+      hash(each(requests, KernelSource::options)),
+      hash(each(requests, r -> r.kernelNames() == null ? null
+          : String.join("\u0000", r.kernelNames()) + "\u0000" + r.kernelNames().size())),
       hash(backendId),
-      hash(Integer.toString(root)),
+      hash(root),
       hash(Integer.toString(chunkBytes)),
       hash(problem == null ? "ok" : "invalid"),
     };
@@ -142,6 +146,19 @@ final class RequestFingerprint {
       }
     }
     return out;
+  }
+
+  /** The field of every request, joined unambiguously; null for a null list. */
+  private static String each(List<KernelSource> requests, java.util.function.Function<KernelSource, String> field) {
+    if (requests == null) {
+      return null;
+    }
+    StringBuilder sb = new StringBuilder().append(requests.size());
+    for (KernelSource r : requests) {
+      String v = r == null ? null : field.apply(r);
+      sb.append(v == null ? "\u0001" : "\u0002" + v.length() + ":" + v);
+    }
+    return sb.toString();
   }
 
   private static byte[] hash(String s) {

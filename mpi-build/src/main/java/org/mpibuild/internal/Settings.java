@@ -16,9 +16,22 @@ import org.mpibuild.internal.cache.CacheSettings;
  * @param maxBinaryBytes the largest binary a rank accepts
  * @param cache the persistent cache
  * @param compileTimeout how long the root's compile may take before every rank fails with a timeout
+ * @param batchRanks how many ranks compile the misses of a batch build; 0 means every rank
+ * @param progress who drives the MPI calls of asynchronous builds
+ * @param record the manifest file the root appends every build request to, or null
  */
 public record Settings(Mode mode, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache,
-    java.time.Duration compileTimeout) {
+    java.time.Duration compileTimeout, int batchRanks, Progress progress, java.nio.file.Path record) {
+
+  /** Who makes the MPI calls of asynchronous builds. */
+  public enum Progress {
+    /** A library thread under MPI_THREAD_MULTIPLE, else the caller. */
+    AUTO,
+    /** A library thread; needs MPI_THREAD_MULTIPLE. */
+    THREAD,
+    /** The caller's thread, when it touches a future or calls progress(). */
+    CALLER
+  }
 
   /** How to find MPI. */
   public enum Mode {
@@ -47,12 +60,16 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
       throw new IllegalArgumentException("maximum binary size " + maxBinaryBytes
           + " must be positive (mpibuild.maxBinaryBytes / MPI_BUILD_MAX_BINARY_BYTES)");
     }
+    if (batchRanks < 0) {
+      throw new IllegalArgumentException("batch compile ranks " + batchRanks
+          + " must be 0 (every rank) or more (mpibuild.batchRanks / MPI_BUILD_BATCH_RANKS)");
+    }
   }
 
   /** Settings with the defaults and no cache, for tests. */
   public static Settings defaults() {
     return new Settings(Mode.AUTO, null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
-        DEFAULT_COMPILE_TIMEOUT);
+        DEFAULT_COMPILE_TIMEOUT, 0, Progress.AUTO, null);
   }
 
   /** Reads the settings of this process. */
@@ -80,31 +97,61 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
           + "; expected 1.." + Integer.MAX_VALUE + " (MPI counts are int)");
     }
     long max = c.bytes("mpibuild.maxBinaryBytes", "MPI_BUILD_MAX_BINARY_BYTES", DEFAULT_MAX_BINARY_BYTES);
+    String ranks = c.string("mpibuild.batchRanks", "MPI_BUILD_BATCH_RANKS", "0").trim();
+    int batchRanks;
+    try {
+      batchRanks = Integer.parseInt(ranks);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("MPI_BUILD_BATCH_RANKS / mpibuild.batchRanks is '" + ranks
+          + "'; expected a whole number (0 = every rank)", e);
+    }
+    String progress = c.string("mpibuild.progress", "MPI_BUILD_PROGRESS", "auto");
+    Progress p;
+    try {
+      p = Progress.valueOf(progress.trim().toUpperCase(Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("MPI_BUILD_PROGRESS / mpibuild.progress is '" + progress
+          + "'; expected auto, thread or caller", e);
+    }
+    String record = c.string("mpibuild.record", "MPI_BUILD_RECORD", "").trim();
     return new Settings(m, backend.isBlank() ? null : backend.trim(), (int) chunk, max, CacheSettings.from(c),
-        c.seconds("mpibuild.compileTimeoutSeconds", "MPI_BUILD_COMPILE_TIMEOUT", DEFAULT_COMPILE_TIMEOUT));
+        c.seconds("mpibuild.compileTimeoutSeconds", "MPI_BUILD_COMPILE_TIMEOUT", DEFAULT_COMPILE_TIMEOUT),
+        batchRanks, p, record.isEmpty() ? null : java.nio.file.Path.of(record).toAbsolutePath());
   }
 
   public Settings withChunkBytes(int bytes) {
-    return new Settings(mode, backend, bytes, maxBinaryBytes, cache, compileTimeout);
+    return new Settings(mode, backend, bytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withMaxBinaryBytes(long bytes) {
-    return new Settings(mode, backend, chunkBytes, bytes, cache, compileTimeout);
+    return new Settings(mode, backend, chunkBytes, bytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withMode(Mode m) {
-    return new Settings(m, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout);
+    return new Settings(m, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withBackend(String id) {
-    return new Settings(mode, id, chunkBytes, maxBinaryBytes, cache, compileTimeout);
+    return new Settings(mode, id, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withCache(CacheSettings c) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, c, compileTimeout);
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withCompileTimeout(java.time.Duration t) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, t);
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record);
+  }
+
+  public Settings withBatchRanks(int ranks) {
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, ranks, progress, record);
+  }
+
+  public Settings withProgress(Progress p) {
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record);
+  }
+
+  public Settings withRecord(java.nio.file.Path file) {
+    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file);
   }
 }

@@ -54,6 +54,89 @@ public interface Communicator extends AutoCloseable {
   byte[][] allGather(byte[] mine);
 
   /**
+   * Starts a broadcast like {@link #broadcast} and returns at once ({@code MPI_Ibcast}). The buffer must
+   * not be touched until the request completes. Requests on one communicator complete in the order they
+   * were started. By default the broadcast runs to completion before this returns.
+   *
+   * @param buffer a direct buffer, as for {@link #broadcast}
+   * @param root the rank whose bytes are sent
+   * @return the request
+   */
+  default Request iBroadcast(ByteBuffer buffer, int root) {
+    broadcast(buffer, root);
+    return Request.COMPLETED;
+  }
+
+  /**
+   * Starts an all-reduce like {@link #allReduceMax} and returns at once ({@code MPI_Iallreduce}); the
+   * maxima are written into {@code result} when the request completes. By default it runs to completion
+   * before this returns.
+   *
+   * @param values this rank's values, of equal length on every rank
+   * @param result where the maxima go, as long as {@code values}
+   * @return the request
+   */
+  default Request iAllReduceMax(int[] values, int[] result) {
+    System.arraycopy(allReduceMax(values), 0, result, 0, result.length);
+    return Request.COMPLETED;
+  }
+
+  /**
+   * Splits this communicator: ranks that pass the same {@code color} end up in one new communicator, in
+   * the order of their ranks here ({@code MPI_Comm_split}). Collective. The caller closes the result.
+   *
+   * @param color this rank's group, non-negative
+   * @return this rank's new communicator
+   */
+  Communicator split(int color);
+
+  /**
+   * Returns the thread support that MPI provides: whether a library thread may call MPI while the
+   * program's threads do. By default {@link ThreadLevel#MULTIPLE}, right for bindings without MPI.
+   *
+   * @return the provided thread level
+   */
+  default ThreadLevel threadLevel() {
+    return ThreadLevel.MULTIPLE;
+  }
+
+  /** The MPI thread support levels, weakest first. */
+  enum ThreadLevel {
+    /** Only one thread exists. */
+    SINGLE,
+    /** Only the thread that initialized MPI calls it. */
+    FUNNELED,
+    /** Any thread calls MPI, never two at once. */
+    SERIALIZED,
+    /** Any thread calls MPI at any time. */
+    MULTIPLE
+  }
+
+  /** A started non-blocking operation ({@code MPI_Request}). */
+  interface Request {
+    /** A request that has already completed. */
+    Request COMPLETED = new Request() {
+      @Override
+      public boolean test() {
+        return true;
+      }
+
+      @Override
+      public void await() {}
+    };
+
+    /**
+     * Returns whether the operation has completed, making progress on it ({@code MPI_Test}). Never blocks.
+     *
+     * @return true once complete
+     */
+    boolean test();
+
+    /** Blocks until the operation has completed ({@code MPI_Wait}). */
+    void await();
+  }
+
+  /**
    * Splits this communicator into one communicator per shared-memory node ({@code MPI_Comm_split_type}
    * with {@code MPI_COMM_TYPE_SHARED}), keeping rank order. Collective. The caller closes the result.
    *

@@ -314,14 +314,47 @@ public class CollectiveBuildTest {
   }
 
   @Test
-  void targetMismatchIsALoadFailure() throws Exception {
-    List<RankResult> results = build(2, r -> {
+  void ranksWithDifferentTargetsEachGetTheirOwnTargetsBinaryFromOneCompilePerTarget() throws Exception {
+    String[] targets = {"cpu-a", "cpu-b", "cpu-a", "cpu-b", "cpu-c"};
+    List<FakeBackend> backends = new ArrayList<>();
+    for (String t : targets) {
       FakeBackend b = new FakeBackend();
-      b.target = r == 0 ? "cpu-a" : "cpu-b";
+      b.target = t;
+      b.targetInBinary = true;
+      backends.add(b);
+    }
+    InProcessCommunicator.World world = new InProcessCommunicator.World(targets.length, 10_000);
+    List<RankResult> results = build(targets.length, backends::get, r -> KernelSource.of(SOURCE), r -> 2, world);
+    for (int r = 0; r < targets.length; r++) {
+      CollectiveBuild.Outcome o = results.get(r).outcome();
+      assertNotNull(o, "rank " + r + " failed: " + results.get(r).error());
+      assertEquals(targets[r], o.envelope().metadata().target(), "rank " + r + " got another target's binary");
+      assertTrue(FakeBackend.sameBinary(o.program(), targets[r] + SOURCE, 1000), "rank " + r + " binary");
+    }
+    // One compile per target, each on a different rank: the root for its own group, the lowest rank elsewhere.
+    int[] expected = {0, 1, 1, 0, 1};
+    for (int r = 0; r < targets.length; r++) {
+      assertEquals(expected[r], backends.get(r).compiles.get(), "compiles on rank " + r);
+      assertEquals(expected[r], results.get(r).outcome().stats().compiled() ? 1 : 0, "stats on rank " + r);
+    }
+    assertEquals(2, results.get(0).outcome().stats().root(), "rank 0's binary was built on the root");
+    assertEquals(1, results.get(3).outcome().stats().root(), "rank 3's binary was built on rank 1");
+    // Each group received only its own binary: no broadcast spans two groups.
+    long splits = world.calls().stream().filter(c -> c.operation().equals("split")).count();
+    assertEquals(targets.length, splits, "one split per rank");
+  }
+
+  @Test
+  void aCompileFailureOfOneTargetGroupFailsEveryRankWithItsLog() throws Exception {
+    List<RankResult> results = build(4, r -> {
+      FakeBackend b = new FakeBackend();
+      b.target = r % 2 == 0 ? "cpu-a" : "cpu-b";
+      b.failOnTarget = "cpu-b";
       return b;
     }, r -> KernelSource.of(SOURCE), r -> 0);
-    KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
-    assertTrue(e.failures().get(1).contains("cpu-a"), e.getMessage());
+    CompileException e = assertInstanceOf(CompileException.class, sameErrorEverywhere(results));
+    assertTrue(e.getMessage().contains("for target [cpu-b]") && e.getMessage().contains("root 1"), e.getMessage());
+    assertTrue(e.buildLog().contains("syntax error here"), e.buildLog());
   }
 
   @Test

@@ -20,6 +20,10 @@ public class FakeBackend implements Backend {
   RuntimeException loadFailure;
   public int failNextLoads;
   public long compileSleepMillis;
+  /** Whether binaries depend on the target, as real ones do. */
+  public boolean targetInBinary;
+  /** Compiles fail on this target only, if set. */
+  public String failOnTarget;
 
   public record Program(List<String> kernelNames, byte[] binary) implements LoadedProgram {
     @Override
@@ -52,10 +56,10 @@ public class FakeBackend implements Backend {
     if (compileFailure != null) {
       throw compileFailure;
     }
-    if (request.source().contains("syntax error")) {
+    if (request.source().contains("syntax error") || target.equals(failOnTarget)) {
       throw new CompileException("fake compiler failed", "line 1: syntax error here");
     }
-    byte[] binary = binaryFor(request.source(), binaryBytes);
+    byte[] binary = binaryFor((targetInBinary ? target : "") + request.source(), binaryBytes);
     List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
     return new Compilation(new Program(names, binary), binary, "warning: none");
   }

@@ -37,6 +37,26 @@ public abstract class ForwardingCommunicator implements Communicator {
   }
 
   @Override
+  public Request iBroadcast(ByteBuffer buffer, int root) {
+    return inner.iBroadcast(buffer, root);
+  }
+
+  @Override
+  public Request iAllReduceMax(int[] values, int[] result) {
+    return inner.iAllReduceMax(values, result);
+  }
+
+  @Override
+  public Communicator split(int color) {
+    return inner.split(color);
+  }
+
+  @Override
+  public ThreadLevel threadLevel() {
+    return inner.threadLevel();
+  }
+
+  @Override
   public Communicator splitByNode() {
     return inner.splitByNode();
   }

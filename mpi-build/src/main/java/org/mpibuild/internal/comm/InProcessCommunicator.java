@@ -29,8 +29,9 @@ public final class InProcessCommunicator implements Communicator {
     private final long timeoutMillis;
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final int[] nodeOfRank;
-    private final java.util.Map<Integer, World> nodes = new java.util.HashMap<>();
+    private final java.util.Map<String, World> groups = new java.util.HashMap<>();
     private volatile String abortMessage;
+    private volatile ThreadLevel threadLevel = ThreadLevel.MULTIPLE;
 
     /** A job of {@code size} ranks on one node whose collectives fail after {@code timeoutMillis}. */
     public World(int size, long timeoutMillis) {
@@ -46,14 +47,19 @@ public final class InProcessCommunicator implements Communicator {
       this.nodeOfRank = nodeOfRank.clone();
     }
 
-    private synchronized World node(int node) {
-      return nodes.computeIfAbsent(node, n -> {
-        int count = 0;
-        for (int x : nodeOfRank) {
-          count += x == n ? 1 : 0;
-        }
-        return new World(count, timeoutMillis);
+    /** The world of the ranks that passed {@code color} to the split numbered {@code split}. */
+    private synchronized World group(int split, int color, int members) {
+      return groups.computeIfAbsent(split + ":" + color, k -> {
+        World w = new World(members, timeoutMillis);
+        w.threadLevel = threadLevel;
+        return w;
       });
+    }
+
+    /** Makes every communicator of this job report {@code level}, as if MPI had provided it. */
+    public World threadLevel(ThreadLevel level) {
+      this.threadLevel = level;
+      return this;
     }
 
     /** The communicator of one rank. */
@@ -97,10 +103,108 @@ public final class InProcessCommunicator implements Communicator {
 
   private final World world;
   private final int rank;
+  private int splits;
+  private java.util.concurrent.ExecutorService progress;
 
   private InProcessCommunicator(World world, int rank) {
     this.world = world;
     this.rank = rank;
+  }
+
+  /**
+   * Non-blocking collectives run on one thread per rank, so that they complete in the order they were
+   * started while the caller goes on; blocking ones wait for everything started before them, as in MPI.
+   */
+  private synchronized java.util.concurrent.ExecutorService progress() {
+    if (progress == null) {
+      progress = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+        Thread t = new Thread(r, "in-process rank " + rank + " collectives");
+        t.setDaemon(true);
+        return t;
+      });
+    }
+    return progress;
+  }
+
+  private Request start(Runnable collective) {
+    java.util.concurrent.Future<?> f = progress().submit(collective);
+    return new Request() {
+      @Override
+      public boolean test() {
+        if (!f.isDone()) {
+          return false;
+        }
+        await();
+        return true;
+      }
+
+      @Override
+      public void await() {
+        try {
+          f.get();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted in a collective", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+          throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+        }
+      }
+    };
+  }
+
+  /** Runs a blocking collective after every non-blocking one this rank started before it. */
+  private <T> T ordered(java.util.function.Supplier<T> collective) {
+    java.util.concurrent.ExecutorService p;
+    synchronized (this) {
+      p = progress;
+    }
+    if (p == null) {
+      return collective.get();
+    }
+    try {
+      return p.submit(collective::get).get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted in a collective", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+    }
+  }
+
+  @Override
+  public Request iBroadcast(ByteBuffer buffer, int root) {
+    return start(() -> doBroadcast(buffer, root));
+  }
+
+  @Override
+  public Request iAllReduceMax(int[] values, int[] result) {
+    int[] mine = values.clone();
+    return start(() -> System.arraycopy(doAllReduceMax(mine), 0, result, 0, result.length));
+  }
+
+  @Override
+  public ThreadLevel threadLevel() {
+    return world.threadLevel;
+  }
+
+  @Override
+  public Communicator split(int color) {
+    world.calls.add(new Call(rank, "split", -1, 0));
+    return ordered(() -> splitBy(color));
+  }
+
+  private Communicator splitBy(int color) {
+    int split = splits++;
+    Object[] colors = world.exchange(rank, color);
+    int members = 0;
+    int subRank = 0;
+    for (int r = 0; r < colors.length; r++) {
+      if ((Integer) colors[r] == color) {
+        subRank += r < rank ? 1 : 0;
+        members++;
+      }
+    }
+    return world.group(split, color, members).rank(subRank);
   }
 
   @Override
@@ -115,6 +219,13 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public void broadcast(ByteBuffer buffer, int root) {
+    ordered(() -> {
+      doBroadcast(buffer, root);
+      return null;
+    });
+  }
+
+  private void doBroadcast(ByteBuffer buffer, int root) {
     if (!buffer.isDirect()) {
       throw new IllegalArgumentException("broadcast needs a direct buffer");
     }
@@ -135,6 +246,10 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public int[] allReduceMax(int[] values) {
+    return ordered(() -> doAllReduceMax(values));
+  }
+
+  private int[] doAllReduceMax(int[] values) {
     world.calls.add(new Call(rank, "allReduceMax", -1, values.length * 4));
     return reduce(values, all -> {
       int[] out = ((int[]) all[0]).clone();
@@ -150,6 +265,10 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public byte[][] allGather(byte[] mine) {
+    return ordered(() -> doAllGather(mine));
+  }
+
+  private byte[][] doAllGather(byte[] mine) {
     world.calls.add(new Call(rank, "allGather", -1, mine.length));
     Object[] all = world.exchange(rank, mine.clone());
     byte[][] out = new byte[all.length][];
@@ -162,13 +281,7 @@ public final class InProcessCommunicator implements Communicator {
   @Override
   public Communicator splitByNode() {
     world.calls.add(new Call(rank, "splitByNode", -1, 0));
-    world.exchange(rank, null);
-    int node = world.nodeOfRank[rank];
-    int subRank = 0;
-    for (int r = 0; r < rank; r++) {
-      subRank += world.nodeOfRank[r] == node ? 1 : 0;
-    }
-    return world.node(node).rank(subRank);
+    return ordered(() -> splitBy(world.nodeOfRank[rank]));
   }
 
   private int[] reduce(int[] mine, Function<Object[], int[]> op) {

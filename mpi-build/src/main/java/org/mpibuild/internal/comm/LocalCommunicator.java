@@ -38,6 +38,11 @@ public final class LocalCommunicator implements Communicator {
   }
 
   @Override
+  public Communicator split(int color) {
+    return new LocalCommunicator();
+  }
+
+  @Override
   public void abort(String message, int errorCode) {
     System.err.println(message);
     Runtime.getRuntime().halt(errorCode);

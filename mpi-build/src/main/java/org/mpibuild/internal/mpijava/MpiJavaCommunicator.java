@@ -104,6 +104,105 @@ public final class MpiJavaCommunicator implements Communicator {
   }
 
   @Override
+  public Request iBroadcast(ByteBuffer buffer, int root) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("broadcast needs a direct buffer");
+    }
+    try {
+      return new Started(comm.iBcast(buffer.slice(), buffer.remaining(), MPI.BYTE, root),
+          "MPI_Ibcast of " + buffer.remaining() + " bytes from root " + root, null);
+    } catch (MPIException e) {
+      throw fail("MPI_Ibcast of " + buffer.remaining() + " bytes from root " + root, e);
+    }
+  }
+
+  @Override
+  public Request iAllReduceMax(int[] values, int[] result) {
+    java.nio.IntBuffer in = MPI.newIntBuffer(values.length).put(values);
+    java.nio.IntBuffer out = MPI.newIntBuffer(values.length);
+    String what = "MPI_Iallreduce(MAX) of " + values.length + " ints";
+    try {
+      return new Started(comm.iAllReduce(in, out, values.length, MPI.INT, MPI.MAX), what,
+          () -> out.get(0, result, 0, result.length));
+    } catch (MPIException e) {
+      throw fail(what, e);
+    }
+  }
+
+  /** An {@code MPI_Request} with what to do once it completes. */
+  private final class Started implements Request {
+    private final mpi.Request request;
+    private final String what;
+    private final Runnable onCompletion;
+    private boolean completed;
+
+    Started(mpi.Request request, String what, Runnable onCompletion) {
+      this.request = request;
+      this.what = what;
+      this.onCompletion = onCompletion;
+    }
+
+    @Override
+    public synchronized boolean test() {
+      try {
+        if (!completed && request.testStatus() != null) {
+          complete();
+        }
+        return completed;
+      } catch (MPIException e) {
+        throw fail(what, e);
+      }
+    }
+
+    @Override
+    public synchronized void await() {
+      try {
+        if (!completed) {
+          request.waitFor();
+          complete();
+        }
+      } catch (MPIException e) {
+        throw fail(what, e);
+      }
+    }
+
+    private void complete() {
+      completed = true;
+      if (onCompletion != null) {
+        onCompletion.run();
+      }
+    }
+  }
+
+  @Override
+  public Communicator split(int color) {
+    try {
+      Intracomm group = comm.split(color, rank);
+      group.setErrhandler(MPI.ERRORS_RETURN);
+      return new MpiJavaCommunicator(group, name + " group " + color, null);
+    } catch (MPIException e) {
+      throw fail("MPI_Comm_split(color " + color + ")", e);
+    }
+  }
+
+  @Override
+  public ThreadLevel threadLevel() {
+    try {
+      int provided = MPI.queryThread();
+      if (provided == MPI.THREAD_MULTIPLE) {
+        return ThreadLevel.MULTIPLE;
+      } else if (provided == MPI.THREAD_SERIALIZED) {
+        return ThreadLevel.SERIALIZED;
+      } else if (provided == MPI.THREAD_FUNNELED) {
+        return ThreadLevel.FUNNELED;
+      }
+      return ThreadLevel.SINGLE;
+    } catch (MPIException e) {
+      throw fail("MPI_Query_thread", e);
+    }
+  }
+
+  @Override
   public Communicator splitByNode() {
     try {
       Intracomm node = comm.splitType(mpi.Comm.TYPE_SHARED, rank, MPI.INFO_NULL);

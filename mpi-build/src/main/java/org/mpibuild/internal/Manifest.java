@@ -1,0 +1,153 @@
+package org.mpibuild.internal;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.mpibuild.KernelSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A record of the kernel requests a run made, for {@code mpi-build precompile}: one JSON object per line,
+ * for example
+ *
+ * <pre>{"backend":"opencl","targets":["..."],"kernels":["saxpy"],"options":"-DN=4","source":"__kernel ..."}</pre>
+ *
+ * <p>{@code source} is the full source text, so a manifest needs nothing else to rebuild its kernels.
+ * {@code targets} are the distinct targets of the ranks that made the request, for information: the
+ * precompiling job builds for its own targets. Lines are appended, never rewritten, and a request is
+ * recorded once per file.
+ */
+public final class Manifest {
+  private static final Logger log = LoggerFactory.getLogger(Manifest.class);
+
+  /** One recorded request. */
+  public record Entry(int line, String backend, List<String> targets, KernelSource request) {}
+
+  private Manifest() {}
+
+  /** Appends requests to a manifest; used by the root of each build. Never fails a build. */
+  public static final class Recorder {
+    private final Path file;
+    private final Set<String> recorded = new HashSet<>();
+    private boolean warned;
+
+    /** Records into {@code file}, appending to what it holds. */
+    public Recorder(Path file) {
+      this.file = file;
+      try {
+        for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+          recorded.add(line.trim());
+        }
+      } catch (NoSuchFileException e) {
+        // a new manifest
+      } catch (IOException e) {
+        log.warn("cannot read the manifest {} ({}); recording anyway", file, e.getMessage());
+      }
+    }
+
+    /** Appends every request not yet in the file. */
+    synchronized void record(List<KernelSource> requests, String backend, List<String> targets) {
+      StringBuilder out = new StringBuilder();
+      for (KernelSource r : requests) {
+        String line = line(backend, targets, r);
+        if (recorded.add(line)) {
+          out.append(line).append('\n');
+        }
+      }
+      if (out.length() == 0) {
+        return;
+      }
+      try {
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) {
+          Files.createDirectories(parent);
+        }
+        Files.writeString(file, out, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+      } catch (IOException e) {
+        if (!warned) {
+          warned = true;
+          log.warn("cannot record kernel requests into {} (MPI_BUILD_RECORD): {}", file, e.toString());
+        }
+      }
+    }
+  }
+
+  static String line(String backend, List<String> targets, KernelSource r) {
+    Map<String, Object> o = new LinkedHashMap<>();
+    o.put("backend", backend);
+    o.put("targets", targets);
+    o.put("kernels", r.kernelNames());
+    o.put("options", r.options());
+    o.put("source", r.source());
+    return Json.write(o);
+  }
+
+  /**
+   * Reads a manifest.
+   *
+   * @throws IllegalArgumentException naming the file and line of the first bad entry
+   * @throws UncheckedIOException if the file cannot be read
+   */
+  public static List<Entry> read(Path file) {
+    List<String> lines;
+    try {
+      lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the manifest " + file + ": " + e, e);
+    }
+    List<Entry> out = new ArrayList<>();
+    for (int n = 0; n < lines.size(); n++) {
+      String line = lines.get(n).trim();
+      if (line.isEmpty() || line.startsWith("#")) {
+        continue;
+      }
+      try {
+        Map<String, Object> o = Json.readObject(line);
+        String source = string(o, "source", null);
+        if (source == null) {
+          throw new IllegalArgumentException("no \"source\"");
+        }
+        KernelSource request = KernelSource.of(source).withKernels(strings(o, "kernels"))
+            .withOptions(string(o, "options", ""));
+        out.add(new Entry(n + 1, string(o, "backend", ""), strings(o, "targets"), request));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(file + ":" + (n + 1) + ": not a manifest entry: " + e.getMessage(), e);
+      }
+    }
+    return out;
+  }
+
+  private static String string(Map<String, Object> o, String key, String dflt) {
+    Object v = o.get(key);
+    if (v == null) {
+      return dflt;
+    }
+    if (!(v instanceof String s)) {
+      throw new IllegalArgumentException("\"" + key + "\" is not a string");
+    }
+    return s;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static List<String> strings(Map<String, Object> o, String key) {
+    Object v = o.get(key);
+    if (v == null) {
+      return List.of();
+    }
+    if (!(v instanceof List<?> l) || !l.stream().allMatch(x -> x instanceof String)) {
+      throw new IllegalArgumentException("\"" + key + "\" is not a list of strings");
+    }
+    return (List<String>) l;
+  }
+}
