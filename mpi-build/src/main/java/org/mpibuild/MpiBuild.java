@@ -414,6 +414,11 @@ public final class MpiBuild implements AutoCloseable {
     return targets.distinct();
   }
 
+  /** @return the persistent cache's directory, or null when the cache is off */
+  public java.nio.file.Path cacheDirectory() {
+    return settings.cache().access() == CacheSettings.Access.OFF ? null : settings.cache().dir();
+  }
+
   /** @return how this instance talks to MPI, for logs: binding, communicator and size, or local */
   public String communicator() {
     return comm.description();

@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
  */
 @Command(name = "mpi-build", mixinStandardHelpOptions = true, version = "mpi-build 0.1.0",
     description = "Collective run-time kernel builds for MPI Java programs.",
-    subcommands = {CacheCommand.class})
+    subcommands = {CacheCommand.class, PrecompileCommand.class, DoctorCommand.class})
 public final class Main implements Runnable {
   @Override
   public void run() {

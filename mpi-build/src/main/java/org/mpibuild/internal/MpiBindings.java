@@ -47,12 +47,29 @@ public final class MpiBindings {
   }
 
   static boolean launchedByMpi(Map<String, String> env) {
+    return !launcherVariables(env).isEmpty();
+  }
+
+  /** The MPI launcher variables set in {@code env}, by name; empty when not started by a launcher. */
+  public static Map<String, String> launcherVariables(Map<String, String> env) {
+    Map<String, String> out = new java.util.TreeMap<>();
     for (String v : LAUNCHER_VARIABLES) {
       if (env.containsKey(v)) {
-        return true;
+        out.put(v, env.get(v));
       }
     }
-    return false;
+    return out;
+  }
+
+  /** Where mpi.jar's classes come from, or null if mpi.jar is not on the class path. Loads no native code. */
+  public static String mpiJarLocation() {
+    try {
+      Class<?> c = Class.forName("mpi.MPI", false, MpiBindings.class.getClassLoader());
+      java.security.CodeSource src = c.getProtectionDomain().getCodeSource();
+      return src == null ? "(unknown location)" : src.getLocation().getPath();
+    } catch (ClassNotFoundException | LinkageError e) {
+      return null;
+    }
   }
 
   static boolean classPresent(String name) {
