@@ -6,7 +6,7 @@
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
 
-.PHONY: all provision build demo test bench bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build demo test bench bench-batch bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -29,6 +29,11 @@ test: provision
 # 2 cores). Writes integration-tests/target/bench/{results.md,time-to-ready.png,results.json}.
 bench: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . quick
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
+
+# The batch build: 32 cold kernels on 1 rank and on 2, three alternating repetitions (about 2 minutes).
+bench-batch: build
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
 
 bench-full: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . full

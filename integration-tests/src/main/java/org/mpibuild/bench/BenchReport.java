@@ -47,9 +47,13 @@ public final class BenchReport {
 
   public static void main(String[] args) throws Exception {
     Path repo = Path.of(args[0]).toAbsolutePath();
-    Mode mode = args.length > 1 && args[1].equals("full") ? FULL : QUICK;
     Path out = repo.resolve("integration-tests/target/bench");
     Files.createDirectories(out);
+    if (args.length > 1 && args[1].equals("batch")) {
+      batch(repo, out, BATCH_KERNELS, BATCH_REPS);
+      return;
+    }
+    Mode mode = args.length > 1 && args[1].equals("full") ? FULL : QUICK;
     long started = System.nanoTime();
     System.out.println("bench: mode " + mode.name() + ", ranks " + mode.ranks() + ", " + mode.reps()
         + " repetitions per cell, programs " + (mode.small() == null ? "" : mode.small() + ", ") + mode.big()
@@ -117,6 +121,61 @@ public final class BenchReport {
     System.out.printf(Locale.ROOT, "bench: wrote %s, %s and %s in %.1f min%n", out.resolve("results.md"),
         out.resolve("time-to-ready.png"), out.resolve("results.json"), (System.nanoTime() - started) / 6e10);
     System.out.println(benchLine(mode, cells));
+  }
+
+  /** The batch build: K cold kernels, each repetition on 1 rank and then on 2, side by side. */
+  static final int BATCH_KERNELS = 32;
+  static final int BATCH_REPS = 3;
+
+  /**
+   * Times {@code mpiBuildKernels} of K kernels that no cache holds (the library's cache off, a fresh PoCL
+   * cache per job, a salt in every kernel's options) on 1 rank and on 2, from a barrier until every rank
+   * holds every kernel (the slowest rank's time). Repetitions alternate 1 and 2 ranks, so that the machine's
+   * drift hits both alike; the figure is the median of the per-repetition ratios.
+   */
+  static void batch(Path repo, Path out, int k, int reps) throws Exception {
+    Pattern seconds = Pattern.compile("RESULT mode=batch rank=0 .*ok=true .*batch_seconds=([0-9.]+)");
+    List<Map<String, String>> rows = new ArrayList<>();
+    List<Double> ratios = new ArrayList<>();
+    for (int rep = 0; rep < reps; rep++) {
+      double[] t = new double[3];
+      for (int n : List.of(1, 2)) {
+        String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n),
+            "org.mpibuild.programs.Scale", "batch", Integer.toString(k), "bench" + System.nanoTime()),
+            Map.of("MPI_BUILD_CACHE", "off"), 900);
+        Matcher m = seconds.matcher(output);
+        if (!m.find()) {
+          throw new IllegalStateException("the batch build on " + n + " rank(s) printed no time:\n" + output);
+        }
+        t[n] = Double.parseDouble(m.group(1));
+        rows.add(Map.of("rep", Integer.toString(rep), "n", Integer.toString(n), "kernels", Integer.toString(k),
+            "seconds", m.group(1)));
+        System.out.printf(Locale.ROOT, "bench batch: repetition %d, %d rank(s): %.3f s%n", rep + 1, n, t[n]);
+      }
+      ratios.add(t[1] / t[2]);
+    }
+    List<Double> sorted = new ArrayList<>(ratios);
+    java.util.Collections.sort(sorted);
+    double median = sorted.get(sorted.size() / 2);
+    StringBuilder md = new StringBuilder("Batch build of ").append(k).append(" cold kernels (`Scale batch ").append(k)
+        .append("`), seconds from a barrier until every rank holds every kernel\n\n| repetition | 1 rank | 2 ranks | 1 rank / 2 ranks |\n|---|---|---|---|\n");
+    for (int rep = 0; rep < reps; rep++) {
+      md.append(String.format(Locale.ROOT, "| %d | %s | %s | %.2f |%n", rep + 1, rows.get(2 * rep).get("seconds"),
+          rows.get(2 * rep + 1).get("seconds"), ratios.get(rep)));
+    }
+    String line = String.format(Locale.ROOT, "bench: batch kernels=%d reps=%d speedup_2_ranks=%.2f min=%.2f max=%.2f",
+        k, reps, median, sorted.get(0), sorted.get(sorted.size() - 1));
+    md.append('\n').append(line).append('\n');
+    Files.writeString(out.resolve("batch.md"), md);
+    StringBuilder json = new StringBuilder("{\"kernels\": " + k + ", \"median_speedup_2_ranks\": "
+        + String.format(Locale.ROOT, "%.3f", median) + ", \"runs\": [\n");
+    for (int i = 0; i < rows.size(); i++) {
+      json.append("  ").append(toJson(new TreeMap<>(rows.get(i)))).append(i + 1 < rows.size() ? ",\n" : "\n");
+    }
+    Files.writeString(out.resolve("batch.json"), json.append("]}\n"));
+    System.out.println();
+    System.out.println(md);
+    System.out.println(line);
   }
 
   static String benchLine(Mode mode, List<Map<String, String>> cells) {

@@ -243,6 +243,24 @@ public final class AsyncBuilds implements AutoCloseable {
     }
 
     @Override
+    public Request iBroadcast(ByteBuffer buffer, int root) {
+      if (mode == Mode.THREAD) {
+        return inner.iBroadcast(buffer, root);
+      }
+      broadcast(buffer, root);
+      return Request.COMPLETED;
+    }
+
+    @Override
+    public Request iAllReduceMax(int[] values, int[] result) {
+      if (mode == Mode.THREAD) {
+        return inner.iAllReduceMax(values, result);
+      }
+      System.arraycopy(allReduceMax(values), 0, result, 0, result.length);
+      return Request.COMPLETED;
+    }
+
+    @Override
     public int[] allReduceMax(int[] values) {
       int[] out = new int[values.length];
       call(() -> inner.iAllReduceMax(values, out));

@@ -632,7 +632,8 @@ public final class CollectiveBuild {
       Inline inline = Inline.of(first, meta.length, payload.length());
       message.put(sent.encodeHeader(meta)).put(meta, 0, inline.metadata());
       payload.copyTo(message.slice().limit(inline.payload()));
-      comm.broadcast(message.clear(), root);
+      // Non-blocking on every rank: MPI never matches a blocking collective with a non-blocking one.
+      comm.iBroadcast(message.clear(), root).await();
       ByteBuffer rest = ByteBuffer.allocateDirect(meta.length - inline.metadata()).put(meta, inline.metadata(),
           meta.length - inline.metadata()).flip();
       for (ByteBuffer chunk : chunksOf(rest)) {
@@ -644,7 +645,9 @@ public final class CollectiveBuild {
       return null;
     }
 
-    comm.broadcast(message, root);
+    // The first message may wait for a compile. Wait without spinning, so that the waiting ranks leave
+    // the cores to the compiles (MPI's blocking calls poll at full speed).
+    awaitIdly(comm.iBroadcast(message, root));
     Received r = new Received();
     r.headerNanos = System.nanoTime();
     try {
@@ -696,6 +699,24 @@ public final class CollectiveBuild {
       }
     }
     return r;
+  }
+
+  /**
+   * Waits for a request while leaving the core to others: a short spin, then sleeps that grow to 1 ms.
+   * A rank waiting for another rank's compile then costs no CPU, which matters when ranks share cores
+   * with compiles (oversubscribed nodes, batch builds with a compile on every rank).
+   */
+  static void awaitIdly(Communicator.Request request) {
+    long spinUntil = System.nanoTime() + 50_000;
+    long sleep = 10_000;
+    while (!request.test()) {
+      if (System.nanoTime() < spinUntil) {
+        Thread.onSpinWait();
+      } else {
+        java.util.concurrent.locks.LockSupport.parkNanos(sleep);
+        sleep = Math.min(sleep * 2, 1_000_000);
+      }
+    }
   }
 
   private List<ByteBuffer> chunksOf(ByteBuffer whole) {
