@@ -159,8 +159,8 @@ public final class MpiBuild implements AutoCloseable {
   }
 
   /**
-   * Starts building a kernel collectively and returns at once with its future. The root starts compiling
-   * on a worker thread right away; the binary travels by non-blocking broadcasts ({@code MPI_Ibcast}).
+   * Starts building a kernel collectively and returns at once with its future. Once the ranks agree, the
+   * root compiles on a worker thread; the binary travels by non-blocking broadcasts ({@code MPI_Ibcast}).
    * Every rank starts the same builds in the same order; several may be in flight, and their futures may
    * be completed in any order. A blocking call of this instance ({@link #mpiBuildKernel},
    * {@link #statistics()}, {@link #close()}) first waits for every build started before it.

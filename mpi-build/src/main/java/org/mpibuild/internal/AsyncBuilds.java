@@ -25,9 +25,9 @@ import org.mpibuild.spi.Communicator;
  *       builds complete with no help from the program.
  *   <li><b>caller</b> (SINGLE, FUNNELED, SERIALIZED): the library thread only posts them; the program's
  *       thread starts and tests them when it touches a future ({@code isDone}, {@code get}) or calls
- *       {@code progress()}. Compiles, cache reads and loading still run on library threads, and the root
- *       starts compiling as soon as the build is started, so the expensive part overlaps the program's
- *       work even between progress calls.
+ *       {@code progress()}. Compiles, cache reads and loading run on library threads: once the ranks have
+ *       agreed (one all-reduce, completed by the first progress calls), the root's compile overlaps the
+ *       program's work even between progress calls.
  * </ul>
  */
 public final class AsyncBuilds implements AutoCloseable {

@@ -145,8 +145,8 @@ public final class CollectiveBuild {
 
   /**
    * The protocol. {@code owners[i]} is the rank, in the distribution communicator, that obtains request
-   * i; {@code order} is the order of the broadcasts. Owners start obtaining at once, on a worker thread,
-   * one request at a time; the agreement runs meanwhile and a mismatch abandons their work.
+   * i; {@code order} is the order of the broadcasts. Once the ranks agree, owners obtain their requests on
+   * a worker thread, one at a time, so that each owner's next compile overlaps the current broadcast.
    */
   private List<Entry> execute(List<KernelSource> requests, String rootField, String problem, int[] owners,
       int[] order, boolean load, java.util.function.Consumer<Entry> listener) {
@@ -155,15 +155,7 @@ public final class CollectiveBuild {
     final boolean batch = "batch".equals(rootField);
     long t0 = System.nanoTime();
     long fileOps0 = caches.fileOperations();
-    Obtaining work = problem == null ? new Obtaining(requests, owners, order, dist.rank(), load) : null;
-    try {
-      agree(requests, rootField, problem);
-    } catch (RuntimeException | Error e) {
-      if (work != null) {
-        work.abandon();
-      }
-      throw e;
-    }
+    agree(requests, rootField, problem);
     if (problem != null) {
       throw new IllegalArgumentException(problem);
     }
@@ -172,6 +164,17 @@ public final class CollectiveBuild {
     }
     long t1 = System.nanoTime();
 
+    // Owners obtain their requests on a worker thread, one at a time, in broadcast order; the worker never
+    // outlives this call, so nothing touches the backend after it returns.
+    try (Obtaining work = new Obtaining(requests, owners, order, dist.rank(), load)) {
+      return distribute(requests, owners, order, load, listener, batch, work, t0, t1, fileOps0);
+    }
+  }
+
+  private List<Entry> distribute(List<KernelSource> requests, int[] owners, int[] order, boolean load,
+      java.util.function.Consumer<Entry> listener, boolean batch, Obtaining work, long t0, long t1, long fileOps0) {
+    final int rank = comm.rank();
+    final Communicator dist = targets.distribution(comm);
     int k = requests.size();
     Envelope[] envelopes = new Envelope[k];
     Obtained[] obtained = new Obtained[k];
@@ -342,9 +345,11 @@ public final class CollectiveBuild {
    * The requests this rank owns, obtained one at a time on a worker thread in broadcast order, so that
    * at most one compile runs per rank and the next compile overlaps the current broadcast.
    */
-  private final class Obtaining {
+  private final class Obtaining implements AutoCloseable {
     private final java.util.Map<Integer, Future<Obtained>> futures = new java.util.HashMap<>();
     private final ExecutorService worker;
+    private final java.util.Set<Integer> taken = new java.util.HashSet<>();
+    private volatile boolean abandoned;
 
     Obtaining(List<KernelSource> requests, int[] owners, int[] order, int me, boolean load) {
       worker = Executors.newSingleThreadExecutor(r -> {
@@ -357,6 +362,9 @@ public final class CollectiveBuild {
         if (owners[i] == me) {
           KernelSource request = requests.get(i);
           futures.put(i, worker.submit(() -> {
+            if (abandoned) {
+              return null;
+            }
             try (LogContext ignored = LogContext.rank(comm.rank())) {
               long t0 = System.nanoTime();
               return obtainOnRoot(request, buildTargets, load).took(System.nanoTime() - t0);
@@ -370,7 +378,9 @@ public final class CollectiveBuild {
     /** Request i's result; waits for it. Never throws for a failed build: that is an error envelope. */
     Obtained get(int i) {
       try {
-        return futures.get(i).get();
+        Obtained o = futures.get(i).get();
+        taken.add(i);
+        return o;
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted while waiting for this rank's compile", e);
@@ -379,21 +389,37 @@ public final class CollectiveBuild {
       }
     }
 
-    /** Drops everything not yet started; whatever was obtained is released once it is ready. */
-    void abandon() {
-      worker.shutdownNow();
-      for (Future<Obtained> f : futures.values()) {
-        CompletableFuture.runAsync(() -> {
-          try {
-            Obtained o = f.get();
-            o.afterBroadcast().run();
-            if (o.program() != null) {
-              o.program().close();
-            }
-          } catch (Exception | Error ignored) {
-            // never started, or failed: nothing to release
+    /**
+     * After a failure midway: drops what has not started, waits for the compile in progress (the backend
+     * may be closed next), and releases whatever was obtained but never broadcast. A no-op after success.
+     */
+    @Override
+    public void close() {
+      // Never interrupt: a compile in progress must end before the backend may close.
+      abandoned = true;
+      try {
+        if (!worker.awaitTermination(settings.compileTimeout().toMillis() + 10_000, TimeUnit.MILLISECONDS)) {
+          log.warn("a compile was still running when the build ended");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      for (Map.Entry<Integer, Future<Obtained>> e : futures.entrySet()) {
+        if (taken.contains(e.getKey()) || !e.getValue().isDone()) {
+          continue;
+        }
+        try {
+          Obtained o = e.getValue().get();
+          if (o == null) {
+            continue;
           }
-        });
+          o.afterBroadcast().run();
+          if (o.program() != null) {
+            o.program().close();
+          }
+        } catch (Exception | Error ignored) {
+          // failed: nothing to release
+        }
       }
     }
   }
