@@ -13,7 +13,7 @@ import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.internal.cache.CacheKey;
-import org.mpibuild.internal.comm.ForwardingCommunicator;
+import org.mpibuild.internal.comm.CorruptingCommunicator;
 import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
@@ -76,7 +76,7 @@ public final class Faults {
           Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
           // 4 KiB chunks: the first message carries the header, the metadata and the start of the binary,
           // and the rest of the binary follows in pieces; rank 2 corrupts the first piece.
-          try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new FlipPayloadByte(comm) : comm)
+          try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new CorruptingCommunicator(comm, 2) : comm)
               .chunkBytes(4096).build()) {
             step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
           } finally {
@@ -288,25 +288,5 @@ public final class Faults {
     public String target() {
       return target == null ? inner.target() : target;
     }
-  }
-
-  /** Flips one byte of the first payload chunk this rank receives: after the root computed the digest. */
-  static final class FlipPayloadByte extends ForwardingCommunicator {
-    private int broadcasts;
-
-    FlipPayloadByte(Communicator inner) {
-      super(inner);
-    }
-
-    @Override
-    public void broadcast(ByteBuffer buffer, int root) {
-      inner.broadcast(buffer, root);
-      if (++broadcasts == 2) { // the first message, then the first piece of the binary
-        buffer.put(buffer.position(), (byte) (buffer.get(buffer.position()) ^ 0x01));
-      }
-    }
-
-    @Override
-    public void close() {}
   }
 }

@@ -658,16 +658,19 @@ public final class CollectiveBuild {
       Inline inline = Inline.of(first, meta.length, payload.length());
       message.put(sent.encodeHeader(meta)).put(meta, 0, inline.metadata());
       payload.copyTo(message.slice().limit(inline.payload()));
-      // Non-blocking on every rank: MPI never matches a blocking collective with a non-blocking one.
-      comm.iBroadcast(message.clear(), root).await();
+      // Every message is a non-blocking broadcast on every rank (MPI never matches a blocking collective
+      // with a non-blocking one), all started at once and waited for without spinning.
+      List<Communicator.Request> started = new ArrayList<>();
+      started.add(comm.iBroadcast(message.clear(), root));
       ByteBuffer rest = ByteBuffer.allocateDirect(meta.length - inline.metadata()).put(meta, inline.metadata(),
           meta.length - inline.metadata()).flip();
       for (ByteBuffer chunk : chunksOf(rest)) {
-        comm.broadcast(chunk, root);
+        started.add(comm.iBroadcast(chunk, root));
       }
       for (ByteBuffer piece : payload.pieces(inline.payload())) {
-        comm.broadcast(piece, root);
+        started.add(comm.iBroadcast(piece, root));
       }
+      started.forEach(CollectiveBuild::awaitIdly);
       return null;
     }
 
@@ -688,9 +691,30 @@ public final class CollectiveBuild {
     Inline inline = Inline.of(first, r.header.metadataLength(), r.header.payloadLength());
     ByteBuffer metaBuf = ByteBuffer.allocateDirect(r.header.metadataLength());
     metaBuf.put(message.duplicate().position(Envelope.HEADER_BYTES).limit(Envelope.HEADER_BYTES + inline.metadata()));
+    List<Communicator.Request> started = new ArrayList<>();
     for (ByteBuffer chunk : chunksOf(metaBuf.slice())) {
-      comm.broadcast(chunk, root);
+      started.add(comm.iBroadcast(chunk, root));
     }
+    long length = r.header.payloadLength();
+    ByteBuffer inlinePayload = message.duplicate().position(Envelope.HEADER_BYTES + inline.metadata())
+        .limit(Envelope.HEADER_BYTES + inline.metadata() + inline.payload());
+    Payload payload = null;
+    if (length > settings.maxBinaryBytes()) {
+      started.forEach(CollectiveBuild::awaitIdly);
+      started.clear();
+      // Keep in step with a bounded scratch buffer, one piece at a time, then refuse the binary.
+      ByteBuffer scratch = ByteBuffer.allocateDirect((int) Math.min(settings.chunkBytes(), length));
+      for (int size : Payload.pieceSizes(length, settings.chunkBytes(), inline.payload())) {
+        awaitIdly(comm.iBroadcast(scratch.clear().limit(size), root));
+      }
+    } else {
+      payload = Payload.allocate(length, settings.chunkBytes());
+      payload.copyFrom(inlinePayload);
+      for (ByteBuffer piece : payload.pieces(inline.payload())) {
+        started.add(comm.iBroadcast(piece, root));
+      }
+    }
+    started.forEach(CollectiveBuild::awaitIdly);
     try {
       byte[] m = new byte[metaBuf.capacity()];
       metaBuf.duplicate().clear().get(m);
@@ -698,24 +722,10 @@ public final class CollectiveBuild {
     } catch (CorruptBinaryException e) {
       r.problem = e.getMessage();
     }
-
-    long length = r.header.payloadLength();
-    ByteBuffer inlinePayload = message.duplicate().position(Envelope.HEADER_BYTES + inline.metadata())
-        .limit(Envelope.HEADER_BYTES + inline.metadata() + inline.payload());
-    if (length > settings.maxBinaryBytes()) {
-      // Keep in step with a bounded scratch buffer, then refuse the binary.
-      ByteBuffer scratch = ByteBuffer.allocateDirect((int) Math.min(settings.chunkBytes(), length));
-      for (int size : Payload.pieceSizes(length, settings.chunkBytes(), inline.payload())) {
-        comm.broadcast(scratch.clear().limit(size), root);
-      }
+    if (payload == null) {
       r.problem = "binary of " + length + " bytes exceeds this rank's limit of " + settings.maxBinaryBytes()
           + " (MPI_BUILD_MAX_BINARY_BYTES)";
       return r;
-    }
-    Payload payload = Payload.allocate(length, settings.chunkBytes());
-    payload.copyFrom(inlinePayload);
-    for (ByteBuffer piece : payload.pieces(inline.payload())) {
-      comm.broadcast(piece, root);
     }
     if (r.problem == null) {
       try {

@@ -23,7 +23,6 @@ import org.mpibuild.KernelBuildException;
 import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.RequestMismatchException;
-import org.mpibuild.internal.comm.ForwardingCommunicator;
 import org.mpibuild.internal.comm.InProcessCommunicator;
 import org.mpibuild.spi.Communicator;
 
@@ -362,7 +361,7 @@ public class CollectiveBuildTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
     List<FakeBackend> backends = List.of(new FakeBackend(), new FakeBackend(), new FakeBackend());
     List<RankResult> results = onRanks(world, 3, backends::get, (rank, comm, backend) -> {
-      Communicator c = rank == 2 ? new FlipByteOnBroadcast(comm, 3) : comm;
+      Communicator c = rank == 2 ? new org.mpibuild.internal.comm.CorruptingCommunicator(comm, 3) : comm;
       return new CollectiveBuild(c, backend, SETTINGS).run(KernelSource.of(SOURCE), 0);
     });
     KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
@@ -378,25 +377,5 @@ public class CollectiveBuildTest {
             .run(KernelSource.of(SOURCE), 0));
     KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
     assertTrue(e.failures().get(1).contains("exceeds this rank's limit of 999"), e.getMessage());
-  }
-
-  /** Flips one byte of the n-th broadcast (1-based) that this rank receives. */
-  static final class FlipByteOnBroadcast extends ForwardingCommunicator {
-    private final int target;
-    private int count;
-
-    FlipByteOnBroadcast(Communicator inner, int target) {
-      super(inner);
-      this.target = target;
-    }
-
-    @Override
-    public void broadcast(ByteBuffer buffer, int root) {
-      inner.broadcast(buffer, root);
-      if (++count == target) {
-        int at = buffer.position();
-        buffer.put(at, (byte) (buffer.get(at) ^ 0x01));
-      }
-    }
   }
 }

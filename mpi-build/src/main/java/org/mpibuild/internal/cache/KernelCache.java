@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * DIR/CACHEDIR.TAG             marks the directory as a cache for backup tools
  * DIR/entries/KEY.kbin         an entry: entry header, then the envelope (header, metadata, binary)
  * DIR/locks/KEY.lock           held while one process compiles KEY (host, pid, start time)
- * DIR/quarantine/KEY.TIME.bad  an entry found corrupt, moved aside
+ * DIR/quarantine/KEY.TIME.PID.NANOS.bad  an entry found corrupt, moved aside
  * </pre>
  *
  * The entry format is {@link EntryCodec}'s: a 48-byte entry header, then the envelope, which carries its
@@ -495,8 +495,9 @@ public final class KernelCache {
     }
     try {
       op();
-      Files.move(file, quarantine.resolve(key + "." + System.currentTimeMillis() + ".bad"),
-          StandardCopyOption.ATOMIC_MOVE);
+      // Unique per process and moment: two corrupt finds within one millisecond must not overwrite each other.
+      Files.move(file, quarantine.resolve(key + "." + System.currentTimeMillis() + "." + ProcessHandle.current().pid()
+          + "." + System.nanoTime() + ".bad"), StandardCopyOption.ATOMIC_MOVE);
     } catch (IOException e) {
       delete(file, "corrupt cache entry (it could not be moved aside)");
     }
