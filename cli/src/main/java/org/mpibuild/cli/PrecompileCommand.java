@@ -28,9 +28,8 @@ final class PrecompileCommand implements Callable<Integer> {
   @Parameters(index = "0", paramLabel = "MANIFEST", description = "the manifest file")
   Path manifest;
 
-  @Option(names = "--dir", paramLabel = "DIR",
-      description = "cache directory (default: MPI_BUILD_CACHE_DIR, else ~/.cache/mpi-build)")
-  Path dir;
+  @picocli.CommandLine.Mixin
+  CacheCommand.DirOption cache;
 
   @Option(names = "--backend", paramLabel = "ID", description = "backend id (default: MPI_BUILD_BACKEND, else automatic)")
   String backend;
@@ -45,8 +44,8 @@ final class PrecompileCommand implements Callable<Integer> {
   public Integer call() {
     List<Manifest.Entry> entries = Manifest.read(manifest);
     MpiBuild.Builder b = MpiBuild.builder();
-    if (dir != null) {
-      b.cacheDirectory(dir);
+    if (cache.dir != null) {
+      b.cacheDirectory(cache.dir);
     }
     if (backend != null) {
       b.backend(backend);

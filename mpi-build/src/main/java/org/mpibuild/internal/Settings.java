@@ -82,14 +82,7 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
   }
 
   static Settings from(Config c) {
-    String mode = c.string("mpibuild.mode", "MPI_BUILD_MODE", "auto");
-    Mode m;
-    try {
-      m = Mode.valueOf(mode.trim().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("MPI_BUILD_MODE / mpibuild.mode is '" + mode
-          + "'; expected auto, local or mpi", e);
-    }
+    Mode m = choice(c, "mpibuild.mode", "MPI_BUILD_MODE", Mode.class);
     String backend = c.string("mpibuild.backend", "MPI_BUILD_BACKEND", "");
     long chunk = c.bytes("mpibuild.chunkBytes", "MPI_BUILD_CHUNK_BYTES", DEFAULT_CHUNK_BYTES);
     if (chunk <= 0 || chunk > Integer.MAX_VALUE) {
@@ -105,18 +98,26 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
       throw new IllegalArgumentException("MPI_BUILD_BATCH_RANKS / mpibuild.batchRanks is '" + ranks
           + "'; expected a whole number (0 = every rank)", e);
     }
-    String progress = c.string("mpibuild.progress", "MPI_BUILD_PROGRESS", "auto");
-    Progress p;
-    try {
-      p = Progress.valueOf(progress.trim().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("MPI_BUILD_PROGRESS / mpibuild.progress is '" + progress
-          + "'; expected auto, thread or caller", e);
-    }
+    Progress p = choice(c, "mpibuild.progress", "MPI_BUILD_PROGRESS", Progress.class);
     String record = c.string("mpibuild.record", "MPI_BUILD_RECORD", "").trim();
     return new Settings(m, backend.isBlank() ? null : backend.trim(), (int) chunk, max, CacheSettings.from(c),
         c.seconds("mpibuild.compileTimeoutSeconds", "MPI_BUILD_COMPILE_TIMEOUT", DEFAULT_COMPILE_TIMEOUT),
         batchRanks, p, record.isEmpty() ? null : java.nio.file.Path.of(record).toAbsolutePath());
+  }
+
+  /** One of an enum's constants, by name in any case; the first constant is the default. */
+  private static <E extends Enum<E>> E choice(Config c, String property, String variable, Class<E> type) {
+    E[] all = type.getEnumConstants();
+    String v = c.string(property, variable, all[0].name().toLowerCase(Locale.ROOT));
+    try {
+      return Enum.valueOf(type, v.trim().toUpperCase(Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      StringBuilder expected = new StringBuilder();
+      for (E x : all) {
+        expected.append(expected.length() == 0 ? "" : ", ").append(x.name().toLowerCase(Locale.ROOT));
+      }
+      throw new IllegalArgumentException(variable + " / " + property + " is '" + v + "'; expected " + expected, e);
+    }
   }
 
   public Settings withChunkBytes(int bytes) {
