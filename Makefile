@@ -6,7 +6,7 @@
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
 
-.PHONY: all provision build demo test bench bench-batch bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build demo test bench bench-batch bench-stream bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -30,10 +30,15 @@ test: provision
 bench: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . quick
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . stream
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
 bench-batch: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
+
+# Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
+bench-stream: build
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . stream
 
 bench-full: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . full

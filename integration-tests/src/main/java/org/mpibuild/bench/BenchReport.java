@@ -49,6 +49,10 @@ public final class BenchReport {
     Path repo = Path.of(args[0]).toAbsolutePath();
     Path out = repo.resolve("integration-tests/target/bench");
     Files.createDirectories(out);
+    if (args.length > 1 && args[1].equals("stream")) {
+      stream(repo, out, 5);
+      return;
+    }
     if (args.length > 1 && args[1].equals("batch")) {
       batch(repo, out, BATCH_KERNELS, BATCH_REPS);
       return;
@@ -208,6 +212,39 @@ public final class BenchReport {
     } finally {
       deleteTree(pocl);
     }
+  }
+
+  /**
+   * Stream-ordered messages against the manual pattern (finish the queue, then send; receive, then write
+   * with a blocking call): a ping-pong of 50 rounds with kernels of random length on 2 ranks, alternating,
+   * {@code reps} times each. Reports the time until the last message arrived and until the host was free.
+   */
+  static void stream(Path repo, Path out, int reps) throws Exception {
+    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+)");
+    Map<String, List<Double>> total = new TreeMap<>();
+    Map<String, List<Double>> host = new TreeMap<>();
+    for (int rep = 0; rep < reps; rep++) {
+      for (String mode : List.of("ordered", "manual")) {
+        String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2",
+            "org.mpibuild.programs.Pipeline", mode, "50", "20000", Integer.toString(rep)), Map.of("MPI_BUILD_CACHE", "off"),
+            600);
+        Matcher m = result.matcher(output);
+        if (!m.find()) {
+          throw new IllegalStateException("Pipeline " + mode + " printed no correct result:\n" + output);
+        }
+        total.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(1)));
+        host.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(2)));
+        System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %s s, host free after %s s%n", rep + 1, mode,
+            m.group(1), m.group(2));
+      }
+    }
+    String line = String.format(Locale.ROOT, "bench: stream rounds=50 ranks=2 reps=%d ordered_s=%.3f manual_s=%.3f "
+        + "ordered_over_manual=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f", reps,
+        medianOf(total.get("ordered")), medianOf(total.get("manual")),
+        medianOf(total.get("ordered")) / medianOf(total.get("manual")), medianOf(host.get("ordered")),
+        medianOf(host.get("manual")));
+    Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n");
+    System.out.println(line);
   }
 
   static String fmt(double seconds) {

@@ -82,6 +82,35 @@ public interface Communicator extends AutoCloseable {
   }
 
   /**
+   * Starts sending the bytes between the buffer's position and its limit to {@code dest}
+   * ({@code MPI_Isend}). Not collective. Messages from one rank to another with the same tag arrive in
+   * the order they were started. The buffer must not be touched until the request completes.
+   *
+   * @param buffer a direct buffer of at most {@code Integer.MAX_VALUE} remaining bytes
+   * @param dest the receiving rank
+   * @param tag the message tag, 0 or more
+   * @return the request
+   * @throws UnsupportedOperationException if this binding has no point-to-point messages
+   */
+  default Request iSend(ByteBuffer buffer, int dest, int tag) {
+    throw new UnsupportedOperationException(description() + " does not carry point-to-point messages");
+  }
+
+  /**
+   * Starts receiving into the bytes between the buffer's position and its limit from {@code source}
+   * ({@code MPI_Irecv}). Not collective. The message must have exactly that many bytes.
+   *
+   * @param buffer a direct buffer
+   * @param source the sending rank
+   * @param tag the message tag, 0 or more
+   * @return the request
+   * @throws UnsupportedOperationException if this binding has no point-to-point messages
+   */
+  default Request iReceive(ByteBuffer buffer, int source, int tag) {
+    throw new UnsupportedOperationException(description() + " does not carry point-to-point messages");
+  }
+
+  /**
    * Splits this communicator: ranks that pass the same {@code color} end up in one new communicator, in
    * the order of their ranks here ({@code MPI_Comm_split}). Collective. The caller closes the result.
    *

@@ -47,6 +47,16 @@ public abstract class ForwardingCommunicator implements Communicator {
   }
 
   @Override
+  public Request iSend(ByteBuffer buffer, int dest, int tag) {
+    return inner.iSend(buffer, dest, tag);
+  }
+
+  @Override
+  public Request iReceive(ByteBuffer buffer, int source, int tag) {
+    return inner.iReceive(buffer, source, tag);
+  }
+
+  @Override
   public Communicator split(int color) {
     return inner.split(color);
   }

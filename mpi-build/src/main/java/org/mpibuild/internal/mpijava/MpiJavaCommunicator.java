@@ -129,6 +129,33 @@ public final class MpiJavaCommunicator implements Communicator {
     }
   }
 
+  @Override
+  public Request iSend(ByteBuffer buffer, int dest, int tag) {
+    String what = "MPI_Isend of " + buffer.remaining() + " bytes to rank " + dest + " (tag " + tag + ")";
+    try {
+      return new Started(comm.iSend(direct(buffer).slice(), buffer.remaining(), MPI.BYTE, dest, tag), what, null);
+    } catch (MPIException e) {
+      throw fail(what, e);
+    }
+  }
+
+  @Override
+  public Request iReceive(ByteBuffer buffer, int source, int tag) {
+    String what = "MPI_Irecv of " + buffer.remaining() + " bytes from rank " + source + " (tag " + tag + ")";
+    try {
+      return new Started(comm.iRecv(direct(buffer).slice(), buffer.remaining(), MPI.BYTE, source, tag), what, null);
+    } catch (MPIException e) {
+      throw fail(what, e);
+    }
+  }
+
+  private static ByteBuffer direct(ByteBuffer buffer) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("MPI messages need a direct buffer");
+    }
+    return buffer;
+  }
+
   /** An {@code MPI_Request} with what to do once it completes. */
   private final class Started implements Request {
     private final mpi.Request request;

@@ -1,0 +1,190 @@
+package org.mpibuild.programs;
+
+import static org.jocl.CL.CL_MEM_READ_WRITE;
+import static org.jocl.CL.CL_SUCCESS;
+import static org.jocl.CL.CL_TRUE;
+import static org.jocl.CL.CL_FALSE;
+import static org.jocl.CL.clCreateBuffer;
+import static org.jocl.CL.clEnqueueNDRangeKernel;
+import static org.jocl.CL.clEnqueueReadBuffer;
+import static org.jocl.CL.clEnqueueWriteBuffer;
+import static org.jocl.CL.clFinish;
+import static org.jocl.CL.clFlush;
+import static org.jocl.CL.clReleaseMemObject;
+import static org.jocl.CL.clSetKernelArg;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import mpi.MPI;
+import mpi.MPIException;
+import org.jocl.CL;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_command_queue;
+import org.jocl.cl_kernel;
+import org.jocl.cl_mem;
+import org.mpibuild.Kernel;
+import org.mpibuild.KernelSource;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.mpijava.MpiJava;
+import org.mpibuild.opencl.OpenClKernel;
+import org.mpibuild.opencl.QueueMessenger;
+import org.mpibuild.spi.Communicator;
+
+/**
+ * Stream-ordered messages under mpirun with OpenCL on PoCL: a token of {@value #INTS} ints goes round the
+ * ranks (a ping-pong on 2 ranks); each rank runs a kernel that adds {@code rank + 1} to every element,
+ * after a random delay inside the kernel, and passes the token on. The host enqueues the whole loop at
+ * once and never waits for the device or MPI inside it. Rank 0 checks the final token.
+ *
+ * <pre>Pipeline ordered|unordered|manual ROUNDS [SPIN [SEED]]</pre>
+ *
+ * SPIN sets the delay: each work item of each kernel runs between SPIN/2 and 3*SPIN/2 steps of a random
+ * number generator before it adds.
+ *
+ * <ul>
+ *   <li>{@code ordered}: {@link QueueMessenger#sendAfter} and {@link QueueMessenger#receiveBefore}.
+ *   <li>{@code unordered}: deliberately wrong: the send starts as soon as the read is enqueued, without
+ *       waiting for the queue; the test expects wrong data, proving it can catch the race.
+ *   <li>{@code manual}: the usual pattern, for the benchmark: finish the queue, then send; receive, then
+ *       write with a blocking call, then enqueue.
+ * </ul>
+ *
+ * Rank 0 prints {@code RESULT mode=M ranks=N rounds=R expected=E got=G correct=B seconds=S host_seconds=H},
+ * where S is the time until the last message arrived and H the time until the host thread was free.
+ */
+public final class Pipeline {
+  static final int INTS = 4096;
+  static final String SOURCE = String.join("\n",
+      "__kernel void advance(__global int* token, const int add, const int spin, __global uint* sink) {",
+      "  int i = get_global_id(0);",
+      "  uint x = (uint) i;",
+      "  for (int k = 0; k < spin; k++) { x = x * 1103515245u + 12345u; }",
+      "  sink[i] = x;",  // keeps the delay loop
+      "  token[i] += add;",
+      "}",
+      "");
+
+  private Pipeline() {}
+
+  public static void main(String[] args) throws MPIException {
+    String mode = args[0];
+    int rounds = Integer.parseInt(args[1]);
+    int spin = args.length > 2 ? Integer.parseInt(args[2]) : 2000;
+    long seed = args.length > 3 ? Long.parseLong(args[3]) : 1;
+    MPI.InitThread(args, MPI.THREAD_MULTIPLE);
+    int rank = MPI.COMM_WORLD.getRank();
+    int size = MPI.COMM_WORLD.getSize();
+    boolean correct;
+    try (Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
+        MpiBuild build = MpiBuild.builder().backend("opencl").build();
+        Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("advance"), 0)) {
+      OpenClKernel k = kernel.as(OpenClKernel.class);
+      correct = run(mode, rounds, spin, seed, rank, size, comm, k);
+    }
+    int[] ok = {correct ? 1 : 0};
+    MPI.COMM_WORLD.bcast(ok, 1, MPI.INT, 0);
+    MPI.Finalize();
+    System.exit(mode.equals("unordered") || ok[0] == 1 ? 0 : 1);
+  }
+
+  private static boolean run(String mode, int rounds, int spin, long seed, int rank, int size, Communicator comm,
+      OpenClKernel k) throws MPIException {
+    cl_command_queue queue = k.queue();
+    long bytes = (long) INTS * Sizeof.cl_int;
+    int[] err = new int[1];
+    cl_mem token = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, bytes, null, err);
+    clEnqueueWriteBuffer(queue, token, CL_TRUE, 0, bytes, Pointer.to(new int[INTS]), 0, null, null);
+    cl_mem sink = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, bytes, null, err);
+    cl_kernel step = k.kernel("advance");
+    Random random = new Random(seed * 31 + rank);
+    int next = (rank + 1) % size;
+    int prev = (rank + size - 1) % size;
+    List<CompletableFuture<Void>> pending = new ArrayList<>();
+    MPI.COMM_WORLD.barrier();
+    long t0 = System.nanoTime();
+    double hostSeconds;
+    try (QueueMessenger messenger = mode.equals("manual") ? null : QueueMessenger.open(comm, queue)) {
+      for (int round = 0; round < rounds; round++) {
+        if (rank != 0 || round > 0) {
+          receive(mode, messenger, comm, queue, token, bytes, prev, pending);
+        }
+        // The producer: a random delay inside the kernel, so the data is ready late.
+        clSetKernelArg(step, 0, Sizeof.cl_mem, Pointer.to(token));
+        clSetKernelArg(step, 1, Sizeof.cl_int, Pointer.to(new int[] {rank + 1}));
+        clSetKernelArg(step, 2, Sizeof.cl_int, Pointer.to(new int[] {spin / 2 + random.nextInt(spin + 1)}));
+        clSetKernelArg(step, 3, Sizeof.cl_mem, Pointer.to(sink));
+        check(clEnqueueNDRangeKernel(queue, step, 1, null, new long[] {INTS}, null, 0, null, null));
+        send(mode, messenger, comm, queue, token, bytes, next, pending);
+      }
+      if (rank == 0) {
+        receive(mode, messenger, comm, queue, token, bytes, prev, pending);
+      }
+      hostSeconds = (System.nanoTime() - t0) / 1e9; // until the host thread was free
+      for (CompletableFuture<Void> f : pending) {
+        f.join();
+      }
+    }
+    clFinish(queue);
+    double seconds = (System.nanoTime() - t0) / 1e9;
+    boolean correct = true;
+    if (rank == 0) {
+      int[] out = new int[INTS];
+      clEnqueueReadBuffer(queue, token, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null);
+      long expected = (long) rounds * size * (size + 1) / 2;
+      int wrong = 0;
+      for (int v : out) {
+        wrong += v == expected ? 0 : 1;
+      }
+      correct = wrong == 0;
+      System.out.printf(Locale.ROOT, "RESULT mode=%s ranks=%d rounds=%d expected=%d got=%d wrong_elements=%d "
+          + "correct=%s seconds=%.3f host_seconds=%.3f%n", mode, size, rounds, expected, out[0], wrong, correct, seconds,
+          hostSeconds);
+    }
+    clReleaseMemObject(token);
+    clReleaseMemObject(sink);
+    return correct;
+  }
+
+  private static void send(String mode, QueueMessenger messenger, Communicator comm, cl_command_queue queue,
+      cl_mem token, long bytes, int dest, List<CompletableFuture<Void>> pending) {
+    switch (mode) {
+      case "ordered" -> pending.add(messenger.sendAfter(token, bytes, dest, 7));
+      case "unordered" -> {
+        // Wrong on purpose: the read is enqueued but not waited for before the message leaves.
+        ByteBuffer staging = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+        check(clEnqueueReadBuffer(queue, token, CL_FALSE, 0, bytes, Pointer.to(staging), 0, null, null));
+        clFlush(queue);
+        comm.iSend(staging, dest, 7).await();
+      }
+      default -> {
+        ByteBuffer staging = ByteBuffer.allocateDirect((int) bytes);
+        clFinish(queue);
+        check(clEnqueueReadBuffer(queue, token, CL_TRUE, 0, bytes, Pointer.to(staging), 0, null, null));
+        comm.iSend(staging, dest, 7).await();
+      }
+    }
+  }
+
+  private static void receive(String mode, QueueMessenger messenger, Communicator comm, cl_command_queue queue,
+      cl_mem token, long bytes, int source, List<CompletableFuture<Void>> pending) {
+    if (mode.equals("ordered")) {
+      pending.add(messenger.receiveBefore(token, bytes, source, 7));
+      return;
+    }
+    ByteBuffer staging = ByteBuffer.allocateDirect((int) bytes);
+    comm.iReceive(staging, source, 7).await();
+    check(clEnqueueWriteBuffer(queue, token, CL_TRUE, 0, bytes, Pointer.to(staging), 0, null, null));
+  }
+
+  private static void check(int rc) {
+    if (rc != CL_SUCCESS) {
+      throw new IllegalStateException(CL.stringFor_errorCode(rc));
+    }
+  }
+}
