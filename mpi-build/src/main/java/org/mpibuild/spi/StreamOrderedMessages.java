@@ -168,10 +168,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
       if (moved) {
         sleep = 2_000;
       } else {
-        // Idle waits that grow to 100 us: short enough for message latency, long enough to leave the
+        // Idle waits that grow to 1 ms: short against kernels and messages, long enough to leave the
         // cores to the device (a CPU device shares them).
         LockSupport.parkNanos(sleep);
-        sleep = Math.min(sleep * 2, 100_000);
+        sleep = Math.min(sleep * 2, 1_000_000);
       }
     }
   }

@@ -120,7 +120,7 @@ public final class QueueMessenger implements AutoCloseable {
       throw e;
     }
     check(clFlush(queue), "clFlush");
-    return messages.receive(staging, source, tag, new UserEventGate(gate), new EventStep(write));
+    return messages.receive(staging, source, tag, new UserEventGate(gate, queue), new EventStep(write));
   }
 
   /** @return the number of messages not yet complete */
@@ -181,10 +181,12 @@ public final class QueueMessenger implements AutoCloseable {
   /** A user event that holds back the write behind it. */
   private static final class UserEventGate implements StreamOrderedMessages.Gate {
     private final cl_event event;
+    private final cl_command_queue queue;
     private boolean set;
 
-    UserEventGate(cl_event event) {
+    UserEventGate(cl_event event, cl_command_queue queue) {
       this.event = event;
+      this.queue = queue;
     }
 
     @Override
@@ -202,6 +204,7 @@ public final class QueueMessenger implements AutoCloseable {
         set = true;
         check(clSetUserEventStatus(event, status), "clSetUserEventStatus");
         clReleaseEvent(event);
+        clFlush(queue); // lets the driver schedule the commands that were waiting for the event now
       }
     }
   }

@@ -1,0 +1,220 @@
+package org.mpibuild.cuda;
+
+import static jcuda.driver.CUresult.CUDA_ERROR_NOT_READY;
+import static jcuda.driver.CUresult.CUDA_SUCCESS;
+import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuEventCreate;
+import static jcuda.driver.JCudaDriver.cuEventDestroy;
+import static jcuda.driver.JCudaDriver.cuEventQuery;
+import static jcuda.driver.JCudaDriver.cuEventRecord;
+import static jcuda.driver.JCudaDriver.cuMemFreeHost;
+import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
+import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
+import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
+import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
+import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.CompletableFuture;
+import jcuda.Pointer;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import jcuda.driver.CUstreamWaitValue_flags;
+import jcuda.driver.JCudaDriver;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.StreamOrderedMessages;
+
+/**
+ * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of
+ * what {@code org.mpibuild.opencl.QueueMessenger} does for OpenCL, on the same progress engine.
+ *
+ * <p>{@link #sendAfter} enqueues an asynchronous copy of the device buffer into pinned host memory and
+ * records an event behind it; the progress thread polls the event ({@code cuEventQuery}) and then starts
+ * the MPI send. {@link #receiveBefore} enqueues {@code cuStreamWaitValue32} on a flag in host-mapped
+ * memory, then the copy from pinned memory to the device; the progress thread receives the message, then
+ * writes the flag, and the stream goes on. No CUDA call runs inside a driver callback.
+ *
+ * <p><b>Not yet run on a GPU</b>: no GPU was available where it was written; the OpenCL helper is the
+ * one tested. MPI must provide {@code MPI_THREAD_MULTIPLE}.
+ */
+public final class StreamMessenger implements AutoCloseable {
+  private final CUcontext context;
+  private final CUstream stream;
+  private final StreamOrderedMessages messages;
+
+  private StreamMessenger(CUcontext context, CUstream stream, StreamOrderedMessages messages) {
+    this.context = context;
+    this.stream = stream;
+    this.messages = messages;
+  }
+
+  /**
+   * Binds a helper to a communicator and a stream of {@code context} (for example
+   * {@link CudaKernel#context()}).
+   *
+   * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
+   */
+  public static StreamMessenger open(Communicator comm, CUcontext context, CUstream stream) {
+    return new StreamMessenger(context, stream, new StreamOrderedMessages(comm, "cuda " + stream));
+  }
+
+  /**
+   * Sends the first {@code bytes} of {@code buffer} to {@code dest} once the work already on the stream
+   * has finished. Returns at once; the future completes when the message is sent.
+   */
+  public CompletableFuture<Void> sendAfter(CUdeviceptr buffer, long bytes, int dest, int tag) {
+    current();
+    Pinned staging = Pinned.allocate(bytes, 0);
+    try {
+      check(cuMemcpyDtoHAsync(staging.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
+      CUevent copied = record();
+      return messages.send(staging.buffer, dest, tag, new EventStep(copied, staging, null));
+    } catch (RuntimeException e) {
+      staging.free();
+      throw e;
+    }
+  }
+
+  /**
+   * Receives {@code bytes} bytes from {@code source} into the start of {@code buffer}, so that work
+   * enqueued on the stream after this call sees them. Returns at once; the future completes when the data
+   * is on the device.
+   */
+  public CompletableFuture<Void> receiveBefore(CUdeviceptr buffer, long bytes, int source, int tag) {
+    current();
+    Pinned staging = Pinned.allocate(bytes, 0);
+    Pinned flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+    try {
+      CUdeviceptr onDevice = new CUdeviceptr();
+      check(cuMemHostGetDevicePointer(onDevice, flag.host, 0), "cuMemHostGetDevicePointer");
+      check(cuStreamWaitValue32(stream, onDevice, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
+          "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
+      check(cuMemcpyHtoDAsync(buffer, staging.host, bytes, stream), "cuMemcpyHtoDAsync");
+      CUevent written = record();
+      return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
+    } catch (RuntimeException e) {
+      staging.free();
+      flag.free();
+      throw e;
+    }
+  }
+
+  /** Stops the progress thread; messages still in flight fail, and the stream is released past their waits. */
+  @Override
+  public void close() {
+    messages.close();
+  }
+
+  private void current() {
+    check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  }
+
+  private CUevent record() {
+    CUevent e = new CUevent();
+    check(cuEventCreate(e, CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    check(cuEventRecord(e, stream), "cuEventRecord");
+    return e;
+  }
+
+  private static void check(int rc, String what) {
+    if (rc != CUDA_SUCCESS) {
+      throw new IllegalStateException(what + " failed: " + CUresult.stringFor(rc));
+    }
+  }
+
+  /** Pinned host memory, seen as a direct buffer. */
+  private static final class Pinned {
+    final Pointer host;
+    final ByteBuffer buffer;
+    private boolean freed;
+
+    private Pinned(Pointer host, ByteBuffer buffer) {
+      this.host = host;
+      this.buffer = buffer;
+    }
+
+    static Pinned allocate(long bytes, int flags) {
+      if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
+        throw new IllegalArgumentException("message size " + bytes + " must be between 1 and " + Integer.MAX_VALUE);
+      }
+      Pointer p = new Pointer();
+      check(cuMemHostAlloc(p, bytes, flags), "cuMemHostAlloc of " + bytes + " bytes");
+      ByteBuffer b = p.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
+      b.putInt(0, 0);
+      return new Pinned(p, b);
+    }
+
+    void free() {
+      if (!freed) {
+        freed = true;
+        cuMemFreeHost(host);
+      }
+    }
+  }
+
+  /** The stream's progress up to an event; frees the pinned memory once the copies behind it are done. */
+  private final class EventStep implements StreamOrderedMessages.DeviceStep {
+    private final CUevent event;
+    private final Pinned staging;
+    private final Pinned flag;
+    private boolean done;
+
+    EventStep(CUevent event, Pinned staging, Pinned flag) {
+      this.event = event;
+      this.staging = staging;
+      this.flag = flag;
+    }
+
+    @Override
+    public boolean finished() {
+      current();
+      int rc = cuEventQuery(event);
+      if (rc == CUDA_ERROR_NOT_READY) {
+        return false;
+      }
+      check(rc, "the stream's work (cuEventQuery)");
+      done = true;
+      return true;
+    }
+
+    @Override
+    public void release() {
+      current();
+      cuEventDestroy(event);
+      if (done) {
+        staging.free();
+        if (flag != null) {
+          flag.free();
+        }
+      }
+      // Otherwise a copy may still read or write the pinned memory: it is left allocated rather than
+      // freed under the device's feet.
+    }
+  }
+
+  /** A flag in host-mapped memory that {@code cuStreamWaitValue32} waits for. */
+  private static final class FlagGate implements StreamOrderedMessages.Gate {
+    private final Pinned flag;
+
+    FlagGate(Pinned flag) {
+      this.flag = flag;
+    }
+
+    @Override
+    public void open() {
+      flag.buffer.putInt(0, 1);
+    }
+
+    @Override
+    public void fail() {
+      // A stream cannot be failed from the host: release it past the wait so nothing hangs. The data it
+      // copies is not a message, and the future says the receive failed.
+      flag.buffer.putInt(0, 1);
+    }
+  }
+}
