@@ -84,6 +84,23 @@ final class DoctorCommand implements Callable<Integer> {
     } else {
       out.println("  info  mpi.jar is not on the class path: local mode (bin/mpi-build-rank adds it under mpirun)");
     }
+    org.mpibuild.spi.MpiBinding ffm = MpiBindings.ffm();
+    String ffmWhy = ffm == null ? "mpi-build-ffm is not on the class path, or this Java ("
+        + Runtime.version().feature() + ") cannot load it (Java 22+)" : ffm.unavailable();
+    if (ffmWhy == null) {
+      ok("FFM binding: " + ffm.describe());
+    } else {
+      out.println("  info  FFM binding unavailable: " + ffmWhy);
+    }
+    String choice;
+    try {
+      choice = Config.ofProcess().string("mpibuild.binding", "MPI_BUILD_BINDING", "auto");
+    } catch (RuntimeException e) {
+      choice = "auto";
+    }
+    out.println("  binding:   " + (choice.equals("auto") ? "auto: " : choice + " (MPI_BUILD_BINDING): ")
+        + (ffmWhy == null ? "FFM, unless the program initialized MPI through mpi.jar"
+            : jar != null ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)"));
     String version = firstLine("mpirun", "--version");
     if (version != null) {
       ok("mpirun: " + version);

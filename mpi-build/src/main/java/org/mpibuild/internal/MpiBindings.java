@@ -3,6 +3,7 @@ package org.mpibuild.internal;
 import java.util.Map;
 import org.mpibuild.internal.comm.LocalCommunicator;
 import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.MpiBinding;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,6 +22,38 @@ public final class MpiBindings {
       return new LocalCommunicator();
     }
     boolean launched = launchedByMpi(System.getenv());
+    String choice = bindingChoice();
+    boolean openMpiLaunch = System.getenv("OMPI_COMM_WORLD_SIZE") != null;
+    // 1. An MPI that the program initialized through mpi.jar keeps mpi.jar.
+    if (choice.equals("auto") && (openMpiLaunch || !launched) && classPresent("mpi.MPI")) {
+      try {
+        Communicator world = org.mpibuild.internal.mpijava.MpiJavaWorld.open(false);
+        if (world != null) {
+          log.debug("MPI binding: mpi.jar (the program initialized MPI through it)");
+          return world;
+        }
+      } catch (LinkageError e) {
+        log.debug("mpi.jar present but unusable: {}", e.toString());
+      }
+    }
+    // 2. On Java 22+ with an MPI C library: FFM.
+    if (!choice.equals("mpijava")) {
+      MpiBinding ffm = ffm();
+      String why = ffm == null ? "mpi-build-ffm is not on the class path" : ffm.unavailable();
+      if (why == null) {
+        Communicator world = ffm.openWorld(launched || mode == Settings.Mode.MPI);
+        if (world != null) {
+          log.debug("MPI binding: FFM over {}", ffm.describe());
+          return world;
+        }
+      } else if (choice.equals("ffm")) {
+        throw new IllegalStateException("MPI_BUILD_BINDING=ffm, but the FFM binding cannot run: " + why);
+      }
+    }
+    if (choice.equals("ffm")) {
+      return new LocalCommunicator(); // FFM chosen, MPI neither initialized nor launched
+    }
+    // 3. mpi.jar; 4. local.
     if (!classPresent("mpi.MPI")) {
       if (mode == Settings.Mode.MPI) {
         throw new IllegalStateException("MPI_BUILD_MODE=mpi, but mpi.jar is not on the class path "
@@ -44,6 +77,31 @@ public final class MpiBindings {
       log.debug("mpi.jar present but unusable, building locally: {}", e.toString());
     }
     return new LocalCommunicator();
+  }
+
+  /** {@code MPI_BUILD_BINDING} / {@code mpibuild.binding}: auto (default), mpijava or ffm. */
+  static String bindingChoice() {
+    String v = Config.ofProcess().string("mpibuild.binding", "MPI_BUILD_BINDING", "auto").trim().toLowerCase(
+        java.util.Locale.ROOT);
+    if (!v.equals("auto") && !v.equals("mpijava") && !v.equals("ffm")) {
+      throw new IllegalArgumentException("MPI_BUILD_BINDING / mpibuild.binding is '" + v
+          + "'; expected auto, mpijava or ffm");
+    }
+    return v;
+  }
+
+  /** The FFM binding if its module is on the class path and loads on this Java; else null. */
+  public static MpiBinding ffm() {
+    try {
+      for (MpiBinding b : java.util.ServiceLoader.load(MpiBinding.class, MpiBindings.class.getClassLoader())) {
+        if (b.id().equals("ffm")) {
+          return b;
+        }
+      }
+    } catch (java.util.ServiceConfigurationError | LinkageError e) {
+      log.debug("the FFM binding cannot load on this Java: {}", e.toString());
+    }
+    return null;
   }
 
   static boolean launchedByMpi(Map<String, String> env) {

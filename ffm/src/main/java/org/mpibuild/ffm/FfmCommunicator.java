@@ -1,0 +1,269 @@
+package org.mpibuild.ffm;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.mpibuild.ffm.MpiC.H;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import org.mpibuild.CommunicationException;
+import org.mpibuild.spi.Communicator;
+
+/**
+ * {@link Communicator} over the MPI C library through FFM, on a duplicate of a communicator with errors
+ * returned. Buffers are the direct buffers' own memory: no copies.
+ */
+final class FfmCommunicator implements Communicator {
+  private final MpiC mpi;
+  private final long comm;
+  private final String name;
+  private final int rank;
+  private final int size;
+  private boolean closed;
+
+  private FfmCommunicator(MpiC mpi, long comm, String name) {
+    this.mpi = mpi;
+    this.comm = comm;
+    this.name = name;
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = arena.allocate(JAVA_INT);
+      check(mpi.mpi("MPI_Comm_rank", H, mpi.h(comm), ADDRESS, out), "MPI_Comm_rank");
+      this.rank = out.get(JAVA_INT, 0);
+      check(mpi.mpi("MPI_Comm_size", H, mpi.h(comm), ADDRESS, out), "MPI_Comm_size");
+      this.size = out.get(JAVA_INT, 0);
+    }
+  }
+
+  /** A communicator over a duplicate of {@code parent}, with MPI_ERRORS_RETURN. Collective over it. */
+  static FfmCommunicator duplicate(MpiC mpi, long parent, String name) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = mpi.handleSlot(arena);
+      checkStatic(mpi, mpi.mpi("MPI_Comm_dup", H, mpi.h(parent), ADDRESS, out), "MPI_Comm_dup of " + name, -1);
+      long dup = mpi.read(out);
+      checkStatic(mpi, mpi.mpi("MPI_Comm_set_errhandler", H, mpi.h(dup), H, mpi.h(mpi.errorsReturn)),
+          "MPI_Comm_set_errhandler", -1);
+      return new FfmCommunicator(mpi, dup, name);
+    }
+  }
+
+  @Override
+  public int rank() {
+    return rank;
+  }
+
+  @Override
+  public int size() {
+    return size;
+  }
+
+  private static MemorySegment segment(ByteBuffer buffer) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("MPI calls need a direct buffer");
+    }
+    return MemorySegment.ofBuffer(buffer);
+  }
+
+  @Override
+  public void broadcast(ByteBuffer buffer, int root) {
+    check(mpi.mpi("MPI_Bcast", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(), H, mpi.h(mpi.byteType),
+        JAVA_INT, root, H, mpi.h(comm)), "MPI_Bcast of " + buffer.remaining() + " bytes from root " + root);
+  }
+
+  @Override
+  public Request iBroadcast(ByteBuffer buffer, int root) {
+    String what = "MPI_Ibcast of " + buffer.remaining() + " bytes from root " + root;
+    return start(what, buffer, req -> mpi.mpi("MPI_Ibcast", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(),
+        H, mpi.h(mpi.byteType), JAVA_INT, root, H, mpi.h(comm), ADDRESS, req), null);
+  }
+
+  @Override
+  public int[] allReduceMax(int[] values) {
+    int[] out = new int[values.length];
+    iAllReduceMax(values, out).await();
+    return out;
+  }
+
+  @Override
+  public Request iAllReduceMax(int[] values, int[] result) {
+    Arena arena = Arena.ofShared();
+    MemorySegment in = arena.allocateFrom(JAVA_INT, values);
+    MemorySegment out = arena.allocate(JAVA_INT, values.length);
+    String what = "MPI_Iallreduce(MAX) of " + values.length + " ints";
+    return start(what, arena, req -> mpi.mpi("MPI_Iallreduce", ADDRESS, in, ADDRESS, out, JAVA_INT, values.length,
+        H, mpi.h(mpi.intType), H, mpi.h(mpi.opMax), H, mpi.h(comm), ADDRESS, req), () -> {
+          MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length);
+          arena.close();
+        });
+  }
+
+  @Override
+  public byte[][] allGather(byte[] mine) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment length = arena.allocateFrom(JAVA_INT, mine.length);
+      MemorySegment lengths = arena.allocate(JAVA_INT, size);
+      check(mpi.mpi("MPI_Allgather", ADDRESS, length, JAVA_INT, 1, H, mpi.h(mpi.intType), ADDRESS, lengths, JAVA_INT, 1,
+          H, mpi.h(mpi.intType), H, mpi.h(comm)), "MPI_Allgather of lengths");
+      int[] counts = lengths.toArray(JAVA_INT);
+      int[] displs = new int[size];
+      long total = 0;
+      for (int r = 0; r < size; r++) {
+        displs[r] = (int) total;
+        total += counts[r];
+      }
+      if (total > Integer.MAX_VALUE - 8) {
+        throw new IllegalStateException("all-gather of " + total + " bytes is too large");
+      }
+      MemorySegment send = arena.allocate(Math.max(1, mine.length));
+      MemorySegment.copy(mine, 0, send, JAVA_BYTE(), 0, mine.length);
+      MemorySegment all = arena.allocate(Math.max(1, total));
+      check(mpi.mpi("MPI_Allgatherv", ADDRESS, send, JAVA_INT, mine.length, H, mpi.h(mpi.byteType), ADDRESS, all,
+          ADDRESS, arena.allocateFrom(JAVA_INT, counts), ADDRESS, arena.allocateFrom(JAVA_INT, displs),
+          H, mpi.h(mpi.byteType), H, mpi.h(comm)), "MPI_Allgatherv of " + mine.length + " bytes");
+      byte[][] out = new byte[size][];
+      for (int r = 0; r < size; r++) {
+        out[r] = all.asSlice(displs[r], counts[r]).toArray(JAVA_BYTE());
+      }
+      return out;
+    }
+  }
+
+  private static java.lang.foreign.ValueLayout.OfByte JAVA_BYTE() {
+    return java.lang.foreign.ValueLayout.JAVA_BYTE;
+  }
+
+  @Override
+  public Request iSend(ByteBuffer buffer, int dest, int tag) {
+    String what = "MPI_Isend of " + buffer.remaining() + " bytes to rank " + dest + " (tag " + tag + ")";
+    return start(what, buffer, req -> mpi.mpi("MPI_Isend", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(),
+        H, mpi.h(mpi.byteType), JAVA_INT, dest, JAVA_INT, tag, H, mpi.h(comm), ADDRESS, req), null);
+  }
+
+  @Override
+  public Request iReceive(ByteBuffer buffer, int source, int tag) {
+    String what = "MPI_Irecv of " + buffer.remaining() + " bytes from rank " + source + " (tag " + tag + ")";
+    return start(what, buffer, req -> mpi.mpi("MPI_Irecv", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(),
+        H, mpi.h(mpi.byteType), JAVA_INT, source, JAVA_INT, tag, H, mpi.h(comm), ADDRESS, req), null);
+  }
+
+  @Override
+  public Communicator split(int color) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = mpi.handleSlot(arena);
+      check(mpi.mpi("MPI_Comm_split", H, mpi.h(comm), JAVA_INT, color, JAVA_INT, rank, ADDRESS, out),
+          "MPI_Comm_split(color " + color + ")");
+      return owned(mpi.read(out), name + " group " + color);
+    }
+  }
+
+  @Override
+  public Communicator splitByNode() {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = mpi.handleSlot(arena);
+      check(mpi.mpi("MPI_Comm_split_type", H, mpi.h(comm), JAVA_INT, mpi.commTypeShared, JAVA_INT, rank,
+          H, mpi.h(mpi.infoNull), ADDRESS, out), "MPI_Comm_split_type(SHARED)");
+      return owned(mpi.read(out), name + " node");
+    }
+  }
+
+  private Communicator owned(long handle, String newName) {
+    check(mpi.mpi("MPI_Comm_set_errhandler", H, mpi.h(handle), H, mpi.h(mpi.errorsReturn)), "MPI_Comm_set_errhandler");
+    return new FfmCommunicator(mpi, handle, newName);
+  }
+
+  @Override
+  public ThreadLevel threadLevel() {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = arena.allocate(JAVA_INT);
+      check(mpi.mpi("MPI_Query_thread", ADDRESS, out), "MPI_Query_thread");
+      return ThreadLevel.values()[Math.max(0, Math.min(3, out.get(JAVA_INT, 0)))];
+    }
+  }
+
+  @Override
+  public void abort(String message, int errorCode) {
+    System.err.println(message);
+    System.err.flush();
+    mpi.mpi("MPI_Abort", H, mpi.h(mpi.commWorld), JAVA_INT, errorCode);
+    Runtime.getRuntime().halt(errorCode);
+  }
+
+  @Override
+  public String description() {
+    return "FFM (" + mpi.kind.name().replace('_', ' ') + ") " + name + " (duplicate), " + size + " rank"
+        + (size == 1 ? "" : "s");
+  }
+
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    if (FfmBinding.finalized(mpi)) {
+      return;
+    }
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment slot = mpi.handleSlot(arena);
+      if (mpi.kind == MpiC.Kind.OPEN_MPI) {
+        slot.set(ADDRESS, 0, MemorySegment.ofAddress(comm));
+      } else {
+        slot.set(JAVA_INT, 0, (int) comm);
+      }
+      check(mpi.mpi("MPI_Comm_free", ADDRESS, slot), "MPI_Comm_free");
+    }
+  }
+
+  /** Starts a non-blocking call that fills in a request; {@code keep} stays reachable until it completes. */
+  private Request start(String what, Object keep, java.util.function.Function<MemorySegment, Integer> call,
+      Runnable onCompletion) {
+    Arena arena = Arena.ofShared();
+    MemorySegment request = mpi.handleSlot(arena);
+    MemorySegment flag = arena.allocate(JAVA_INT);
+    check(call.apply(request), what);
+    return new Request() {
+      private boolean completed;
+      @SuppressWarnings("unused")
+      private final Object reachable = keep;
+
+      @Override
+      public synchronized boolean test() {
+        if (completed) {
+          return true;
+        }
+        check(mpi.mpi("MPI_Test", ADDRESS, request, ADDRESS, flag, ADDRESS, mpi.statusIgnore), what + " (MPI_Test)");
+        if (flag.get(JAVA_INT, 0) != 0) {
+          complete();
+        }
+        return completed;
+      }
+
+      @Override
+      public synchronized void await() {
+        if (!completed) {
+          check(mpi.mpi("MPI_Wait", ADDRESS, request, ADDRESS, mpi.statusIgnore), what + " (MPI_Wait)");
+          complete();
+        }
+      }
+
+      private void complete() {
+        completed = true;
+        if (onCompletion != null) {
+          onCompletion.run();
+        }
+        arena.close();
+      }
+    };
+  }
+
+  private void check(int rc, String what) {
+    checkStatic(mpi, rc, what + " of " + name, rank);
+  }
+
+  private static void checkStatic(MpiC mpi, int rc, String what, int rank) {
+    if (rc != MpiC.SUCCESS) {
+      throw new CommunicationException(what + " failed" + (rank >= 0 ? " on rank " + rank : "") + ": "
+          + mpi.errorString(rc) + " (MPI error " + rc + ")", null);
+    }
+  }
+}

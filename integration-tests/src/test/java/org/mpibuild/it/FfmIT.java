@@ -1,0 +1,125 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The FFM binding (no mpi.jar) under Open MPI's mpirun and under MPICH's mpiexec (by explicit path, both
+ * installed side by side), on JDK 25: the collective protocol's scenarios, checked on every rank.
+ */
+class FfmIT {
+  static final Path JDK = Path.of(System.getProperty("mpibuild.it.jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"));
+  static final Path MPIEXEC_MPICH = Path.of("/usr/bin/mpiexec.mpich");
+  private static final Pattern RESULT = Pattern.compile(
+      "^(?:\\[(\\d+)\\] )?RESULT scenario=(\\S+) rank=(\\d+) size=(\\d+) outcome=(\\S+) verified=(\\S+) binding=(\\S+) message=(.*)$");
+
+  record Result(String scenario, int rank, String outcome, boolean verified, String binding, String message) {}
+
+  static Map<String, String> env() {
+    Map<String, String> env = new HashMap<>();
+    env.put("MPI_BUILD_JAVA", JDK.resolve("bin/java").toString());
+    env.put("MPI_BUILD_BINDING", "ffm");
+    env.put("JAVA_TOOL_OPTIONS", "--enable-native-access=ALL-UNNAMED");
+    env.put("MPI_BUILD_BACKEND", "opencl");
+    return env;
+  }
+
+  static List<String> openMpi(int ranks) {
+    Mpirun.Job job = Mpirun.run(ranks, 300, env(), "org.mpibuild.programs.Portable");
+    try {
+      assertEquals(0, job.exitCode(), job.describe());
+      List<String> lines = new ArrayList<>();
+      job.stdoutByRank().values().forEach(lines::addAll);
+      return lines;
+    } finally {
+      Mpirun.delete(job.dir());
+    }
+  }
+
+  static List<String> mpich(int ranks) throws Exception {
+    Path dir = Files.createTempDirectory("mpi-build-mpich");
+    try {
+      List<String> cmd = new ArrayList<>(List.of(MPIEXEC_MPICH.toString(), "-n", Integer.toString(ranks),
+          "-prepend-rank", Mpirun.REPO.resolve("bin/mpi-build-rank").toString(), "-cp",
+          System.getProperty("mpibuild.it.classpath"), "org.mpibuild.programs.Portable"));
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("out").toFile());
+      pb.environment().putAll(env());
+      pb.environment().put("MPI_BUILD_POCL_CACHE_ROOT", dir.resolve("pocl").toString());
+      pb.environment().put("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m");
+      Process p = pb.start();
+      if (!p.waitFor(300, TimeUnit.SECONDS)) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
+        throw new AssertionError("mpiexec.mpich did not finish:\n" + Files.readString(dir.resolve("out")));
+      }
+      String out = Files.readString(dir.resolve("out"), StandardCharsets.UTF_8);
+      assertEquals(0, p.exitValue(), out);
+      return out.lines().toList();
+    } finally {
+      Mpirun.delete(dir);
+    }
+  }
+
+  static Map<Integer, Result> results(List<String> lines, String scenario, int ranks) {
+    Map<Integer, Result> out = new TreeMap<>();
+    for (String line : lines) {
+      Matcher m = RESULT.matcher(line);
+      if (m.matches() && m.group(2).equals(scenario)) {
+        out.put(Integer.parseInt(m.group(3)), new Result(m.group(2), Integer.parseInt(m.group(3)), m.group(5),
+            Boolean.parseBoolean(m.group(6)), m.group(7), m.group(8)));
+      }
+    }
+    assertEquals(ranks, out.size(), "every rank reports " + scenario + ":\n" + String.join("\n", lines));
+    return out;
+  }
+
+  @ParameterizedTest(name = "{0}, {1} ranks")
+  @CsvSource({"openmpi, 1", "openmpi, 2", "openmpi, 4", "mpich, 1", "mpich, 2", "mpich, 4"})
+  void theProtocolRunsOnTheFfmBinding(String mpi, int ranks) throws Exception {
+    if (!Files.isExecutable(JDK.resolve("bin/java"))) {
+      skip("no JDK 22+ at " + JDK + " (the FFM binding needs one)");
+    }
+    if (mpi.equals("mpich") && !Files.isExecutable(MPIEXEC_MPICH)) {
+      skip("MPICH is not installed (" + MPIEXEC_MPICH + "; scripts/provision installs it)");
+    }
+    List<String> lines = mpi.equals("openmpi") ? openMpi(ranks) : mpich(ranks);
+    String kind = mpi.equals("openmpi") ? "FFM_(OPEN_MPI)" : "FFM_(MPICH)";
+    for (Result r : results(lines, "success", ranks).values()) {
+      assertEquals("ok", r.outcome(), r.toString());
+      assertTrue(r.verified(), "rank " + r.rank() + " ran the kernel and checked it: " + r);
+      assertTrue(r.binding().startsWith(kind), "carried by " + kind + ": " + r.binding());
+    }
+    Map<Integer, Result> failed = results(lines, "compile-failure", ranks);
+    for (Result r : failed.values()) {
+      assertEquals("CompileException", r.outcome(), r.toString());
+      assertEquals(failed.get(0).message(), r.message(), "the same message on every rank");
+    }
+    for (Result r : results(lines, "mismatch", ranks).values()) {
+      assertEquals(ranks > 1 ? "RequestMismatchException" : "ok", r.outcome(), r.toString());
+    }
+    for (Result r : results(lines, "batch", ranks).values()) {
+      assertEquals("ok", r.outcome(), r.toString());
+      assertTrue(r.verified(), "4 kernels, each compiled once in the job, run on every rank: " + r);
+    }
+  }
+
+  static void skip(String why) {
+    System.out.println("FfmIT: skipped: " + why);
+    Assumptions.abort(why);
+  }
+}
