@@ -6,7 +6,7 @@
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
 
-.PHONY: all provision build demo test bench bench-batch bench-stream bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build demo test bench bench-batch bench-stream bench-ffm bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -39,6 +39,10 @@ bench-batch: build
 # Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
 bench-stream: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . stream
+
+# The FFM binding's MPI_Bcast against C's, 1 to 64 MiB on 2 ranks (needs the JDK 25; about 2 minutes).
+bench-ffm: build
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . ffm
 
 bench-full: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . full

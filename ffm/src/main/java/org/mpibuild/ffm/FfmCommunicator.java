@@ -66,15 +66,17 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public void broadcast(ByteBuffer buffer, int root) {
-    check(mpi.mpi("MPI_Bcast", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(), H, mpi.h(mpi.byteType),
-        JAVA_INT, root, H, mpi.h(comm)), "MPI_Bcast of " + buffer.remaining() + " bytes from root " + root);
+    int rc = mpi.bcast(segment(buffer), buffer.remaining(), mpi.byteType, root, comm);
+    if (rc != MpiC.SUCCESS) {
+      check(rc, "MPI_Bcast of " + buffer.remaining() + " bytes from root " + root);
+    }
   }
 
   @Override
   public Request iBroadcast(ByteBuffer buffer, int root) {
-    String what = "MPI_Ibcast of " + buffer.remaining() + " bytes from root " + root;
-    return start(what, buffer, req -> mpi.mpi("MPI_Ibcast", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(),
-        H, mpi.h(mpi.byteType), JAVA_INT, root, H, mpi.h(comm), ADDRESS, req), null);
+    String what = "MPI_Ibcast";
+    return start(what, buffer, req -> mpi.ibcast(segment(buffer), buffer.remaining(), mpi.byteType, root, comm, req),
+        null);
   }
 
   @Override
@@ -86,15 +88,14 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public Request iAllReduceMax(int[] values, int[] result) {
-    Arena arena = Arena.ofShared();
+    // Automatic arenas: closing a shared one costs a handshake with every thread, milliseconds on the
+    // path of every collective; these small segments are left to the garbage collector instead.
+    Arena arena = Arena.ofAuto();
     MemorySegment in = arena.allocateFrom(JAVA_INT, values);
     MemorySegment out = arena.allocate(JAVA_INT, values.length);
-    String what = "MPI_Iallreduce(MAX) of " + values.length + " ints";
-    return start(what, arena, req -> mpi.mpi("MPI_Iallreduce", ADDRESS, in, ADDRESS, out, JAVA_INT, values.length,
-        H, mpi.h(mpi.intType), H, mpi.h(mpi.opMax), H, mpi.h(comm), ADDRESS, req), () -> {
-          MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length);
-          arena.close();
-        });
+    String what = "MPI_Iallreduce(MAX)";
+    return start(what, arena, req -> mpi.iallreduce(in, out, values.length, mpi.intType, mpi.opMax, comm, req),
+        () -> MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length));
   }
 
   @Override
@@ -217,7 +218,7 @@ final class FfmCommunicator implements Communicator {
   /** Starts a non-blocking call that fills in a request; {@code keep} stays reachable until it completes. */
   private Request start(String what, Object keep, java.util.function.Function<MemorySegment, Integer> call,
       Runnable onCompletion) {
-    Arena arena = Arena.ofShared();
+    Arena arena = Arena.ofAuto();
     MemorySegment request = mpi.handleSlot(arena);
     MemorySegment flag = arena.allocate(JAVA_INT);
     check(call.apply(request), what);
@@ -231,7 +232,10 @@ final class FfmCommunicator implements Communicator {
         if (completed) {
           return true;
         }
-        check(mpi.mpi("MPI_Test", ADDRESS, request, ADDRESS, flag, ADDRESS, mpi.statusIgnore), what + " (MPI_Test)");
+        int rc = mpi.test(request, flag);
+        if (rc != MpiC.SUCCESS) {
+          check(rc, what + " (MPI_Test)");
+        }
         if (flag.get(JAVA_INT, 0) != 0) {
           complete();
         }
@@ -241,7 +245,10 @@ final class FfmCommunicator implements Communicator {
       @Override
       public synchronized void await() {
         if (!completed) {
-          check(mpi.mpi("MPI_Wait", ADDRESS, request, ADDRESS, mpi.statusIgnore), what + " (MPI_Wait)");
+          int rc = mpi.waitFor(request);
+          if (rc != MpiC.SUCCESS) {
+            check(rc, what + " (MPI_Wait)");
+          }
           complete();
         }
       }
@@ -251,7 +258,6 @@ final class FfmCommunicator implements Communicator {
         if (onCompletion != null) {
           onCompletion.run();
         }
-        arena.close();
       }
     };
   }

@@ -47,6 +47,14 @@ final class MpiC {
   private final SymbolLookup lookup;
   private final Map<String, MethodHandle> functions = new HashMap<>();
 
+  // The calls on the path of every broadcast, bound once with exact types (handles as long) so that the
+  // JIT compiles them to a direct call; the rest go through the generic, slower mpi(...).
+  private MethodHandle bcast;
+  private MethodHandle ibcast;
+  private MethodHandle iallreduce;
+  private MethodHandle test;
+  private MethodHandle waitFor;
+
   private MpiC(String library, SymbolLookup lookup) {
     this.library = library;
     this.lookup = lookup;
@@ -76,6 +84,92 @@ final class MpiC {
     } else {
       throw new IllegalStateException(library + " is neither Open MPI nor MPICH: " + version);
     }
+    bcast = exact("MPI_Bcast", ADDRESS, JAVA_INT, null, JAVA_INT, null);
+    ibcast = exact("MPI_Ibcast", ADDRESS, JAVA_INT, null, JAVA_INT, null, ADDRESS);
+    iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
+    test = exact("MPI_Test", ADDRESS, ADDRESS, ADDRESS);
+    waitFor = exact("MPI_Wait", ADDRESS, ADDRESS);
+  }
+
+  /** A downcall returning int whose handle parameters (null layouts) take a {@code long}. */
+  private MethodHandle exact(String name, MemoryLayout... layouts) {
+    MemoryLayout[] real = layouts.clone();
+    for (int i = 0; i < real.length; i++) {
+      if (real[i] == null) {
+        real[i] = handle;
+      }
+    }
+    MethodHandle mh = linker.downcallHandle(
+        lookup.find(name).orElseThrow(() -> new IllegalStateException(library + " lacks " + name)),
+        FunctionDescriptor.of(JAVA_INT, real));
+    for (int i = 0; i < layouts.length; i++) {
+      if (layouts[i] == null) {
+        mh = kind == Kind.OPEN_MPI ? java.lang.invoke.MethodHandles.filterArguments(mh, i, OF_ADDRESS)
+            : java.lang.invoke.MethodHandles.explicitCastArguments(mh, mh.type().changeParameterType(i, long.class));
+      }
+    }
+    return mh;
+  }
+
+  private static final MethodHandle OF_ADDRESS;
+
+  static {
+    try {
+      OF_ADDRESS = java.lang.invoke.MethodHandles.publicLookup().findStatic(MemorySegment.class, "ofAddress",
+          java.lang.invoke.MethodType.methodType(MemorySegment.class, long.class));
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError(e);
+    }
+  }
+
+  int bcast(MemorySegment buffer, int count, long type, int root, long comm) {
+    try {
+      return (int) bcast.invokeExact(buffer, count, type, root, comm);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Bcast", t);
+    }
+  }
+
+  int ibcast(MemorySegment buffer, int count, long type, int root, long comm, MemorySegment request) {
+    try {
+      return (int) ibcast.invokeExact(buffer, count, type, root, comm, request);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Ibcast", t);
+    }
+  }
+
+  int iallreduce(MemorySegment in, MemorySegment out, int count, long type, long op, long comm, MemorySegment request) {
+    try {
+      return (int) iallreduce.invokeExact(in, out, count, type, op, comm, request);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Iallreduce", t);
+    }
+  }
+
+  int test(MemorySegment request, MemorySegment flag) {
+    try {
+      return (int) test.invokeExact(request, flag, statusIgnore);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Test", t);
+    }
+  }
+
+  int waitFor(MemorySegment request) {
+    try {
+      return (int) waitFor.invokeExact(request, statusIgnore);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Wait", t);
+    }
+  }
+
+  private static RuntimeException rethrow(String name, Throwable t) {
+    if (t instanceof RuntimeException r) {
+      return r;
+    }
+    if (t instanceof Error e) {
+      throw e;
+    }
+    return new IllegalStateException(name + " failed: " + t, t);
   }
 
   /** Opens the first library of {@code candidates} that loads; throws naming them all if none does. */

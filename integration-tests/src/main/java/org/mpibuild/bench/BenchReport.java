@@ -49,6 +49,10 @@ public final class BenchReport {
     Path repo = Path.of(args[0]).toAbsolutePath();
     Path out = repo.resolve("integration-tests/target/bench");
     Files.createDirectories(out);
+    if (args.length > 1 && args[1].equals("ffm")) {
+      ffm(repo, out, 5);
+      return;
+    }
     if (args.length > 1 && args[1].equals("stream")) {
       stream(repo, out, 5);
       return;
@@ -245,6 +249,44 @@ public final class BenchReport {
         medianOf(host.get("manual")));
     Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n");
     System.out.println(line);
+  }
+
+  /**
+   * The FFM binding's broadcast against a plain C {@code MPI_Bcast} of the same bytes (Open MPI, 2 ranks),
+   * 1 MiB to 64 MiB, alternating, {@code reps} jobs of each, 51 broadcasts per job; medians of medians.
+   */
+  static void ffm(Path repo, Path out, int reps) throws Exception {
+    Path bcast = out.resolve("bcast");
+    run(List.of("mpicc", "-O2", "-o", bcast.toString(), repo.resolve("integration-tests/src/main/c/bcast.c").toString()),
+        Map.of(), 120);
+    Pattern median = Pattern.compile("median_us=([0-9.]+)");
+    StringBuilder md = new StringBuilder("| payload | C MPI_Bcast (us) | FFM binding (us) | FFM / C |\n|---|---|---|---|\n");
+    StringBuilder line = new StringBuilder("bench: ffm ranks=2");
+    for (int bytes : List.of(1 << 20, 16 << 20, 64 << 20)) {
+      List<Double> c = new ArrayList<>();
+      List<Double> f = new ArrayList<>();
+      for (int rep = 0; rep < reps; rep++) {
+        Matcher mc = median.matcher(run(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+            bcast.toString(), Integer.toString(bytes), "51"), Map.of(), 600));
+        mc.find();
+        c.add(Double.parseDouble(mc.group(1)));
+        Matcher mf = median.matcher(run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2",
+            "org.mpibuild.bench.FfmBcastBench", Integer.toString(bytes), "51"),
+            Map.of("MPI_BUILD_JAVA", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java", "MPI_BUILD_BINDING", "ffm",
+                "JAVA_TOOL_OPTIONS", "--enable-native-access=ALL-UNNAMED",
+                "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g"), 600));
+        mf.find();
+        f.add(Double.parseDouble(mf.group(1)));
+      }
+      double cm = medianOf(c);
+      double fm = medianOf(f);
+      md.append(String.format(Locale.ROOT, "| %s | %.0f | %.0f | %.3f |%n", human(bytes), cm, fm, fm / cm));
+      line.append(String.format(Locale.ROOT, " ffm_over_c_%s=%.3f", human(bytes).replace(" ", ""), fm / cm));
+      System.out.printf(Locale.ROOT, "bench ffm: %s: C %s us, FFM %s us%n", human(bytes), c, f);
+    }
+    md.append('\n').append(line).append('\n');
+    Files.writeString(out.resolve("ffm.md"), md);
+    System.out.println(md);
   }
 
   static String fmt(double seconds) {
