@@ -4,12 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -19,22 +18,8 @@ import org.junit.jupiter.api.Test;
  * into a scratch directory; a Dockerfile linter from the npm registry (dockerfilelint) when npm is here.
  */
 class DockerfileCheckIT {
-  record Run(int exit, String out) {}
-
-  static Run run(Path dir, long seconds, String... cmd) throws IOException, InterruptedException {
-    Path out = Files.createTempFile("check", ".out");
-    try {
-      Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-          .redirectOutput(out.toFile()).start();
-      if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-        throw new AssertionError(String.join(" ", cmd) + " did not finish in " + seconds + " s");
-      }
-      return new Run(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8));
-    } finally {
-      Files.deleteIfExists(out);
-    }
+  static Commands.Run run(Path dir, long seconds, String... cmd) throws IOException, InterruptedException {
+    return Commands.run(dir, Map.of(), seconds, List.of(cmd));
   }
 
   @Test
@@ -64,7 +49,7 @@ class DockerfileCheckIT {
   void clusterSetupPreparesKeysSshdAndHostfile() throws Exception {
     Path dir = Files.createTempDirectory("cluster").resolve("etc");
     try {
-      Run r = run(Mpirun.REPO, 60, Mpirun.REPO.resolve("docker/cluster-setup").toString(), dir.toString(), "a", "b");
+      Commands.Run r = run(Mpirun.REPO, 60, Mpirun.REPO.resolve("docker/cluster-setup").toString(), dir.toString(), "a", "b");
       assertEquals(0, r.exit(), r.out());
       assertEquals(List.of("a slots=2", "b slots=2"), Files.readAllLines(dir.resolve("hostfile")));
       assertTrue(Files.readString(dir.resolve("sshd_config")).contains("PasswordAuthentication no"));
@@ -80,18 +65,18 @@ class DockerfileCheckIT {
   void dockerfilelintAcceptsTheDockerfile() throws Exception {
     Path tools = Files.createTempDirectory("dockerfilelint");
     try {
-      Run install;
+      Commands.Run install;
       try {
         install = run(tools, 180, "npm", "install", "--silent", "--no-audit", "--no-fund", "dockerfilelint@1.8.0");
       } catch (IOException e) {
-        install = new Run(-1, e.getMessage());
+        install = new Commands.Run(-1, e.getMessage());
       }
       if (install.exit() != 0) {
         String why = "dockerfilelint could not be installed from the npm registry: " + install.out().strip();
         System.out.println("DockerfileCheckIT: lint skipped: " + why);
         Assumptions.abort(why);
       }
-      Run lint = run(Mpirun.REPO, 60, tools.resolve("node_modules/.bin/dockerfilelint").toString(), "docker/Dockerfile");
+      Commands.Run lint = run(Mpirun.REPO, 60, tools.resolve("node_modules/.bin/dockerfilelint").toString(), "docker/Dockerfile");
       assertEquals(0, lint.exit(), lint.out());
     } finally {
       Mpirun.delete(tools);

@@ -4,14 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -95,25 +93,10 @@ class ScaleIT {
     }
   }
 
-  record Cli(int exit, String out) {}
-
-  static Cli cli(Map<String, String> env, String... args) throws IOException, InterruptedException {
+  static Commands.Run cli(Map<String, String> env, String... args) throws IOException, InterruptedException {
     List<String> cmd = new ArrayList<>(List.of(Mpirun.REPO.resolve("bin/mpi-build").toString()));
     cmd.addAll(List.of(args));
-    Path out = Files.createTempFile("cli", ".out");
-    try {
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
-      pb.environment().putAll(env);
-      Process p = pb.start();
-      if (!p.waitFor(300, TimeUnit.SECONDS)) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-        throw new AssertionError("mpi-build " + String.join(" ", args) + " did not finish");
-      }
-      return new Cli(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8));
-    } finally {
-      Files.deleteIfExists(out);
-    }
+    return Commands.run(Mpirun.REPO, env, 300, cmd);
   }
 
   static String demoSummary(Map<String, String> env) {
@@ -141,7 +124,7 @@ class ScaleIT {
           lines.get(0));
 
       Path cache = dir.resolve("precompiled");
-      Cli pre = cli(Map.of(), "precompile", "-np", "2", manifest.toString(), "--dir", cache.toString(), "--backend",
+      Commands.Run pre = cli(Map.of(), "precompile", "-np", "2", manifest.toString(), "--dir", cache.toString(), "--backend",
           "opencl", "--no-progress");
       assertEquals(0, pre.exit(), pre.out());
       assertTrue(pre.out().contains("[1/1] kernels [saxpy] ok"), pre.out());
@@ -163,23 +146,23 @@ class ScaleIT {
           "{\"backend\":\"opencl\",\"kernels\":[\"good\"],\"options\":\"\",\"source\":\"__kernel void good(__global float* y) { y[0] = 1.0f; }\"}",
           "{\"backend\":\"opencl\",\"kernels\":[\"bad\"],\"options\":\"\",\"source\":\"__kernel void bad(__global float* y) { y[0] = undeclared_name; }\"}",
           ""));
-      Cli local = cli(Map.of(), "precompile", manifest.toString(), "--dir", dir.resolve("cache").toString(),
+      Commands.Run local = cli(Map.of(), "precompile", manifest.toString(), "--dir", dir.resolve("cache").toString(),
           "--backend", "opencl");
       assertEquals(1, local.exit(), local.out());
       assertTrue(local.out().contains("FAILED: line 2"), local.out());
       assertTrue(local.out().contains("undeclared_name"), "the build log is shown: " + local.out());
       assertTrue(local.out().matches("(?s).*compiled\\s+1\\n.*failed\\s+1\\n.*"), local.out());
 
-      Cli missing = cli(Map.of(), "precompile", dir.resolve("nope.jsonl").toString());
+      Commands.Run missing = cli(Map.of(), "precompile", dir.resolve("nope.jsonl").toString());
       assertEquals(1, missing.exit(), missing.out());
       assertTrue(missing.out().contains("cannot read the manifest"), missing.out());
 
       Files.writeString(manifest, "{\"source\": 3}\n");
-      Cli bad = cli(Map.of(), "precompile", manifest.toString());
+      Commands.Run bad = cli(Map.of(), "precompile", manifest.toString());
       assertEquals(1, bad.exit(), bad.out());
       assertTrue(bad.out().contains(":1: not a manifest entry"), bad.out());
 
-      Cli usage = cli(Map.of(), "precompile", "--no-such-option", manifest.toString());
+      Commands.Run usage = cli(Map.of(), "precompile", "--no-such-option", manifest.toString());
       assertEquals(2, usage.exit(), usage.out());
     } finally {
       Mpirun.delete(dir);
@@ -188,15 +171,15 @@ class ScaleIT {
 
   @Test
   void doctorExitsZeroHereAndOneWithTheFixWhenABackendIsMissing() throws Exception {
-    Cli ok = cli(Map.of("MPI_BUILD_BACKEND", "opencl"), "doctor");
+    Commands.Run ok = cli(Map.of("MPI_BUILD_BACKEND", "opencl"), "doctor");
     assertEquals(0, ok.exit(), ok.out());
     assertTrue(ok.out().contains("ok    opencl: device [") && ok.out().contains("mpi.jar binding:"), ok.out());
 
-    Cli missing = cli(Map.of("MPI_BUILD_BACKEND", "vulkan"), "doctor");
+    Commands.Run missing = cli(Map.of("MPI_BUILD_BACKEND", "vulkan"), "doctor");
     assertEquals(1, missing.exit(), missing.out());
     assertTrue(missing.out().contains("backend 'vulkan'") && missing.out().contains("fix:"), missing.out());
 
-    Cli badSetting = cli(Map.of("MPI_BUILD_COMPILE_TIMEOUT", "soon"), "doctor");
+    Commands.Run badSetting = cli(Map.of("MPI_BUILD_COMPILE_TIMEOUT", "soon"), "doctor");
     assertEquals(1, badSetting.exit(), badSetting.out());
     assertTrue(badSetting.out().contains("MPI_BUILD_COMPILE_TIMEOUT"), badSetting.out());
   }
