@@ -31,6 +31,7 @@ bench: build
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . quick
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . stream
+	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . ffm
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
 bench-batch: build
