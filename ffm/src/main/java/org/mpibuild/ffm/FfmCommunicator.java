@@ -1,6 +1,7 @@
 package org.mpibuild.ffm;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.mpibuild.ffm.MpiC.H;
 
@@ -106,31 +107,20 @@ final class FfmCommunicator implements Communicator {
       check(mpi.mpi("MPI_Allgather", ADDRESS, length, JAVA_INT, 1, H, mpi.h(mpi.intType), ADDRESS, lengths, JAVA_INT, 1,
           H, mpi.h(mpi.intType), H, mpi.h(comm)), "MPI_Allgather of lengths");
       int[] counts = lengths.toArray(JAVA_INT);
-      int[] displs = new int[size];
-      long total = 0;
-      for (int r = 0; r < size; r++) {
-        displs[r] = (int) total;
-        total += counts[r];
-      }
-      if (total > Integer.MAX_VALUE - 8) {
-        throw new IllegalStateException("all-gather of " + total + " bytes is too large");
-      }
+      int[] displs = Communicator.displacements(counts);
+      long total = (long) displs[size - 1] + counts[size - 1];
       MemorySegment send = arena.allocate(Math.max(1, mine.length));
-      MemorySegment.copy(mine, 0, send, JAVA_BYTE(), 0, mine.length);
+      MemorySegment.copy(mine, 0, send, JAVA_BYTE, 0, mine.length);
       MemorySegment all = arena.allocate(Math.max(1, total));
       check(mpi.mpi("MPI_Allgatherv", ADDRESS, send, JAVA_INT, mine.length, H, mpi.h(mpi.byteType), ADDRESS, all,
           ADDRESS, arena.allocateFrom(JAVA_INT, counts), ADDRESS, arena.allocateFrom(JAVA_INT, displs),
           H, mpi.h(mpi.byteType), H, mpi.h(comm)), "MPI_Allgatherv of " + mine.length + " bytes");
       byte[][] out = new byte[size][];
       for (int r = 0; r < size; r++) {
-        out[r] = all.asSlice(displs[r], counts[r]).toArray(JAVA_BYTE());
+        out[r] = all.asSlice(displs[r], counts[r]).toArray(JAVA_BYTE);
       }
       return out;
     }
-  }
-
-  private static java.lang.foreign.ValueLayout.OfByte JAVA_BYTE() {
-    return java.lang.foreign.ValueLayout.JAVA_BYTE;
   }
 
   @Override

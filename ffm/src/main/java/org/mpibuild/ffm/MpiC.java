@@ -217,10 +217,7 @@ final class MpiC {
     return arena.allocate((MemoryLayout) handle);
   }
 
-  /**
-   * Calls an MPI function. Its descriptor's {@code H} placeholders stand for the handle layout; here they
-   * are given as {@code null} in {@code layouts} and replaced.
-   */
+  /** Calls a C function of the library with this descriptor; the handle is made once per name and descriptor. */
   Object call(String name, FunctionDescriptor descriptor, Object... args) {
     MethodHandle mh = functions.computeIfAbsent(name + descriptor, k -> linker.downcallHandle(
         lookup.find(name).orElseThrow(() -> new IllegalStateException(library + " lacks " + name)), descriptor));

@@ -267,34 +267,29 @@ public final class AsyncBuilds implements AutoCloseable {
       return out;
     }
 
-    @Override
-    public byte[][] allGather(byte[] mine) {
-      byte[][][] out = new byte[1][][];
+    /** A blocking collective, made where {@link #call} makes its calls. */
+    private <T> T blocking(Supplier<T> collective) {
+      List<T> out = new ArrayList<>(1);
       call(() -> {
-        out[0] = inner.allGather(mine);
+        out.add(collective.get());
         return Request.COMPLETED;
       });
-      return out[0];
+      return out.get(0);
+    }
+
+    @Override
+    public byte[][] allGather(byte[] mine) {
+      return blocking(() -> inner.allGather(mine));
     }
 
     @Override
     public Communicator split(int color) {
-      Communicator[] out = new Communicator[1];
-      call(() -> {
-        out[0] = inner.split(color);
-        return Request.COMPLETED;
-      });
-      return out[0];
+      return blocking(() -> inner.split(color));
     }
 
     @Override
     public Communicator splitByNode() {
-      Communicator[] out = new Communicator[1];
-      call(() -> {
-        out[0] = inner.splitByNode();
-        return Request.COMPLETED;
-      });
-      return out[0];
+      return blocking(inner::splitByNode);
     }
 
     @Override

@@ -129,6 +129,27 @@ public interface Communicator extends AutoCloseable {
     return ThreadLevel.MULTIPLE;
   }
 
+  /**
+   * For bindings that implement {@link #allGather} with {@code MPI_Allgatherv}: where each rank's bytes
+   * start in the gathered buffer.
+   *
+   * @param lengths every rank's byte count
+   * @return the displacements, by rank
+   * @throws IllegalStateException if the total does not fit one MPI count
+   */
+  static int[] displacements(int[] lengths) {
+    int[] out = new int[lengths.length];
+    long total = 0;
+    for (int r = 0; r < lengths.length; r++) {
+      out[r] = (int) total;
+      total += lengths[r];
+    }
+    if (total > Integer.MAX_VALUE - 8) {
+      throw new IllegalStateException("all-gather of " + total + " bytes is too large");
+    }
+    return out;
+  }
+
   /** The MPI thread support levels, weakest first. */
   enum ThreadLevel {
     /** Only one thread exists. */

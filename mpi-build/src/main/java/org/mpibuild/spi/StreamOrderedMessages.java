@@ -122,6 +122,21 @@ public final class StreamOrderedMessages implements AutoCloseable {
     return add(new Op(false, staging, source, tag, null, gate, written));
   }
 
+  /**
+   * Checks a message size for the backends' helpers, which stage messages in one direct buffer.
+   *
+   * @param bytes the size asked for
+   * @return the size as an int
+   * @throws IllegalArgumentException naming the size if it is not 1 to {@code Integer.MAX_VALUE}
+   */
+  public static int messageBytes(long bytes) {
+    if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException("message size " + bytes + " must be between 1 and " + Integer.MAX_VALUE
+          + " bytes");
+    }
+    return (int) bytes;
+  }
+
   private void check(int peer, int tag) {
     if (peer < 0 || peer >= comm.size()) {
       throw new IllegalArgumentException("rank " + peer + " is out of range for a communicator of " + comm.size()

@@ -139,9 +139,7 @@ public final class StreamMessenger implements AutoCloseable {
     }
 
     static Pinned allocate(long bytes, int flags) {
-      if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
-        throw new IllegalArgumentException("message size " + bytes + " must be between 1 and " + Integer.MAX_VALUE);
-      }
+      StreamOrderedMessages.messageBytes(bytes);
       Pointer p = new Pointer();
       check(cuMemHostAlloc(p, bytes, flags), "cuMemHostAlloc of " + bytes + " bytes");
       ByteBuffer b = p.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());

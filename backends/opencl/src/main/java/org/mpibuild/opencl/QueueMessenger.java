@@ -135,11 +135,7 @@ public final class QueueMessenger implements AutoCloseable {
   }
 
   private static ByteBuffer staging(long bytes) {
-    if (bytes <= 0 || bytes > Integer.MAX_VALUE) {
-      throw new IllegalArgumentException("message size " + bytes + " must be between 1 and " + Integer.MAX_VALUE
-          + " bytes");
-    }
-    return ByteBuffer.allocateDirect((int) bytes);
+    return ByteBuffer.allocateDirect(StreamOrderedMessages.messageBytes(bytes));
   }
 
   private static void check(int rc, String what) {

@@ -82,16 +82,8 @@ public final class MpiJavaCommunicator implements Communicator {
     try {
       int[] lengths = new int[size];
       comm.allGather(new int[] {mine.length}, 1, MPI.INT, lengths, 1, MPI.INT);
-      int[] displacements = new int[size];
-      long total = 0;
-      for (int r = 0; r < size; r++) {
-        displacements[r] = (int) total;
-        total += lengths[r];
-      }
-      if (total > Integer.MAX_VALUE - 8) {
-        throw new IllegalStateException("all-gather of " + total + " bytes is too large");
-      }
-      byte[] all = new byte[(int) total];
+      int[] displacements = Communicator.displacements(lengths);
+      byte[] all = new byte[size == 0 ? 0 : displacements[size - 1] + lengths[size - 1]];
       comm.allGatherv(mine, mine.length, MPI.BYTE, all, lengths, displacements, MPI.BYTE);
       byte[][] out = new byte[size][];
       for (int r = 0; r < size; r++) {
