@@ -5,6 +5,8 @@
 
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
+# The benchmarks' own class path (programs, chart, JSON), never the distribution's.
+BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
 .PHONY: all provision build demo test bench bench-batch bench-stream bench-ffm bench-full clean help gpu-bundle gpu-check
 
@@ -26,27 +28,27 @@ test: provision
 	$(MVN) install
 
 # The benchmark: every strategy side by side at N = 1, 2, 4, 8, 16 ranks (quick mode: under 10 minutes on
-# 2 cores). Writes integration-tests/target/bench/{results.md,time-to-ready.png,results.json}.
+# 2 cores). Writes benchmarks/target/bench/{results.md,time-to-ready.png,results.json}.
 bench: build
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . quick
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . stream
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . ffm
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
 bench-batch: build
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . batch
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 
 # Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
 bench-stream: build
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . stream
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 
 # The FFM binding's MPI_Bcast against C's, 1 to 64 MiB on 2 ranks (needs the JDK 25; about 2 minutes).
 bench-ffm: build
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . ffm
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 
 bench-full: build
-	java -cp "$$(bin/mpi-build classpath)" org.mpibuild.bench.BenchReport . full
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full
 
 # A bundle for a GPU machine without Java: a jlink runtime, the jars and scripts/gpu-check.
 gpu-bundle: build

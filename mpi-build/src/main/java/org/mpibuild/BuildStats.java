@@ -4,11 +4,13 @@ package org.mpibuild;
  * What one rank did to obtain its kernel, and how long each phase took there.
  *
  * @param rank this rank in the build's communicator (0 in local mode)
- * @param root the rank that compiled
+ * @param root the rank that obtained the binary (from a cache, or by compiling) and broadcast it
  * @param compiled whether this rank ran the compiler
  * @param cacheHit whether this rank (the root) found the binary, or a recent compile failure, in a cache
  * @param agreementNanos time spent checking that all ranks asked for the same kernel
- * @param compileNanos time spent compiling, including fetching the binary; 0 on ranks that did not compile
+ * @param obtainNanos time the root spent obtaining the binary: cache lookups, a wait for another job's cache
+ *     lock, and the compile if there was one (a cache hit is not a compile; see {@code compiled}); 0 on
+ *     other ranks
  * @param waitNanos time a receiver spent waiting for the root to start sending (the root's compile, seen
  *     from here); 0 on the root
  * @param broadcastNanos time spent sending or receiving the binary, from its first byte, including the
@@ -25,7 +27,7 @@ public record BuildStats(
     boolean compiled,
     boolean cacheHit,
     long agreementNanos,
-    long compileNanos,
+    long obtainNanos,
     long waitNanos,
     long broadcastNanos,
     long loadNanos,
@@ -33,7 +35,8 @@ public record BuildStats(
     long cacheFileOperations) {
 
   /**
-   * Returns the role of this rank: {@code "root"} for the rank that compiled, {@code "receiver"} otherwise.
+   * Returns the role of this rank: {@code "root"} for the rank that obtained the binary, {@code "receiver"}
+   * otherwise.
    *
    * @return the role
    */
@@ -47,6 +50,6 @@ public record BuildStats(
    * @return the sum of all phases, in nanoseconds
    */
   public long totalNanos() {
-    return agreementNanos + compileNanos + waitNanos + broadcastNanos + loadNanos;
+    return agreementNanos + obtainNanos + waitNanos + broadcastNanos + loadNanos;
   }
 }

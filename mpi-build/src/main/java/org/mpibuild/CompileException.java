@@ -7,6 +7,7 @@ package org.mpibuild;
 public class CompileException extends KernelBuildException {
   private static final long serialVersionUID = 1L;
   private final String buildLog;
+  private final String reason;
 
   /**
    * Creates a compile failure.
@@ -17,6 +18,16 @@ public class CompileException extends KernelBuildException {
   public CompileException(String message, String buildLog) {
     super(message + (buildLog == null || buildLog.isBlank() ? "" : "\n--- build log ---\n" + buildLog.strip()));
     this.buildLog = buildLog == null ? "" : buildLog;
+    this.reason = message;
+  }
+
+  /**
+   * Returns what failed, without the build log that {@link #getMessage()} appends.
+   *
+   * @return the reason, for example the OpenCL error code
+   */
+  public String reason() {
+    return reason;
   }
 
   /**

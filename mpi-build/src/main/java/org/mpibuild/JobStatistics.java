@@ -14,13 +14,13 @@ import java.util.Locale;
  * @param bytesBroadcast binary bytes the roots broadcast
  * @param cacheFileOperations file system calls made on the caches, summed over ranks
  * @param agreement time agreeing on requests
- * @param compile time the roots spent obtaining binaries: cache lookups, lock waits and compiles
+ * @param obtain time the roots spent obtaining binaries: cache lookups, lock waits and compiles
  * @param waitForRoot time receivers waited for their root
  * @param broadcast time transferring and checking binaries
  * @param load time loading binaries and agreeing that every rank did
  */
 public record JobStatistics(int ranks, long builds, long compiles, long cacheHits, long cacheMisses,
-    long bytesBroadcast, long cacheFileOperations, Phase agreement, Phase compile, Phase waitForRoot, Phase broadcast,
+    long bytesBroadcast, long cacheFileOperations, Phase agreement, Phase obtain, Phase waitForRoot, Phase broadcast,
     Phase load) {
 
   /**
@@ -44,7 +44,7 @@ public record JobStatistics(int ranks, long builds, long compiles, long cacheHit
     return "{\"ranks\": " + ranks + ", \"builds\": " + builds + ", \"compiles\": " + compiles
         + ", \"cache_hits\": " + cacheHits + ", \"cache_misses\": " + cacheMisses + ", \"bytes_broadcast\": "
         + bytesBroadcast + ", \"cache_file_operations\": " + cacheFileOperations + ", \"phases\": {\"agreement\": "
-        + agreement.json() + ", \"compile\": " + compile.json() + ", \"wait\": " + waitForRoot.json() + ", \"broadcast\": "
+        + agreement.json() + ", \"obtain\": " + obtain.json() + ", \"wait\": " + waitForRoot.json() + ", \"broadcast\": "
         + broadcast.json() + ", \"load\": " + load.json() + "}}";
   }
 }

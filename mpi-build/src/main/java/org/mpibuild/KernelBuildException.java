@@ -7,7 +7,7 @@ package org.mpibuild;
  * exception of the same type with the same message, so that a program can handle the failure the same
  * way everywhere. Subtypes carry what a person needs to act: the build log, the ranks at fault.
  */
-public class KernelBuildException extends RuntimeException {
+public class KernelBuildException extends MpiBuildException {
   private static final long serialVersionUID = 1L;
 
   /**

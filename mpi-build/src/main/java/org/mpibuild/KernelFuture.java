@@ -1,27 +1,38 @@
 package org.mpibuild;
 
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Future;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.mpibuild.internal.AsyncBuilds;
 
 /**
- * A kernel being built by {@link MpiBuild#mpiBuildKernelAsync}. Touching it ({@link #isDone()},
- * {@link #get()}, {@link #join()}) makes progress on the library's MPI calls when they run on the caller's
- * thread (MPI below {@code MPI_THREAD_MULTIPLE}); see {@link MpiBuild#progress()}.
+ * A kernel being built by {@link MpiBuild#mpiBuildKernelAsync}: a request in MPI's sense, completed with
+ * {@link #join()} and tested with {@link #test()}. Testing or joining makes progress on the library's MPI
+ * calls when they run on the caller's thread (MPI below {@code MPI_THREAD_MULTIPLE}); see
+ * {@link MpiBuild#progress()}.
  *
- * <p>A build cannot be cancelled once started: it is a collective, and the other ranks are taking part.
+ * <p>It is not a {@link java.util.concurrent.Future}: a build cannot be cancelled once started, because it
+ * is a collective and the other ranks are taking part, and waiting for it is not interruptible.
  */
-public final class KernelFuture implements Future<Kernel> {
+public final class KernelFuture {
   private final CompletableFuture<Kernel> future;
   private final AsyncBuilds builds;
 
   KernelFuture(CompletableFuture<Kernel> future, AsyncBuilds builds) {
     this.future = future;
     this.builds = builds;
+  }
+
+  /**
+   * Makes progress (when MPI calls stay on the caller's thread) and returns whether the build has
+   * completed, successfully or not. Never blocks, like {@code MPI_Test}.
+   *
+   * @return whether {@link #join()} would return or throw at once
+   */
+  public boolean test() {
+    builds.progress();
+    return future.isDone();
   }
 
   /**
@@ -33,62 +44,28 @@ public final class KernelFuture implements Future<Kernel> {
    */
   public Kernel join() {
     try {
-      builds.await(future, Long.MAX_VALUE / 2);
-      return future.join();
-    } catch (TimeoutException e) {
-      throw new IllegalStateException(e);
-    } catch (java.util.concurrent.CompletionException e) {
-      throw e.getCause() instanceof RuntimeException re ? re : e;
-    }
-  }
-
-  /**
-   * Always false: a collective build cannot be cancelled.
-   *
-   * @param mayInterruptIfRunning ignored
-   * @return false
-   */
-  @Override
-  public boolean cancel(boolean mayInterruptIfRunning) {
-    return false;
-  }
-
-  @Override
-  public boolean isCancelled() {
-    return false;
-  }
-
-  /** Makes progress (caller mode) and returns whether the build has completed. Never blocks. */
-  @Override
-  public boolean isDone() {
-    builds.progress();
-    return future.isDone();
-  }
-
-  /**
-   * Waits for the kernel.
-   *
-   * @throws ExecutionException wrapping the {@link KernelBuildException} every rank gets
-   */
-  @Override
-  public Kernel get() throws InterruptedException, ExecutionException {
-    try {
-      return get(Long.MAX_VALUE / 2, TimeUnit.NANOSECONDS);
+      return join(Long.MAX_VALUE / 2, TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {
       throw new IllegalStateException(e);
     }
   }
 
-  @Override
-  public Kernel get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+  /**
+   * Returns the kernel, waiting at most {@code timeout} for it, and throws what a blocking build would
+   * have thrown.
+   *
+   * @param timeout how long to wait
+   * @param unit the unit of {@code timeout}
+   * @return this rank's kernel
+   * @throws TimeoutException if the build has not completed in time (it goes on; join again later)
+   * @throws KernelBuildException on every rank, as {@link MpiBuild#mpiBuildKernel(KernelSource, int)}
+   */
+  public Kernel join(long timeout, TimeUnit unit) throws TimeoutException {
     builds.await(future, unit.toNanos(timeout));
-    if (Thread.interrupted()) {
-      throw new InterruptedException();
-    }
     try {
-      return future.get();
-    } catch (CancellationException e) {
-      throw new IllegalStateException(e);
+      return future.join();
+    } catch (CompletionException e) {
+      throw e.getCause() instanceof RuntimeException re ? re : e;
     }
   }
 }

@@ -1,28 +1,17 @@
 package org.mpibuild;
 
-import java.nio.ByteBuffer;
-import java.nio.LongBuffer;
-import java.util.Map;
-import java.util.SortedMap;
-import org.mpibuild.internal.Agreement;
 import org.mpibuild.internal.AsyncBuilds;
-import org.mpibuild.internal.JobTargets;
-import org.mpibuild.internal.Manifest;
-import org.mpibuild.internal.Backends;
 import org.mpibuild.internal.CollectiveBuild;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.Failures;
 import org.mpibuild.internal.JobCounters;
-import org.mpibuild.internal.cache.CacheSettings;
-import org.mpibuild.internal.cache.Caches;
+import org.mpibuild.internal.JobTargets;
 import org.mpibuild.internal.LogContext;
-import org.mpibuild.internal.MpiBindings;
+import org.mpibuild.internal.Manifest;
 import org.mpibuild.internal.Settings;
-import org.mpibuild.internal.comm.ForwardingCommunicator;
+import org.mpibuild.internal.Startup;
+import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.LoadedProgram;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Builds kernels once per job instead of once per rank: the root compiles, broadcasts the binary, and
@@ -41,15 +30,13 @@ import org.slf4j.LoggerFactory;
  * library initialized MPI (the program was started by mpirun but did not call {@code MPI.Init}), it
  * finalizes it when the JVM exits.
  *
- * <p><b>Collective calls.</b> {@link #create()}, {@link Builder#build()}, {@link #mpiBuildKernel} and
+ * <p><b>Collective calls.</b> {@link #create()}, {@link MpiBuildBuilder#build()}, {@link #mpiBuildKernel} and
  * {@link #close()} are collective: every rank of the communicator calls them in the same order. They are
  * all-or-nothing: every rank returns, or every rank throws the same exception.
  *
  * <p>An instance is used by one thread at a time.
  */
 public final class MpiBuild implements AutoCloseable {
-  private static final Logger log = LoggerFactory.getLogger(MpiBuild.class);
-
   private final Communicator comm;
   private final Backend backend;
   private final Settings settings;
@@ -57,19 +44,20 @@ public final class MpiBuild implements AutoCloseable {
   private final JobTargets targets;
   private final JobCounters counters = new JobCounters();
   private final CollectiveBuild protocol;
-  private AsyncBuilds async;
+  private final AsyncBuilds.Lazy async;
   private volatile BuildStats lastStats;
   private boolean closed;
 
-  private MpiBuild(Communicator comm, Backend backend, Settings settings, Caches caches, JobTargets targets) {
-    this.comm = comm;
-    this.backend = backend;
+  MpiBuild(Settings settings, Startup opened) {
+    this.comm = opened.comm();
+    this.backend = opened.backend();
     this.settings = settings;
-    this.caches = caches;
-    this.targets = targets;
+    this.caches = opened.caches();
+    this.targets = opened.targets();
     Manifest.Recorder recorder = settings.record() != null && comm.rank() == 0
         ? new Manifest.Recorder(settings.record()) : null;
     this.protocol = new CollectiveBuild(comm, backend, settings, caches, counters, targets, recorder);
+    this.async = new AsyncBuilds.Lazy(protocol, comm, settings.progress());
   }
 
   /**
@@ -88,8 +76,8 @@ public final class MpiBuild implements AutoCloseable {
    *
    * @return a new builder
    */
-  public static Builder builder() {
-    return new Builder();
+  public static MpiBuildBuilder builder() {
+    return new MpiBuildBuilder();
   }
 
   /**
@@ -119,7 +107,7 @@ public final class MpiBuild implements AutoCloseable {
   public Kernel mpiBuildKernel(KernelSource request, int root) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      drainAsync();
+      async.ifStarted(AsyncBuilds::drain);
       CollectiveBuild.Outcome o = protocol.run(request, root);
       lastStats = o.stats();
       return new BuiltKernel(o.program(), o.envelope(), o.stats());
@@ -139,7 +127,7 @@ public final class MpiBuild implements AutoCloseable {
   public BinaryData mpiBuildBinary(KernelSource request, int root) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      drainAsync();
+      async.ifStarted(AsyncBuilds::drain);
       CollectiveBuild.Outcome o = protocol.run(request, root, false);
       lastStats = o.stats();
       return new BinaryData(o.envelope());
@@ -168,7 +156,7 @@ public final class MpiBuild implements AutoCloseable {
    * <p><b>Thread levels.</b> Under {@code MPI_THREAD_MULTIPLE} (and without MPI) a library thread makes
    * the MPI calls and builds complete on their own. Under {@code SINGLE}, {@code FUNNELED} and
    * {@code SERIALIZED}, every MPI call stays on the caller's thread: the builds move on when the caller
-   * touches a future ({@link KernelFuture#isDone()}, {@link KernelFuture#get()}) or calls
+   * touches a future ({@link KernelFuture#test()}, {@link KernelFuture#join()}) or calls
    * {@link #progress()}. {@code MPI_BUILD_PROGRESS=thread|caller} overrides the choice.
    *
    * @param request what to build
@@ -178,7 +166,7 @@ public final class MpiBuild implements AutoCloseable {
    */
   public KernelFuture mpiBuildKernelAsync(KernelSource request, int root) {
     ensureOpen();
-    AsyncBuilds builds = async();
+    AsyncBuilds builds = async.get();
     int rank = comm.rank();
     return new KernelFuture(builds.submit(p -> {
       CollectiveBuild.Outcome o = p.run(request, root);
@@ -193,13 +181,7 @@ public final class MpiBuild implements AutoCloseable {
    * futures; harmless otherwise. Not collective.
    */
   public void progress() {
-    AsyncBuilds builds;
-    synchronized (this) {
-      builds = async;
-    }
-    if (builds != null) {
-      builds.progress();
-    }
+    async.ifStarted(AsyncBuilds::progress);
   }
 
   /**
@@ -209,24 +191,7 @@ public final class MpiBuild implements AutoCloseable {
    * @return the progress mode
    */
   public String asyncProgress() {
-    return async().mode().name().toLowerCase(java.util.Locale.ROOT);
-  }
-
-  private synchronized AsyncBuilds async() {
-    if (async == null) {
-      async = new AsyncBuilds(protocol, comm, settings.progress());
-    }
-    return async;
-  }
-
-  private void drainAsync() {
-    AsyncBuilds builds;
-    synchronized (this) {
-      builds = async;
-    }
-    if (builds != null) {
-      builds.drain();
-    }
+    return async.get().mode().name().toLowerCase(java.util.Locale.ROOT);
   }
 
   /**
@@ -247,20 +212,10 @@ public final class MpiBuild implements AutoCloseable {
   public java.util.List<Kernel> mpiBuildKernels(java.util.List<KernelSource> requests) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      drainAsync();
+      async.ifStarted(AsyncBuilds::drain);
       java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, true, null);
-      RuntimeException failure = null;
-      for (CollectiveBuild.Entry e : entries) {
-        if (!e.ok() && failure == null) {
-          failure = e.failure();
-        }
-      }
+      RuntimeException failure = CollectiveBuild.firstFailure(entries);
       if (failure != null) {
-        for (CollectiveBuild.Entry e : entries) {
-          if (e.program() != null) {
-            e.program().close();
-          }
-        }
         throw failure;
       }
       java.util.List<Kernel> out = new java.util.ArrayList<>(entries.size());
@@ -286,24 +241,13 @@ public final class MpiBuild implements AutoCloseable {
       java.util.function.Consumer<PrecompileResult> listener) {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      drainAsync();
+      async.ifStarted(AsyncBuilds::drain);
       java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, false,
           listener == null ? null : e -> listener.accept(PrecompileResult.of(e, null)));
-      // Only the rank that obtained a binary knows whether it compiled it or read it from the cache.
-      byte[] mine = new byte[entries.size()];
-      for (int i = 0; i < mine.length; i++) {
-        BuildStats s = entries.get(i).stats();
-        mine[i] = (byte) (s.compiled() ? 1 : s.cacheHit() ? 2 : 0);
-      }
-      byte[] how = new byte[mine.length];
-      for (byte[] theirs : comm.allGather(mine)) {
-        for (int i = 0; i < how.length; i++) {
-          how[i] = (byte) Math.max(how[i], theirs[i]);
-        }
-      }
+      boolean[] cached = protocol.cached(entries);
       java.util.List<PrecompileResult> out = new java.util.ArrayList<>();
       for (int i = 0; i < entries.size(); i++) {
-        out.add(PrecompileResult.of(entries.get(i), how[i] == 2 ? PrecompileResult.Outcome.CACHED
+        out.add(PrecompileResult.of(entries.get(i), cached[i] ? PrecompileResult.Outcome.CACHED
             : PrecompileResult.Outcome.COMPILED));
       }
       return out;
@@ -323,18 +267,8 @@ public final class MpiBuild implements AutoCloseable {
       throw new NullPointerException("data is null");
     }
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      Envelope e = data.envelope();
-      long t0 = System.nanoTime();
-      LoadedProgram program;
-      try {
-        program = CollectiveBuild.loadChecked(backend, e);
-      } catch (RuntimeException ex) {
-        throw new KernelLoadException("loading binary data failed on rank " + comm.rank() + ": " + ex.getMessage(),
-            Map.of(comm.rank(), String.valueOf(ex.getMessage())));
-      }
-      BuildStats stats = new BuildStats(comm.rank(), comm.rank(), false, false, 0, 0, 0, 0, System.nanoTime() - t0,
-          e.payload().length(), 0);
-      return new BuiltKernel(program, e, stats);
+      CollectiveBuild.Outcome o = Failures.loadOnThisRank(backend, comm.rank(), data.envelope());
+      return new BuiltKernel(o.program(), o.envelope(), o.stats());
     }
   }
 
@@ -347,32 +281,9 @@ public final class MpiBuild implements AutoCloseable {
   public JobStatistics statistics() {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      drainAsync();
-      long[] mine = counters.toArray();
-      ByteBuffer out = ByteBuffer.allocate(mine.length * Long.BYTES);
-      out.asLongBuffer().put(mine);
-      byte[][] all = comm.allGather(out.array());
-      long[] sum = new long[JobCounters.LENGTH];
-      long[] max = new long[JobCounters.LENGTH];
-      for (byte[] b : all) {
-        LongBuffer in = ByteBuffer.wrap(b).asLongBuffer();
-        for (int i = 0; i < JobCounters.LENGTH; i++) {
-          long x = in.get(i);
-          sum[i] += x;
-          max[i] = Math.max(max[i], x);
-        }
-      }
-      // Every rank counts each build once; the job's build count is one rank's.
-      return new JobStatistics(all.length, max[JobCounters.BUILDS], sum[JobCounters.COMPILES],
-          sum[JobCounters.CACHE_HITS], sum[JobCounters.CACHE_MISSES], sum[JobCounters.BYTES_BROADCAST],
-          sum[JobCounters.CACHE_FILE_OPS], phase(sum, max, JobCounters.AGREEMENT_NS),
-          phase(sum, max, JobCounters.COMPILE_NS), phase(sum, max, JobCounters.WAIT_NS),
-          phase(sum, max, JobCounters.BROADCAST_NS), phase(sum, max, JobCounters.LOAD_NS));
+      async.ifStarted(AsyncBuilds::drain);
+      return counters.reduce(comm);
     }
-  }
-
-  private static JobStatistics.Phase phase(long[] sum, long[] max, int i) {
-    return new JobStatistics.Phase(sum[i], max[i]);
   }
 
   /**
@@ -414,9 +325,9 @@ public final class MpiBuild implements AutoCloseable {
     return targets.distinct();
   }
 
-  /** @return the persistent cache's directory, or null when the cache is off */
-  public java.nio.file.Path cacheDirectory() {
-    return settings.cache().access() == CacheSettings.Access.OFF ? null : settings.cache().dir();
+  /** @return the persistent cache's directory, or empty when the cache is off */
+  public java.util.Optional<java.nio.file.Path> cacheDirectory() {
+    return settings.cache().enabled() ? java.util.Optional.of(settings.cache().dir()) : java.util.Optional.empty();
   }
 
   /** @return how this instance talks to MPI, for logs: binding, communicator and size, or local */
@@ -434,13 +345,7 @@ public final class MpiBuild implements AutoCloseable {
       return;
     }
     try (LogContext ignored = LogContext.rank(comm.rank())) {
-      AsyncBuilds builds;
-      synchronized (this) {
-        builds = async;
-      }
-      if (builds != null) {
-        builds.close();
-      }
+      async.ifStarted(AsyncBuilds::close);
       closed = true;
       try {
         targets.close();
@@ -459,205 +364,5 @@ public final class MpiBuild implements AutoCloseable {
     if (closed) {
       throw new IllegalStateException("this MpiBuild is closed");
     }
-  }
-
-  /** Configures an {@link MpiBuild}. Preset from system properties and environment variables. */
-  public static final class Builder {
-    private Settings settings;
-    private Communicator communicator;
-    private Backend backend;
-
-    private Builder() {
-      settings = Settings.fromEnvironment();
-    }
-
-    /**
-     * Builds on this communicator instead of the world, for example one from
-     * {@code org.mpibuild.mpijava.MpiJava.communicator(comm)}. The caller keeps ownership: {@link MpiBuild#close()}
-     * does not close it.
-     *
-     * @param communicator the communicator
-     * @return this builder
-     */
-    public Builder communicator(Communicator communicator) {
-      this.communicator = java.util.Objects.requireNonNull(communicator, "communicator");
-      return this;
-    }
-
-    /**
-     * Never uses MPI: a plain local build, even under mpirun.
-     *
-     * @return this builder
-     */
-    public Builder local() {
-      settings = settings.withMode(Settings.Mode.LOCAL);
-      return this;
-    }
-
-    /**
-     * Chooses the backend by id, for example {@code "opencl"}.
-     *
-     * @param id the backend id
-     * @return this builder
-     */
-    public Builder backend(String id) {
-      settings = settings.withBackend(java.util.Objects.requireNonNull(id, "id"));
-      return this;
-    }
-
-    /**
-     * Uses this backend instance; {@link MpiBuild#close()} closes it.
-     *
-     * @param backend an opened backend
-     * @return this builder
-     */
-    public Builder backend(Backend backend) {
-      this.backend = java.util.Objects.requireNonNull(backend, "backend");
-      return this;
-    }
-
-    /**
-     * Uses this directory for the persistent kernel cache (default {@code MPI_BUILD_CACHE_DIR}, else
-     * {@code ~/.cache/mpi-build}).
-     *
-     * @param dir the cache directory
-     * @return this builder
-     */
-    public Builder cacheDirectory(java.nio.file.Path dir) {
-      CacheSettings c = settings.cache();
-      settings = settings.withCache((c.access() == CacheSettings.Access.OFF ? c.withAccess(CacheSettings.Access.ON) : c)
-          .withDir(dir.toAbsolutePath()));
-      return this;
-    }
-
-    /**
-     * Turns the persistent kernel cache off: every build compiles.
-     *
-     * @return this builder
-     */
-    public Builder noCache() {
-      settings = settings.withCache(settings.cache().withAccess(CacheSettings.Access.OFF));
-      return this;
-    }
-
-    /**
-     * Sets how long the root's compile may take (default 10 minutes, or {@code MPI_BUILD_COMPILE_TIMEOUT}
-     * seconds); past it every rank throws {@link BuildTimeoutException}.
-     *
-     * @param timeout the compile timeout
-     * @return this builder
-     */
-    public Builder compileTimeout(java.time.Duration timeout) {
-      settings = settings.withCompileTimeout(timeout);
-      return this;
-    }
-
-    /**
-     * Sets the broadcast chunk size (default 64 MiB; MPI counts are int, so at most 2^31 - 1).
-     *
-     * @param bytes the chunk size
-     * @return this builder
-     * @throws IllegalArgumentException if not positive
-     */
-    public Builder chunkBytes(int bytes) {
-      settings = settings.withChunkBytes(bytes);
-      return this;
-    }
-
-    /**
-     * Sets the largest binary a rank accepts (default 16 GiB); larger ones are refused before allocation.
-     *
-     * @param bytes the limit
-     * @return this builder
-     * @throws IllegalArgumentException if not positive
-     */
-    public Builder maxBinaryBytes(long bytes) {
-      settings = settings.withMaxBinaryBytes(bytes);
-      return this;
-    }
-
-    /**
-     * Sets how many ranks compile the misses of {@link MpiBuild#mpiBuildKernels} and
-     * {@link MpiBuild#precompile} (default {@code MPI_BUILD_BATCH_RANKS}, else every rank).
-     *
-     * @param ranks at least 1, or 0 for every rank
-     * @return this builder
-     * @throws IllegalArgumentException if negative
-     */
-    public Builder batchRanks(int ranks) {
-      settings = settings.withBatchRanks(ranks);
-      return this;
-    }
-
-    /**
-     * Records every kernel request into this manifest file (default {@code MPI_BUILD_RECORD}), written by
-     * rank 0, for {@code mpi-build precompile}.
-     *
-     * @param manifest the file, appended to
-     * @return this builder
-     */
-    public Builder record(java.nio.file.Path manifest) {
-      settings = settings.withRecord(manifest.toAbsolutePath());
-      return this;
-    }
-
-    /**
-     * Opens MPI (or local mode) and the backend on every rank. Collective: if the backend cannot run on
-     * some rank, every rank throws, naming the ranks and reasons.
-     *
-     * @return the instance
-     */
-    public MpiBuild build() {
-      boolean ownsComm = communicator == null;
-      Communicator comm = ownsComm ? MpiBindings.openWorld(settings.mode()) : communicator;
-      if (!ownsComm) {
-        comm = new Borrowed(comm);
-      }
-      try (LogContext ignored = LogContext.rank(comm.rank())) {
-        Backend b = backend;
-        String failure = null;
-        if (b == null) {
-          try {
-            b = Backends.open(settings.backend());
-          } catch (RuntimeException | LinkageError e) {
-            failure = e.getMessage() == null ? e.toString() : e.getMessage();
-          }
-        }
-        agreeOnBackend(comm, b, failure);
-        Caches caches = Caches.of(settings.cache(), comm);
-        JobTargets targets = JobTargets.gather(comm, b);
-        log.debug("mpi-build ready: {} on {}, target {} ({} in the job), cache {}", b.id(), comm.description(),
-            b.target(), targets.distinct().size(),
-            settings.cache().access() == CacheSettings.Access.OFF ? "off" : settings.cache().dir());
-        return new MpiBuild(comm, b, settings, caches, targets);
-      } catch (RuntimeException e) {
-        if (ownsComm) {
-          comm.close();
-        }
-        throw e;
-      }
-    }
-
-    private static void agreeOnBackend(Communicator comm, Backend b, String failure) {
-      SortedMap<Integer, String> failures = Agreement.failures(comm, failure);
-      if (failures.isEmpty()) {
-        return;
-      }
-      if (b != null) {
-        b.close();
-      }
-      throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
-          + Agreement.describe(failures), null);
-    }
-  }
-
-  /** A caller's communicator: used, never closed by the library. */
-  private static final class Borrowed extends ForwardingCommunicator {
-    Borrowed(Communicator inner) {
-      super(inner);
-    }
-
-    @Override
-    public void close() {}
   }
 }

@@ -8,9 +8,10 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import org.mpibuild.internal.Config;
-import org.mpibuild.internal.cache.CacheSettings;
-import org.mpibuild.internal.cache.KernelCache;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.mpibuild.CacheAdmin;
+import org.mpibuild.spi.Setting;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -37,25 +38,9 @@ final class CacheCommand implements Runnable {
         description = "cache directory (default: MPI_BUILD_CACHE_DIR, else ~/.cache/mpi-build)")
     Path dir;
 
-    CacheSettings settings() {
-      CacheSettings s = CacheSettings.from(Config.ofProcess());
-      return dir == null ? s : s.withDir(dir.toAbsolutePath());
-    }
-
-    /** Opens an existing cache, read-only or for writing; fails if there is none. */
-    KernelCache open(boolean write) {
-      CacheSettings s = settings().withAccess(write ? CacheSettings.Access.ON : CacheSettings.Access.READ_ONLY);
-      if (!Files.isDirectory(s.dir())) {
-        throw new IllegalStateException("no kernel cache at " + s.dir());
-      }
-      KernelCache cache = KernelCache.open(s);
-      if (cache == null) {
-        throw new IllegalStateException("the kernel cache at " + s.dir() + " cannot be opened");
-      }
-      if (write && !cache.writable()) {
-        throw new IllegalStateException(cache.writeRefusal());
-      }
-      return cache;
+    /** Opens an existing cache, read-only or for writing; fails, saying why, if it cannot. */
+    CacheAdmin open(boolean write) {
+      return CacheAdmin.open(dir, write);
     }
   }
 
@@ -69,25 +54,33 @@ final class CacheCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      KernelCache cache = dir.open(false);
-      List<KernelCache.Listing> all = cache.list();
-      long bytes = all.stream().mapToLong(KernelCache.Listing::bytes).sum();
-      long negative = all.stream().filter(l -> !l.status().equals("ok") && l.problem() == null).count();
-      long corrupt = all.stream().filter(l -> l.problem() != null).count();
-      List<String> locks = cache.locksHeld();
+      CacheAdmin cache = dir.open(false);
+      List<CacheAdmin.Entry> all = cache.list();
+      long bytes = all.stream().mapToLong(CacheAdmin.Entry::bytes).sum();
+      long negative = all.stream().filter(l -> !l.status().equals("ok") && l.problem().isEmpty()).count();
+      long corrupt = all.stream().filter(l -> l.problem().isPresent()).count();
+      List<String> locks = cache.locks();
       Instant newest = all.isEmpty() ? null : seconds(all.get(0).lastUse());
       Instant oldest = all.isEmpty() ? null : seconds(all.get(all.size() - 1).lastUse());
-      String refusal = KernelCache.unsafeReason(cache.dir(), cache.settings().shared());
+      String refusal = CacheAdmin.unsafeReason(cache.directory()).orElse(null);
       if (json) {
-        System.out.println("{\"dir\": " + Json.str(cache.dir().toString()) + ", \"entries\": " + all.size()
-            + ", \"bytes\": " + bytes + ", \"max_bytes\": " + cache.settings().maxBytes() + ", \"negative_entries\": "
-            + negative + ", \"corrupt_entries\": " + corrupt + ", \"quarantined\": " + cache.quarantined()
-            + ", \"locks\": " + Json.strings(locks) + ", \"oldest_use\": " + Json.str(oldest) + ", \"newest_use\": "
-            + Json.str(newest) + ", \"writable\": " + (refusal == null) + "}");
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("dir", cache.directory().toString());
+        o.put("entries", all.size());
+        o.put("bytes", bytes);
+        o.put("max_bytes", cache.maxBytes());
+        o.put("negative_entries", negative);
+        o.put("corrupt_entries", corrupt);
+        o.put("quarantined", cache.quarantined());
+        o.put("locks", locks);
+        o.put("oldest_use", oldest == null ? null : oldest.toString());
+        o.put("newest_use", newest == null ? null : newest.toString());
+        o.put("writable", refusal == null);
+        System.out.println(Json.write(o));
       } else {
-        System.out.println("directory:   " + cache.dir());
+        System.out.println("directory:   " + cache.directory());
         System.out.println("entries:     " + all.size() + (negative > 0 ? " (" + negative + " failed compiles)" : ""));
-        System.out.printf(Locale.ROOT, "size:        %s of %s%n", human(bytes), human(cache.settings().maxBytes()));
+        System.out.printf(Locale.ROOT, "size:        %s of %s%n", human(bytes), human(cache.maxBytes()));
         System.out.println("corrupt:     " + corrupt + " (quarantined: " + cache.quarantined() + ")");
         System.out.println("last use:    " + (newest == null ? "-" : oldest + " .. " + newest));
         System.out.println("locks:       " + (locks.isEmpty() ? "none" : String.join("; ", locks)));
@@ -110,12 +103,17 @@ final class CacheCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      for (KernelCache.Listing l : dir.open(false).list()) {
+      for (CacheAdmin.Entry l : dir.open(false).list()) {
         if (json) {
-          System.out.println("{\"key\": " + Json.str(l.key()) + ", \"backend\": " + Json.str(l.backend())
-              + ", \"target\": " + Json.str(l.target()) + ", \"kernels\": " + Json.strings(l.kernelNames())
-              + ", \"bytes\": " + l.bytes() + ", \"last_use\": " + Json.str(l.lastUse()) + ", \"status\": "
-              + Json.str(l.status()) + "}");
+          Map<String, Object> o = new LinkedHashMap<>();
+          o.put("key", l.key());
+          o.put("backend", l.backend());
+          o.put("target", l.target());
+          o.put("kernels", l.kernelNames());
+          o.put("bytes", l.bytes());
+          o.put("last_use", l.lastUse().toString());
+          o.put("status", l.status());
+          System.out.println(Json.write(o));
         } else {
           System.out.printf(Locale.ROOT, "%s  %-7s  %-8s  %9s  %s  %s  [%s]%n", l.key().substring(0, 16), l.backend(),
               l.status(), human(l.bytes()), seconds(l.lastUse()), String.join(",", l.kernelNames()), l.target());
@@ -136,11 +134,11 @@ final class CacheCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      KernelCache cache = dir.open(remove);
+      CacheAdmin cache = dir.open(remove);
       int total = cache.list().size();
-      List<KernelCache.Listing> bad = cache.verify(remove);
-      for (KernelCache.Listing l : bad) {
-        System.out.println("bad " + l.key() + ": " + l.problem() + (remove ? " (moved aside)" : ""));
+      List<CacheAdmin.Entry> bad = cache.verify(remove);
+      for (CacheAdmin.Entry l : bad) {
+        System.out.println("bad " + l.key() + ": " + l.problem().orElse("") + (remove ? " (moved aside)" : ""));
       }
       System.out.println("verified " + total + " entries: " + (total - bad.size()) + " ok, " + bad.size() + " bad");
       return bad.isEmpty() || remove ? 0 : 1;
@@ -165,11 +163,11 @@ final class CacheCommand implements Runnable {
 
     @Override
     public Integer call() throws IOException {
-      KernelCache cache = dir.open(true);
-      long limit = cache.settings().maxBytes();
+      CacheAdmin cache = dir.open(true);
+      long limit = cache.maxBytes();
       if (maxSize != null) {
         try {
-          limit = Config.parseSize(maxSize.trim());
+          limit = Setting.parseSize(maxSize.trim());
         } catch (NumberFormatException | ArithmeticException | StringIndexOutOfBoundsException e) {
           throw new ParameterException(spec.commandLine(), "--max-size '" + maxSize + "' is not a size such as 500m");
         }
@@ -215,16 +213,7 @@ final class CacheCommand implements Runnable {
   }
 
   static String human(long bytes) {
-    if (bytes < 1024) {
-      return bytes + " B";
-    }
-    String[] units = {"KiB", "MiB", "GiB", "TiB"};
-    double v = bytes;
-    int u = -1;
-    while (v >= 1024 && u < units.length - 1) {
-      v /= 1024;
-      u++;
-    }
-    return String.format(Locale.ROOT, "%.1f %s", v, units[u]);
+    return Setting.formatSize(bytes);
   }
+
 }

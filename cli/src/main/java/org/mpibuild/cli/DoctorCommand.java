@@ -10,13 +10,13 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
-import org.mpibuild.internal.Config;
-import org.mpibuild.internal.MpiBindings;
-import org.mpibuild.internal.Settings;
-import org.mpibuild.internal.cache.CacheSettings;
-import org.mpibuild.internal.cache.KernelCache;
+import java.util.Optional;
+import org.mpibuild.CacheAdmin;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
+import org.mpibuild.spi.MpiBinding;
+import org.mpibuild.spi.Setting;
+import org.mpibuild.spi.SettingSource;
 import picocli.CommandLine.Command;
 
 /**
@@ -28,6 +28,7 @@ import picocli.CommandLine.Command;
         "compilers, the kernel cache. Exit codes: 0 usable, 1 something needed is missing (the fix is printed)."})
 final class DoctorCommand implements Callable<Integer> {
   private final List<String> problems = new ArrayList<>();
+  private final SettingSource settings = SettingSource.ofProcess();
   private PrintStream out;
 
   @Override
@@ -38,27 +39,16 @@ final class DoctorCommand implements Callable<Integer> {
         + System.getProperty("java.home") + ")");
 
     section("configuration");
-    Settings settings = null;
-    try {
-      settings = Settings.fromEnvironment();
-      ok("mode " + settings.mode().name().toLowerCase(Locale.ROOT) + ", backend "
-          + (settings.backend() == null ? "automatic" : settings.backend()) + ", compile timeout "
-          + settings.compileTimeout().toSeconds() + " s, async progress "
-          + settings.progress().name().toLowerCase(Locale.ROOT) + ", batch ranks "
-          + (settings.batchRanks() == 0 ? "all" : settings.batchRanks())
-          + (settings.record() == null ? "" : ", recording to " + settings.record()));
-    } catch (IllegalArgumentException e) {
-      fail(e.getMessage(), "fix or unset the setting named above (README: Configuration)");
-    }
+    configuration();
 
     section("mpi");
-    mpi(settings);
+    mpi();
 
     section("backends");
     backends();
 
     section("cache");
-    cache(settings);
+    cache();
 
     out.println();
     if (problems.isEmpty()) {
@@ -70,21 +60,51 @@ final class DoctorCommand implements Callable<Integer> {
     return 1;
   }
 
-  private void mpi(Settings settings) {
-    Map<String, String> launcher = MpiBindings.launcherVariables(System.getenv());
+  /** Every setting of the registry that is set, checked; a bad one is a problem. */
+  private void configuration() {
+    int set = 0;
+    List<Setting<?>> all = Setting.all();
+    for (Setting<?> s : all) {
+      String raw = settings.raw(s);
+      try {
+        s.read(settings);
+        if (raw != null && !raw.isBlank()) {
+          set++;
+          ok(s.variable() + "=" + raw);
+        }
+      } catch (IllegalArgumentException e) {
+        fail(e.getMessage(), "fix or unset " + s.variable() + " (README: Configuration)");
+      }
+    }
+    ok(set + " of " + all.size() + " settings set; the others have their defaults");
+  }
+
+  private String raw(String variable) {
+    for (Setting<?> s : Setting.all()) {
+      if (s.variable().equals(variable)) {
+        String v = settings.raw(s);
+        return v == null ? "" : v.trim().toLowerCase(Locale.ROOT);
+      }
+    }
+    return "";
+  }
+
+  private void mpi() {
+    Map<String, String> launcher = MpiBinding.launcherVariables(System.getenv());
     boolean launched = !launcher.isEmpty();
     out.println("  launcher:  " + (launched ? launcher : "none (not started by mpirun)"));
-    String jar = MpiBindings.mpiJarLocation();
-    if (jar != null) {
-      ok("mpi.jar binding: " + jar);
-    } else if (launched || (settings != null && settings.mode() == Settings.Mode.MPI)) {
-      fail("mpi.jar is not on the class path, so every rank would build alone",
+    MpiBinding mpiJava = MpiBinding.find("mpijava");
+    String jarWhy = mpiJava == null ? "mpi-build-mpijava is not on the class path" : mpiJava.unavailable();
+    if (jarWhy == null) {
+      ok("mpi.jar binding: " + mpiJava.describe());
+    } else if (launched || raw("MPI_BUILD_MODE").equals("mpi")) {
+      fail(jarWhy + ", so every rank would build alone",
           "launch ranks with bin/mpi-build-rank or 'mpirun ... java' (which add Open MPI's mpi.jar), or run "
               + "scripts/provision to build mpi.jar");
     } else {
-      out.println("  info  mpi.jar is not on the class path: local mode (bin/mpi-build-rank adds it under mpirun)");
+      out.println("  info  " + jarWhy + ": local mode (bin/mpi-build-rank adds mpi.jar under mpirun)");
     }
-    org.mpibuild.spi.MpiBinding ffm = MpiBindings.ffm();
+    MpiBinding ffm = MpiBinding.find("ffm");
     String ffmWhy = ffm == null ? "mpi-build-ffm is not on the class path, or this Java ("
         + Runtime.version().feature() + ") cannot load it (Java 22+)" : ffm.unavailable();
     if (ffmWhy == null) {
@@ -92,15 +112,11 @@ final class DoctorCommand implements Callable<Integer> {
     } else {
       out.println("  info  FFM binding unavailable: " + ffmWhy);
     }
-    String choice;
-    try {
-      choice = Config.ofProcess().string("mpibuild.binding", "MPI_BUILD_BINDING", "auto");
-    } catch (RuntimeException e) {
-      choice = "auto";
-    }
+    String choice = raw("MPI_BUILD_BINDING");
+    choice = choice.isEmpty() ? "auto" : choice;
     out.println("  binding:   " + (choice.equals("auto") ? "auto: " : choice + " (MPI_BUILD_BINDING): ")
         + (ffmWhy == null ? "FFM, unless the program initialized MPI through mpi.jar"
-            : jar != null ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)"));
+            : jarWhy == null ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)"));
     String version = firstLine("mpirun", "--version");
     if (version != null) {
       ok("mpirun: " + version);
@@ -113,11 +129,11 @@ final class DoctorCommand implements Callable<Integer> {
     List<BackendProvider> providers = new ArrayList<>();
     ServiceLoader.load(BackendProvider.class, getClass().getClassLoader()).forEach(providers::add);
     int usable = 0;
-    String wantedId = Config.ofProcess().string("mpibuild.backend", "MPI_BUILD_BACKEND", "").trim();
+    String wantedId = raw("MPI_BUILD_BACKEND");
     wantedId = wantedId.isEmpty() ? null : wantedId;
     boolean wantedUsable = wantedId == null;
     for (BackendProvider p : providers) {
-      try (Backend b = p.open()) {
+      try (Backend b = p.open(settings)) {
         usable++;
         wantedUsable |= p.id().equals(wantedId);
         ok(p.id() + ": device [" + b.target() + "]");
@@ -143,14 +159,21 @@ final class DoctorCommand implements Callable<Integer> {
     }
   }
 
-  private void cache(Settings settings) {
-    CacheSettings c = settings != null ? settings.cache() : CacheSettings.from(Config.ofProcess());
-    if (c.access() == CacheSettings.Access.OFF) {
+  private void cache() {
+    Optional<Path> configured;
+    boolean readOnly;
+    try {
+      configured = CacheAdmin.configuredDirectory();
+      readOnly = CacheAdmin.configuredReadOnly();
+    } catch (IllegalArgumentException e) {
+      return; // reported under configuration
+    }
+    if (configured.isEmpty()) {
       out.println("  info  the persistent cache is off (MPI_BUILD_CACHE=off)");
       return;
     }
-    Path dir = c.dir();
-    out.println("  directory: " + dir + " (" + c.access().name().toLowerCase(Locale.ROOT) + ")");
+    Path dir = configured.get();
+    out.println("  directory: " + dir + (readOnly ? " (read-only)" : " (on)"));
     if (!Files.exists(dir)) {
       Path parent = dir.toAbsolutePath().getParent();
       while (parent != null && !Files.exists(parent)) {
@@ -165,17 +188,17 @@ final class DoctorCommand implements Callable<Integer> {
       return;
     }
     try {
-      String unsafe = KernelCache.unsafeReason(dir, c.shared());
-      KernelCache cache = KernelCache.open(c.withAccess(CacheSettings.Access.READ_ONLY));
-      List<KernelCache.Listing> all = cache == null ? List.of() : cache.list();
-      long bytes = all.stream().mapToLong(KernelCache.Listing::bytes).sum();
-      long corrupt = all.stream().filter(l -> l.problem() != null).count();
-      ok(all.size() + " entries, " + CacheCommand.human(bytes) + " of " + CacheCommand.human(c.maxBytes())
+      String unsafe = CacheAdmin.unsafeReason(dir).orElse(null);
+      CacheAdmin cache = CacheAdmin.open(dir, false);
+      List<CacheAdmin.Entry> all = cache.list();
+      long bytes = all.stream().mapToLong(CacheAdmin.Entry::bytes).sum();
+      long corrupt = all.stream().filter(l -> l.problem().isPresent()).count();
+      ok(all.size() + " entries, " + CacheCommand.human(bytes) + " of " + CacheCommand.human(cache.maxBytes())
           + (corrupt > 0 ? ", " + corrupt + " corrupt (bin/mpi-build cache verify --remove)" : ""));
-      if (unsafe != null && c.access() == CacheSettings.Access.ON) {
+      if (unsafe != null && !readOnly) {
         fail("writes refused: " + unsafe, "chmod 700 " + dir + ", or MPI_BUILD_CACHE_SHARED=1 for a group cache");
       }
-    } catch (IOException e) {
+    } catch (IOException | IllegalStateException e) {
       fail("cannot read " + dir + ": " + e.getMessage(), "check the directory's permissions");
     }
   }

@@ -1,36 +1,19 @@
 package org.mpibuild.cli;
 
-import java.util.List;
-import java.util.stream.Collectors;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 
-/** The little JSON the CLI writes. */
+/** The CLI's JSON, through Jackson: one object per line. */
 final class Json {
+  static final ObjectMapper MAPPER = new ObjectMapper();
+
   private Json() {}
 
-  static String str(Object o) {
-    if (o == null) {
-      return "null";
+  static String write(Object value) {
+    try {
+      return MAPPER.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException("cannot write JSON: " + e.getMessage(), e);
     }
-    StringBuilder sb = new StringBuilder("\"");
-    for (char c : o.toString().toCharArray()) {
-      switch (c) {
-        case '"': sb.append("\\\""); break;
-        case '\\': sb.append("\\\\"); break;
-        case '\n': sb.append("\\n"); break;
-        case '\r': sb.append("\\r"); break;
-        case '\t': sb.append("\\t"); break;
-        default:
-          if (c < 0x20) {
-            sb.append(String.format("\\u%04x", (int) c));
-          } else {
-            sb.append(c);
-          }
-      }
-    }
-    return sb.append('"').toString();
-  }
-
-  static String strings(List<String> items) {
-    return items.stream().map(Json::str).collect(Collectors.joining(", ", "[", "]"));
   }
 }

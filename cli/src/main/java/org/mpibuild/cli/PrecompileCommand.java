@@ -8,8 +8,8 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
+import org.mpibuild.MpiBuildBuilder;
 import org.mpibuild.PrecompileResult;
-import org.mpibuild.internal.Manifest;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -43,7 +43,7 @@ final class PrecompileCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     List<Manifest.Entry> entries = Manifest.read(manifest);
-    MpiBuild.Builder b = MpiBuild.builder();
+    MpiBuildBuilder b = MpiBuild.builder();
     if (cache.dir != null) {
       b.cacheDirectory(cache.dir);
     }
@@ -69,8 +69,8 @@ final class PrecompileCommand implements Callable<Integer> {
       }
       if (talk) {
         out.printf(Locale.ROOT, "precompile: %d entries from %s with %s on %s, cache %s%n", requests.size(), manifest,
-            build.backend(), build.communicator(), build.cacheDirectory() == null ? "off" : build.cacheDirectory());
-        if (build.cacheDirectory() == null) {
+            build.backend(), build.communicator(), build.cacheDirectory().map(Object::toString).orElse("off"));
+        if (build.cacheDirectory().isEmpty()) {
           out.println("precompile: warning: the cache is off (MPI_BUILD_CACHE=off): nothing will be kept");
         }
       }

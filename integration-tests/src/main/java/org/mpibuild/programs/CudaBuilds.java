@@ -1,5 +1,6 @@
 package org.mpibuild.programs;
 
+import org.mpibuild.examples.CudaSaxpy;
 import java.util.HexFormat;
 import org.mpibuild.BinaryData;
 import org.mpibuild.Kernel;

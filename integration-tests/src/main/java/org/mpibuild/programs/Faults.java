@@ -1,5 +1,7 @@
 package org.mpibuild.programs;
 
+import org.mpibuild.examples.Saxpy;
+import org.mpibuild.testkit.DelegatingBackend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -12,8 +14,8 @@ import org.mpibuild.BinaryData;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.internal.cache.CacheKey;
-import org.mpibuild.internal.comm.CorruptingCommunicator;
+import org.mpibuild.CacheAdmin;
+import org.mpibuild.testkit.CorruptingCommunicator;
 import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
@@ -200,7 +202,7 @@ public final class Faults {
       Backend b = Scenarios.openCl();
       String key;
       try {
-        key = CacheKey.of(Saxpy.REQUEST, b);
+        key = CacheAdmin.keyOf(Saxpy.REQUEST, b);
       } finally {
         b.close();
       }

@@ -1,5 +1,6 @@
 package org.mpibuild.programs;
 
+import org.mpibuild.examples.Saxpy;
 import java.util.ArrayList;
 import java.util.List;
 import org.mpibuild.Kernel;

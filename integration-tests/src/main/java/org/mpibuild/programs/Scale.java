@@ -1,5 +1,6 @@
 package org.mpibuild.programs;
 
+import org.mpibuild.testkit.DelegatingBackend;
 import static org.jocl.CL.CL_MEM_READ_WRITE;
 import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.CL_TRUE;
@@ -102,7 +103,7 @@ public final class Scale {
         }
         doneDuringCompute = 0;
         for (KernelFuture f : futures) {
-          doneDuringCompute += f.isDone() ? 1 : 0;
+          doneDuringCompute += f.test() ? 1 : 0;
         }
       }
       int verified = 0;
@@ -148,7 +149,7 @@ public final class Scale {
     Backend opencl = null;
     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
       if (p.id().equals("opencl")) {
-        opencl = p.open();
+        opencl = p.open(org.mpibuild.spi.SettingSource.ofProcess());
       }
     }
     KernelSource which = KernelSource.of("__kernel void which(__global float* y) {\n"

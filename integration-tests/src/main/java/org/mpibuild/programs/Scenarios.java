@@ -1,5 +1,7 @@
 package org.mpibuild.programs;
 
+import org.mpibuild.examples.Saxpy;
+import org.mpibuild.testkit.DelegatingBackend;
 import java.util.List;
 import java.util.ServiceLoader;
 import mpi.Intracomm;
@@ -117,7 +119,7 @@ public final class Scenarios {
   public static Backend openCl() {
     for (BackendProvider p : ServiceLoader.load(BackendProvider.class)) {
       if (p.id().equals("opencl")) {
-        return p.open();
+        return p.open(org.mpibuild.spi.SettingSource.ofProcess());
       }
     }
     throw new IllegalStateException("the OpenCL backend is not on the class path");

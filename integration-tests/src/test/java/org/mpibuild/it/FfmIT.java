@@ -23,7 +23,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * installed side by side), on JDK 25: the collective protocol's scenarios, checked on every rank.
  */
 class FfmIT {
-  static final Path JDK = Path.of(System.getProperty("mpibuild.it.jdk25", "/usr/lib/jvm/temurin-25-jdk-amd64"));
+  /** The JDK 22+ the build found (scripts/provision: MPI_BUILD_FFM_JDK, else the newest under /usr/lib/jvm). */
+  static final String FFM_JDK = System.getProperty("mpibuild.it.ffmjdk", "");
+  static final Path JDK = Path.of(FFM_JDK.isBlank() || FFM_JDK.startsWith("${") ? "/nonexistent-jdk" : FFM_JDK);
   static final Path MPIEXEC_MPICH = Path.of("/usr/bin/mpiexec.mpich");
   private static final Pattern RESULT = Pattern.compile(
       "^(?:\\[(\\d+)\\] )?RESULT scenario=(\\S+) rank=(\\d+) size=(\\d+) outcome=(\\S+) verified=(\\S+) binding=(\\S+) message=(.*)$");
@@ -92,7 +94,8 @@ class FfmIT {
   @CsvSource({"openmpi, 1", "openmpi, 2", "openmpi, 4", "mpich, 1", "mpich, 2", "mpich, 4"})
   void theProtocolRunsOnTheFfmBinding(String mpi, int ranks) throws Exception {
     if (!Files.isExecutable(JDK.resolve("bin/java"))) {
-      skip("no JDK 22+ at " + JDK + " (the FFM binding needs one)");
+      skip(FFM_JDK.isBlank() || FFM_JDK.startsWith("${") ? "no JDK 22+ was found, so the FFM binding was not built "
+          + "(set MPI_BUILD_FFM_JDK and rerun scripts/provision)" : "no JDK 22+ at " + JDK);
     }
     if (mpi.equals("mpich") && !Files.isExecutable(MPIEXEC_MPICH)) {
       skip("MPICH is not installed (" + MPIEXEC_MPICH + "; scripts/provision installs it)");

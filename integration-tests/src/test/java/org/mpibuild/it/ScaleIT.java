@@ -100,7 +100,7 @@ class ScaleIT {
   }
 
   static String demoSummary(Map<String, String> env) {
-    Mpirun.Job job = Mpirun.run(2, 300, env, "org.mpibuild.demo.Demo");
+    Mpirun.Job job = Mpirun.run(2, 300, env, "org.mpibuild.examples.Demo");
     try {
       assertEquals(0, job.exitCode(), job.describe());
       return job.stdoutByRank().get(0).stream().filter(l -> l.startsWith("summary:")).findFirst()

@@ -1,6 +1,5 @@
 package org.mpibuild.internal;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.SortedMap;
 import java.util.TreeMap;
@@ -17,15 +16,25 @@ public final class Agreement {
    * @param localFailure this rank's reason, or null if it succeeded
    */
   public static SortedMap<Integer, String> failures(Communicator comm, String localFailure) {
+    SortedMap<Integer, String> out = new TreeMap<>();
+    failures(comm, localFailure == null ? null : RankFailure.problem(localFailure))
+        .forEach((rank, f) -> out.put(rank, f.reason()));
+    return out;
+  }
+
+  /**
+   * Returns every failed rank's report, by rank; empty when none failed. As {@link #failures(Communicator,
+   * String)}, with typed reports. Collective.
+   */
+  static SortedMap<Integer, RankFailure> failures(Communicator comm, RankFailure localFailure) {
     if (comm.allReduceMax(new int[] {localFailure == null ? 0 : 1})[0] == 0) {
       return Collections.emptySortedMap();
     }
-    byte[] mine = localFailure == null ? new byte[0] : nonEmpty(localFailure).getBytes(StandardCharsets.UTF_8);
-    byte[][] all = comm.allGather(mine);
-    SortedMap<Integer, String> failures = new TreeMap<>();
+    byte[][] all = comm.allGather(localFailure == null ? new byte[0] : localFailure.encode());
+    SortedMap<Integer, RankFailure> failures = new TreeMap<>();
     for (int r = 0; r < all.length; r++) {
       if (all[r].length > 0) {
-        failures.put(r, new String(all[r], StandardCharsets.UTF_8));
+        failures.put(r, RankFailure.decode(all[r]));
       }
     }
     return failures;
@@ -36,9 +45,5 @@ public final class Agreement {
     StringBuilder sb = new StringBuilder();
     failures.forEach((r, why) -> sb.append("\n  rank ").append(r).append(": ").append(why));
     return sb.toString();
-  }
-
-  private static String nonEmpty(String s) {
-    return s.isEmpty() ? "(no reason given)" : s;
   }
 }

@@ -10,7 +10,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
-import org.mpibuild.internal.comm.ForwardingCommunicator;
+import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.spi.Communicator;
 
 /**
@@ -295,6 +295,39 @@ public final class AsyncBuilds implements AutoCloseable {
     @Override
     public void close() {
       // the instance closes its own communicator
+    }
+  }
+
+  /** The asynchronous builds of one instance, started on first use. */
+  public static final class Lazy {
+    private final CollectiveBuild protocol;
+    private final Communicator comm;
+    private final Settings.Progress setting;
+    private AsyncBuilds builds;
+
+    public Lazy(CollectiveBuild protocol, Communicator comm, Settings.Progress setting) {
+      this.protocol = protocol;
+      this.comm = comm;
+      this.setting = setting;
+    }
+
+    /** The builds, started now if they were not. */
+    public synchronized AsyncBuilds get() {
+      if (builds == null) {
+        builds = new AsyncBuilds(protocol, comm, setting);
+      }
+      return builds;
+    }
+
+    /** Applies {@code action} to the builds if they were started; does nothing otherwise. */
+    public void ifStarted(java.util.function.Consumer<AsyncBuilds> action) {
+      AsyncBuilds b;
+      synchronized (this) {
+        b = builds;
+      }
+      if (b != null) {
+        action.accept(b);
+      }
     }
   }
 }

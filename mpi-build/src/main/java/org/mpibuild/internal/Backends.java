@@ -6,6 +6,7 @@ import java.util.ServiceLoader;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
+import org.mpibuild.spi.SettingSource;
 
 /** Finds backends on the class path through {@link ServiceLoader}. */
 public final class Backends {
@@ -21,11 +22,12 @@ public final class Backends {
   }
 
   /**
-   * Opens the backend {@code id}, or the only one on the class path when {@code id} is null.
+   * Opens the backend {@code id}, or the best one that can run here when {@code id} is null, reading its
+   * settings from {@code settings}.
    *
    * @throws BackendUnavailableException if it is absent, ambiguous, or cannot run here
    */
-  public static Backend open(String id) {
+  public static Backend open(String id, SettingSource settings) {
     List<BackendProvider> providers = new ArrayList<>();
     ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader()).forEach(providers::add);
     if (providers.isEmpty() && id == null) {
@@ -38,7 +40,7 @@ public final class Backends {
       StringBuilder reasons = new StringBuilder();
       for (BackendProvider p : providers) {
         try {
-          return p.openAsDefault();
+          return p.openAsDefault(settings);
         } catch (BackendUnavailableException e) {
           reasons.append("\n  ").append(e.getMessage());
         }
@@ -47,7 +49,7 @@ public final class Backends {
     }
     for (BackendProvider p : providers) {
       if (p.id().equals(id)) {
-        return p.open();
+        return p.open(settings);
       }
     }
     throw new BackendUnavailableException("backend '" + id + "' is not on the class path; available: "

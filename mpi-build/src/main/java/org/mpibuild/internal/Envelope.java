@@ -43,14 +43,26 @@ public final class Envelope {
 
   /** Outcome carried by an envelope. */
   public enum Status {
-    OK, COMPILE_FAILED, INVALID_REQUEST, INTERNAL_ERROR, COMPILE_TIMED_OUT;
+    OK(0), COMPILE_FAILED(1), INVALID_REQUEST(2), INTERNAL_ERROR(3), COMPILE_TIMED_OUT(4);
+
+    private final int code;
+
+    Status(int code) {
+      this.code = code;
+    }
+
+    /** The status's code in the header: part of the format, never to be renumbered. */
+    int code() {
+      return code;
+    }
 
     static Status of(int code) {
-      Status[] all = values();
-      if (code < 0 || code >= all.length) {
-        throw new CorruptBinaryException("unknown status code " + code + " in binary header");
+      for (Status s : values()) {
+        if (s.code == code) {
+          return s;
+        }
       }
-      return all[code];
+      throw new CorruptBinaryException("unknown status code " + code + " in binary header");
     }
   }
 
@@ -199,7 +211,7 @@ public final class Envelope {
     ByteBuffer h = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.BIG_ENDIAN);
     h.put(MAGIC)
         .putShort((short) FORMAT_VERSION)
-        .put((byte) status.ordinal())
+        .put((byte) status.code())
         .put((byte) 0)
         .putInt(encodedMetadata.length)
         .putLong(payload.length())

@@ -1,5 +1,10 @@
 package org.mpibuild.internal;
 
+import java.nio.ByteBuffer;
+import java.nio.LongBuffer;
+import org.mpibuild.JobStatistics;
+import org.mpibuild.spi.Communicator;
+
 import org.mpibuild.BuildStats;
 
 /** What one rank has done across the builds of one MpiBuild, for job-wide statistics. */
@@ -12,7 +17,7 @@ public final class JobCounters {
   public static final int BYTES_BROADCAST = 4;
   public static final int CACHE_FILE_OPS = 5;
   public static final int AGREEMENT_NS = 6;
-  public static final int COMPILE_NS = 7;
+  public static final int OBTAIN_NS = 7;
   public static final int WAIT_NS = 8;
   public static final int BROADCAST_NS = 9;
   public static final int LOAD_NS = 10;
@@ -36,7 +41,7 @@ public final class JobCounters {
     v[BYTES_BROADCAST] += bytesSent;
     v[CACHE_FILE_OPS] += s.cacheFileOperations();
     v[AGREEMENT_NS] += s.agreementNanos();
-    v[COMPILE_NS] += s.compileNanos();
+    v[OBTAIN_NS] += s.obtainNanos();
     v[WAIT_NS] += s.waitNanos();
     v[BROADCAST_NS] += s.broadcastNanos();
     v[LOAD_NS] += s.loadNanos();
@@ -45,5 +50,34 @@ public final class JobCounters {
   /** A copy of the counters, indexed by the constants above. */
   public synchronized long[] toArray() {
     return v.clone();
+  }
+
+  /**
+   * The job's statistics: every rank's counters gathered, summed, and their maximum taken, on every rank.
+   * Collective.
+   */
+  public JobStatistics reduce(Communicator comm) {
+    long[] mine = toArray();
+    ByteBuffer out = ByteBuffer.allocate(mine.length * Long.BYTES);
+    out.asLongBuffer().put(mine);
+    byte[][] all = comm.allGather(out.array());
+    long[] sum = new long[LENGTH];
+    long[] max = new long[LENGTH];
+    for (byte[] b : all) {
+      LongBuffer in = ByteBuffer.wrap(b).asLongBuffer();
+      for (int i = 0; i < LENGTH; i++) {
+        long x = in.get(i);
+        sum[i] += x;
+        max[i] = Math.max(max[i], x);
+      }
+    }
+    // Every rank counts each build once; the job's build count is one rank's.
+    return new JobStatistics(all.length, max[BUILDS], sum[COMPILES], sum[CACHE_HITS], sum[CACHE_MISSES],
+        sum[BYTES_BROADCAST], sum[CACHE_FILE_OPS], phase(sum, max, AGREEMENT_NS), phase(sum, max, OBTAIN_NS),
+        phase(sum, max, WAIT_NS), phase(sum, max, BROADCAST_NS), phase(sum, max, LOAD_NS));
+  }
+
+  private static JobStatistics.Phase phase(long[] sum, long[] max, int i) {
+    return new JobStatistics.Phase(sum[i], max[i]);
   }
 }

@@ -1,13 +1,11 @@
 package org.mpibuild.internal;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -30,9 +28,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class Manifest {
   private static final Logger log = LoggerFactory.getLogger(Manifest.class);
-
-  /** One recorded request. */
-  public record Entry(int line, String backend, List<String> targets, KernelSource request) {}
 
   private Manifest() {}
 
@@ -91,63 +86,5 @@ public final class Manifest {
     o.put("options", r.options());
     o.put("source", r.source());
     return Json.write(o);
-  }
-
-  /**
-   * Reads a manifest.
-   *
-   * @throws IllegalArgumentException naming the file and line of the first bad entry
-   * @throws UncheckedIOException if the file cannot be read
-   */
-  public static List<Entry> read(Path file) {
-    List<String> lines;
-    try {
-      lines = Files.readAllLines(file, StandardCharsets.UTF_8);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read the manifest " + file + ": " + e, e);
-    }
-    List<Entry> out = new ArrayList<>();
-    for (int n = 0; n < lines.size(); n++) {
-      String line = lines.get(n).trim();
-      if (line.isEmpty() || line.startsWith("#")) {
-        continue;
-      }
-      try {
-        Map<String, Object> o = Json.readObject(line);
-        String source = string(o, "source", null);
-        if (source == null) {
-          throw new IllegalArgumentException("no \"source\"");
-        }
-        KernelSource request = KernelSource.of(source).withKernels(strings(o, "kernels"))
-            .withOptions(string(o, "options", ""));
-        out.add(new Entry(n + 1, string(o, "backend", ""), strings(o, "targets"), request));
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(file + ":" + (n + 1) + ": not a manifest entry: " + e.getMessage(), e);
-      }
-    }
-    return out;
-  }
-
-  private static String string(Map<String, Object> o, String key, String dflt) {
-    Object v = o.get(key);
-    if (v == null) {
-      return dflt;
-    }
-    if (!(v instanceof String s)) {
-      throw new IllegalArgumentException("\"" + key + "\" is not a string");
-    }
-    return s;
-  }
-
-  @SuppressWarnings("unchecked")
-  private static List<String> strings(Map<String, Object> o, String key) {
-    Object v = o.get(key);
-    if (v == null) {
-      return List.of();
-    }
-    if (!(v instanceof List<?> l) || !l.stream().allMatch(x -> x instanceof String)) {
-      throw new IllegalArgumentException("\"" + key + "\" is not a list of strings");
-    }
-    return (List<String>) l;
   }
 }

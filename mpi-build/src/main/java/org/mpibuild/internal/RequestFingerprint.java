@@ -30,12 +30,17 @@ final class RequestFingerprint {
     this.problem = problem;
   }
 
+  /** The kind of build call: one request from a root, or a batch spread over the ranks. */
+  enum Shape {
+    SINGLE, BATCH
+  }
+
   /**
-   * The fingerprint of a list of requests built together (one request for a single build). {@code root}
-   * is the root's rank, or a word for builds without one ({@code "batch"}), so that ranks making different
-   * kinds of build calls never agree.
+   * The fingerprint of a list of requests built together (one request for a single build). The shape and,
+   * for a single build, the root are part of it, so that ranks making different kinds of build calls never
+   * agree.
    */
-  static RequestFingerprint of(List<KernelSource> requests, String backendId, String root, int chunkBytes,
+  static RequestFingerprint of(List<KernelSource> requests, String backendId, Shape shape, int root, int chunkBytes,
       String problem) {
     byte[][] fields = {
       hash(each(requests, KernelSource::source)),
@@ -43,7 +48,7 @@ final class RequestFingerprint {
       hash(each(requests, r -> r.kernelNames() == null ? null
           : String.join("\u0000", r.kernelNames()) + "\u0000" + r.kernelNames().size())),
       hash(backendId),
-      hash(root),
+      hash(shape == Shape.BATCH ? "batch" : "root " + root),
       hash(Integer.toString(chunkBytes)),
       hash(problem == null ? "ok" : "invalid"),
     };

@@ -1,9 +1,7 @@
 package org.mpibuild.internal;
 
-import java.util.Locale;
-import java.util.Map;
-import java.util.Properties;
 import org.mpibuild.internal.cache.CacheSettings;
+import org.mpibuild.spi.SettingSource;
 
 /**
  * Configuration from system properties and environment variables, checked once. A system property wins
@@ -11,6 +9,8 @@ import org.mpibuild.internal.cache.CacheSettings;
  * The README's configuration table lists every setting.
  *
  * @param mode how to find MPI
+ * @param binding which MPI binding to use
+ * @param source where the settings were read, for the backends' own settings
  * @param backend the backend id, or null for the only one on the class path
  * @param chunkBytes the broadcast chunk size
  * @param maxBinaryBytes the largest binary a rank accepts
@@ -20,7 +20,7 @@ import org.mpibuild.internal.cache.CacheSettings;
  * @param progress who drives the MPI calls of asynchronous builds
  * @param record the manifest file the root appends every build request to, or null
  */
-public record Settings(Mode mode, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache,
+public record Settings(Mode mode, Binding binding, SettingSource source, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache,
     java.time.Duration compileTimeout, int batchRanks, Progress progress, java.nio.file.Path record) {
 
   /** Who makes the MPI calls of asynchronous builds. */
@@ -31,6 +31,16 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
     THREAD,
     /** The caller's thread, when it touches a future or calls progress(). */
     CALLER
+  }
+
+  /** Which MPI binding to use. */
+  public enum Binding {
+    /** mpi.jar when the program initialized MPI through it, else FFM where it runs, else mpi.jar. */
+    AUTO,
+    /** Open MPI's Java bindings. */
+    MPIJAVA,
+    /** The MPI C library through Java's Foreign Function and Memory API (Java 22+). */
+    FFM
   }
 
   /** How to find MPI. */
@@ -68,91 +78,63 @@ public record Settings(Mode mode, String backend, int chunkBytes, long maxBinary
 
   /** Settings with the defaults and no cache, for tests. */
   public static Settings defaults() {
-    return new Settings(Mode.AUTO, null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
+    return new Settings(Mode.AUTO, Binding.AUTO, SettingSource.of(new java.util.Properties(), java.util.Map.of()),
+        null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
         DEFAULT_COMPILE_TIMEOUT, 0, Progress.AUTO, null);
   }
 
   /** Reads the settings of this process. */
   public static Settings fromEnvironment() {
-    return from(Config.ofProcess());
+    return from(SettingSource.ofProcess());
   }
 
-  static Settings from(Properties props, Map<String, String> env) {
-    return from(new Config(props, env));
+  /** Reads the settings from these properties and environment (for tests). */
+  static Settings from(java.util.Properties props, java.util.Map<String, String> env) {
+    return from(SettingSource.of(props, env));
   }
 
-  static Settings from(Config c) {
-    Mode m = choice(c, "mpibuild.mode", "MPI_BUILD_MODE", Mode.class);
-    String backend = c.string("mpibuild.backend", "MPI_BUILD_BACKEND", "");
-    long chunk = c.bytes("mpibuild.chunkBytes", "MPI_BUILD_CHUNK_BYTES", DEFAULT_CHUNK_BYTES);
-    if (chunk <= 0 || chunk > Integer.MAX_VALUE) {
-      throw new IllegalArgumentException("MPI_BUILD_CHUNK_BYTES / mpibuild.chunkBytes is " + chunk
-          + "; expected 1.." + Integer.MAX_VALUE + " (MPI counts are int)");
-    }
-    long max = c.bytes("mpibuild.maxBinaryBytes", "MPI_BUILD_MAX_BINARY_BYTES", DEFAULT_MAX_BINARY_BYTES);
-    String ranks = c.string("mpibuild.batchRanks", "MPI_BUILD_BATCH_RANKS", "0").trim();
-    int batchRanks;
-    try {
-      batchRanks = Integer.parseInt(ranks);
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException("MPI_BUILD_BATCH_RANKS / mpibuild.batchRanks is '" + ranks
-          + "'; expected a whole number (0 = every rank)", e);
-    }
-    Progress p = choice(c, "mpibuild.progress", "MPI_BUILD_PROGRESS", Progress.class);
-    String record = c.string("mpibuild.record", "MPI_BUILD_RECORD", "").trim();
-    return new Settings(m, backend.isBlank() ? null : backend.trim(), (int) chunk, max, CacheSettings.from(c),
-        c.seconds("mpibuild.compileTimeoutSeconds", "MPI_BUILD_COMPILE_TIMEOUT", DEFAULT_COMPILE_TIMEOUT),
-        batchRanks, p, record.isEmpty() ? null : java.nio.file.Path.of(record).toAbsolutePath());
-  }
-
-  /** One of an enum's constants, by name in any case; the first constant is the default. */
-  private static <E extends Enum<E>> E choice(Config c, String property, String variable, Class<E> type) {
-    E[] all = type.getEnumConstants();
-    String v = c.string(property, variable, all[0].name().toLowerCase(Locale.ROOT));
-    try {
-      return Enum.valueOf(type, v.trim().toUpperCase(Locale.ROOT));
-    } catch (IllegalArgumentException e) {
-      StringBuilder expected = new StringBuilder();
-      for (E x : all) {
-        expected.append(expected.length() == 0 ? "" : ", ").append(x.name().toLowerCase(Locale.ROOT));
-      }
-      throw new IllegalArgumentException(variable + " / " + property + " is '" + v + "'; expected " + expected, e);
-    }
+  /** Reads the settings from {@code s}; a bad value fails, naming the setting. */
+  public static Settings from(SettingSource s) {
+    String backend = CoreSettings.BACKEND.read(s);
+    return new Settings(CoreSettings.MODE.read(s), CoreSettings.BINDING.read(s), s,
+        backend == null || backend.isEmpty() ? null : backend, CoreSettings.CHUNK_BYTES.read(s).intValue(),
+        CoreSettings.MAX_BINARY_BYTES.read(s), CacheSettings.from(s), CoreSettings.COMPILE_TIMEOUT.read(s),
+        CoreSettings.BATCH_RANKS.read(s), CoreSettings.PROGRESS.read(s), CoreSettings.RECORD.read(s));
   }
 
   public Settings withChunkBytes(int bytes) {
-    return new Settings(mode, backend, bytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, bytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withMaxBinaryBytes(long bytes) {
-    return new Settings(mode, backend, chunkBytes, bytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, bytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withMode(Mode m) {
-    return new Settings(m, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(m, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withBackend(String id) {
-    return new Settings(mode, id, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, id, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withCache(CacheSettings c) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record);
   }
 
   public Settings withCompileTimeout(java.time.Duration t) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record);
   }
 
   public Settings withBatchRanks(int ranks) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, ranks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, ranks, progress, record);
   }
 
   public Settings withProgress(Progress p) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record);
   }
 
   public Settings withRecord(java.nio.file.Path file) {
-    return new Settings(mode, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file);
   }
 }

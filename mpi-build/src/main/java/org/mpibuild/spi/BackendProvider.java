@@ -2,7 +2,7 @@ package org.mpibuild.spi;
 
 /**
  * Finds and opens a {@link Backend}. Listed in {@code META-INF/services/org.mpibuild.spi.BackendProvider}.
- * Creating a provider must be cheap and must not load native libraries; {@link #open()} does that.
+ * Creating a provider must be cheap and must not load native libraries; {@link #open} does that.
  */
 public interface BackendProvider {
 
@@ -16,10 +16,11 @@ public interface BackendProvider {
   /**
    * Opens the backend on this rank's device.
    *
+   * @param settings where the backend reads its {@link #settings()}
    * @return the backend
    * @throws org.mpibuild.BackendUnavailableException with the reason, if the backend cannot run here
    */
-  Backend open();
+  Backend open(SettingSource settings);
 
   /**
    * Returns the preference among backends when none is named: the highest usable one is chosen.
@@ -31,13 +32,23 @@ public interface BackendProvider {
   }
 
   /**
-   * Opens the backend for an automatic choice, which may demand more than {@link #open()} (CUDA, for
+   * Opens the backend for an automatic choice, which may demand more than {@link #open} (CUDA, for
    * example, is chosen automatically only when a GPU is usable).
    *
+   * @param settings where the backend reads its {@link #settings()}
    * @return the backend
    * @throws org.mpibuild.BackendUnavailableException with the reason, if it should not be chosen here
    */
-  default Backend openAsDefault() {
-    return open();
+  default Backend openAsDefault(SettingSource settings) {
+    return open(settings);
+  }
+
+  /**
+   * Returns the settings this plug-in reads, so that {@code mpi-build doctor} and the README list them.
+   *
+   * @return its settings; none by default
+   */
+  default java.util.List<Setting<?>> settings() {
+    return java.util.List.of();
   }
 }

@@ -1,5 +1,6 @@
 package org.mpibuild.internal;
 
+import org.mpibuild.testkit.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -23,7 +24,7 @@ import org.mpibuild.KernelBuildException;
 import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.RequestMismatchException;
-import org.mpibuild.internal.comm.InProcessCommunicator;
+import org.mpibuild.testkit.InProcessCommunicator;
 import org.mpibuild.spi.Communicator;
 
 /** The protocol with several ranks in one JVM: every rank's outcome is checked, never only the root's. */
@@ -361,7 +362,7 @@ public class CollectiveBuildTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
     List<FakeBackend> backends = List.of(new FakeBackend(), new FakeBackend(), new FakeBackend());
     List<RankResult> results = onRanks(world, 3, backends::get, (rank, comm, backend) -> {
-      Communicator c = rank == 2 ? new org.mpibuild.internal.comm.CorruptingCommunicator(comm, 3) : comm;
+      Communicator c = rank == 2 ? new CorruptingCommunicator(comm, 3) : comm;
       return new CollectiveBuild(c, backend, SETTINGS).run(KernelSource.of(SOURCE), 0);
     });
     KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));

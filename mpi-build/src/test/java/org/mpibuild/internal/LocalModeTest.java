@@ -1,5 +1,6 @@
 package org.mpibuild.internal;
 
+import org.mpibuild.testkit.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

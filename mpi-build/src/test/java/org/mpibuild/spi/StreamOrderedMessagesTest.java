@@ -12,7 +12,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
-import org.mpibuild.internal.comm.ForwardingCommunicator;
+import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.internal.comm.LocalCommunicator;
 
 /** The progress engine of stream-ordered messages, with a scripted MPI and scripted device steps. */

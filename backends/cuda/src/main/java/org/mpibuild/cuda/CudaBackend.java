@@ -44,6 +44,7 @@ import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NativeLibraries;
@@ -422,7 +423,7 @@ final class CudaBackend implements Backend {
         driverReady = true;
       }
     } catch (LinkageError | RuntimeException e) {
-      driverProblem = "no CUDA driver (libcuda.so.1 cannot be loaded: " + firstLine(e) + ")";
+      driverProblem = "no CUDA driver (libcuda.so.1 cannot be loaded: " + BackendSupport.firstLine(e) + ")";
       log.debug("CUDA driver probe failed", e);
     }
     return driverProblem;
@@ -439,7 +440,7 @@ final class CudaBackend implements Backend {
       check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion");
       nvrtcVersion = major[0] + "." + minor[0];
     } catch (LinkageError | RuntimeException e) {
-      nvrtcProblem = "libnvrtc cannot be loaded (" + firstLine(e) + ")";
+      nvrtcProblem = "libnvrtc cannot be loaded (" + BackendSupport.firstLine(e) + ")";
       log.debug("NVRTC probe failed", e);
     }
   }
@@ -465,18 +466,10 @@ final class CudaBackend implements Backend {
     return 0;
   }
 
-  private static String firstLine(Throwable e) {
-    String m = String.valueOf(e.getMessage());
-    int nl = m.indexOf('\n');
-    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
-  }
 
   private static void deleteTree(Path dir) {
-    if (dir == null) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    try {
+      BackendSupport.deleteTree(dir);
     } catch (IOException e) {
       log.debug("cannot remove {}: {}", dir, e.toString());
     }

@@ -3,6 +3,8 @@ package org.mpibuild.cuda;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
+import org.mpibuild.spi.Setting;
+import org.mpibuild.spi.SettingSource;
 
 /**
  * Opens the CUDA backend. Found by the core through {@link java.util.ServiceLoader}; preferred over
@@ -38,13 +40,18 @@ public final class CudaBackendProvider implements BackendProvider {
   }
 
   @Override
-  public Backend open() {
-    return CudaBackend.open(CudaSettings.fromEnvironment());
+  public Backend open(SettingSource settings) {
+    return CudaBackend.open(CudaSettings.from(settings));
   }
 
   @Override
-  public Backend openAsDefault() {
-    CudaBackend b = CudaBackend.open(CudaSettings.fromEnvironment());
+  public java.util.List<Setting<?>> settings() {
+    return CudaSettings.ALL;
+  }
+
+  @Override
+  public Backend openAsDefault(SettingSource settings) {
+    CudaBackend b = CudaBackend.open(CudaSettings.from(settings));
     if (!b.hasDevice()) {
       String why = b.deviceProblem();
       b.close();

@@ -4,8 +4,6 @@ import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuModuleUnload;
 
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import jcuda.NativePointerObject;
@@ -17,6 +15,7 @@ import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.spi.NamedKernels;
 
 /**
  * The CUDA view of a {@link org.mpibuild.Kernel}: a module loaded through the driver API and its
@@ -30,18 +29,17 @@ import org.mpibuild.spi.LoadedProgram;
 public final class CudaKernel implements LoadedProgram {
   private final CUcontext context;
   private final CUmodule module;
-  private final Map<String, CUfunction> functions;
-  private boolean closed;
+  private final NamedKernels<CUfunction> functions;
 
   CudaKernel(CUcontext context, CUmodule module, Map<String, CUfunction> functions) {
     this.context = context;
     this.module = module;
-    this.functions = new LinkedHashMap<>(functions);
+    this.functions = new NamedKernels<>(functions, "module");
   }
 
   /** @return the first function, the only one for single-kernel requests */
   public CUfunction function() {
-    return functions.values().iterator().next();
+    return functions.first();
   }
 
   /**
@@ -52,11 +50,7 @@ public final class CudaKernel implements LoadedProgram {
    * @throws IllegalArgumentException if there is none of that name
    */
   public CUfunction function(String name) {
-    CUfunction f = functions.get(name);
-    if (f == null) {
-      throw new IllegalArgumentException("no kernel '" + name + "' in this module; it has " + kernelNames());
-    }
-    return f;
+    return functions.get(name);
   }
 
   /** @return the module */
@@ -71,7 +65,7 @@ public final class CudaKernel implements LoadedProgram {
 
   @Override
   public List<String> kernelNames() {
-    return new ArrayList<>(functions.keySet());
+    return functions.names();
   }
 
   /**
@@ -128,9 +122,8 @@ public final class CudaKernel implements LoadedProgram {
   }
 
   @Override
-  public synchronized void close() {
-    if (!closed) {
-      closed = true;
+  public void close() {
+    if (functions.release()) {
       cuModuleUnload(module);
     }
   }

@@ -17,7 +17,7 @@ import org.mpibuild.CompileException;
 import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.internal.cache.CacheKey;
+import org.mpibuild.CacheAdmin;
 
 /**
  * The CUDA backend without a GPU: nvcc builds for architectures named explicitly, and the binary is
@@ -106,9 +106,9 @@ class CudaBuildTest {
     CudaBackend b = CudaBackend.open(archs("sm_90"));
     CudaBackend ab = CudaBackend.open(archs("sm_80,sm_90"));
     try {
-      assertNotEquals(CacheKey.of(REQUEST, a), CacheKey.of(REQUEST, b));
-      assertNotEquals(CacheKey.of(REQUEST, a), CacheKey.of(REQUEST, ab));
-      assertEquals(CacheKey.of(REQUEST, a), CacheKey.of(REQUEST, CudaBackend.open(archs("80"))));
+      assertNotEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, b));
+      assertNotEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, ab));
+      assertEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, CudaBackend.open(archs("80"))));
     } finally {
       a.close();
       b.close();

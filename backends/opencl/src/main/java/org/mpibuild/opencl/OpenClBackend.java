@@ -55,6 +55,7 @@ import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NativeLibraries;
@@ -309,17 +310,12 @@ final class OpenClBackend implements Backend {
       CL.clGetPlatformIDs(0, null, new int[1]);
       nativeReady = true;
     } catch (LinkageError | RuntimeException e) {
-      nativeProblem = "cannot load JOCL's native library or libOpenCL.so (" + firstLine(e)
+      nativeProblem = "cannot load JOCL's native library or libOpenCL.so (" + BackendSupport.firstLine(e)
           + "); install the OpenCL ICD loader's development package (Debian: ocl-icd-opencl-dev)";
       throw unavailable(nativeProblem, e);
     }
   }
 
-  private static String firstLine(Throwable e) {
-    String m = String.valueOf(e.getMessage());
-    int nl = m.indexOf('\n');
-    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
-  }
 
   private static BackendUnavailableException unavailable(String why, Throwable cause) {
     return new BackendUnavailableException("OpenCL backend unavailable: " + why, cause);

@@ -2,6 +2,8 @@ package org.mpibuild.opencl;
 
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
+import org.mpibuild.spi.Setting;
+import org.mpibuild.spi.SettingSource;
 
 /**
  * Opens the OpenCL backend. Found by the core through {@link java.util.ServiceLoader}.
@@ -15,6 +17,11 @@ public final class OpenClBackendProvider implements BackendProvider {
   /** The backend id written into binaries. */
   public static final String ID = "opencl";
 
+  static final Setting<String> PLATFORM = Setting.text("MPI_BUILD_OPENCL_PLATFORM", "mpibuild.opencl.platform", null,
+      "first with a device", "OpenCL platform whose name contains this (any case)");
+  static final Setting<String> DEVICE = Setting.text("MPI_BUILD_OPENCL_DEVICE", "mpibuild.opencl.device", null, "`0`",
+      "device index within that platform");
+
   /** Creates the provider; cheap, loads nothing native. */
   public OpenClBackendProvider() {}
 
@@ -24,13 +31,12 @@ public final class OpenClBackendProvider implements BackendProvider {
   }
 
   @Override
-  public Backend open() {
-    return OpenClBackend.open(setting("mpibuild.opencl.platform", "MPI_BUILD_OPENCL_PLATFORM"),
-        setting("mpibuild.opencl.device", "MPI_BUILD_OPENCL_DEVICE"));
+  public Backend open(SettingSource settings) {
+    return OpenClBackend.open(PLATFORM.read(settings), DEVICE.read(settings));
   }
 
-  private static String setting(String property, String variable) {
-    String v = System.getProperty(property);
-    return v != null ? v : System.getenv(variable);
+  @Override
+  public java.util.List<Setting<?>> settings() {
+    return java.util.List.of(PLATFORM, DEVICE);
   }
 }

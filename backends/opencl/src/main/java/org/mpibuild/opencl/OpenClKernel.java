@@ -3,8 +3,6 @@ package org.mpibuild.opencl;
 import static org.jocl.CL.clReleaseKernel;
 import static org.jocl.CL.clReleaseProgram;
 
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jocl.cl_command_queue;
@@ -13,6 +11,7 @@ import org.jocl.cl_device_id;
 import org.jocl.cl_kernel;
 import org.jocl.cl_program;
 import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.spi.NamedKernels;
 
 /**
  * The OpenCL view of a {@link org.mpibuild.Kernel}: the program, its kernels, and the context, device and
@@ -24,18 +23,17 @@ import org.mpibuild.spi.LoadedProgram;
 public final class OpenClKernel implements LoadedProgram {
   private final OpenClBackend backend;
   private final cl_program program;
-  private final Map<String, cl_kernel> kernels;
-  private boolean closed;
+  private final NamedKernels<cl_kernel> kernels;
 
   OpenClKernel(OpenClBackend backend, cl_program program, Map<String, cl_kernel> kernels) {
     this.backend = backend;
     this.program = program;
-    this.kernels = new LinkedHashMap<>(kernels);
+    this.kernels = new NamedKernels<>(kernels, "program");
   }
 
   /** @return the first kernel, the only one for single-kernel sources */
   public cl_kernel kernel() {
-    return kernels.values().iterator().next();
+    return kernels.first();
   }
 
   /**
@@ -46,16 +44,12 @@ public final class OpenClKernel implements LoadedProgram {
    * @throws IllegalArgumentException if there is no kernel of that name
    */
   public cl_kernel kernel(String name) {
-    cl_kernel k = kernels.get(name);
-    if (k == null) {
-      throw new IllegalArgumentException("no kernel '" + name + "' in this program; it has " + kernelNames());
-    }
-    return k;
+    return kernels.get(name);
   }
 
   @Override
   public List<String> kernelNames() {
-    return new ArrayList<>(kernels.keySet());
+    return kernels.names();
   }
 
   /** @return the program */
@@ -79,12 +73,11 @@ public final class OpenClKernel implements LoadedProgram {
   }
 
   @Override
-  public synchronized void close() {
-    if (closed) {
+  public void close() {
+    if (!kernels.release()) {
       return;
     }
-    closed = true;
-    for (cl_kernel k : kernels.values()) {
+    for (cl_kernel k : kernels.all()) {
       clReleaseKernel(k);
     }
     clReleaseProgram(program);

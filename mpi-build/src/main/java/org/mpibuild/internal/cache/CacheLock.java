@@ -77,10 +77,10 @@ public final class CacheLock implements AutoCloseable {
 
   private final Path file;
   private final ScheduledFuture<?> heartbeat;
-  private final KernelCache cache;
+  private final CacheDirectory cache;
   private boolean closed;
 
-  private CacheLock(KernelCache cache, Path file, long heartbeatMillis) {
+  private CacheLock(CacheDirectory cache, Path file, long heartbeatMillis) {
     this.cache = cache;
     this.file = file;
     this.heartbeat = heartbeatMillis <= 0 ? null : HEARTBEATS.scheduleAtFixedRate(this::beat, heartbeatMillis,
@@ -88,7 +88,7 @@ public final class CacheLock implements AutoCloseable {
   }
 
   /** Tries once to create the lock file; returns null if it exists. */
-  static CacheLock tryCreate(KernelCache cache, Path file, long heartbeatMillis) throws IOException {
+  static CacheLock tryCreate(CacheDirectory cache, Path file, long heartbeatMillis) throws IOException {
     try {
       cache.op();
       Files.write(file, Holder.self().serialize().getBytes(StandardCharsets.UTF_8),

@@ -2,8 +2,8 @@ package org.mpibuild.internal.cache;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Locale;
-import org.mpibuild.internal.Config;
+import org.mpibuild.internal.CoreSettings;
+import org.mpibuild.spi.SettingSource;
 
 /**
  * How the persistent kernel cache behaves. Read from system properties and environment variables.
@@ -39,6 +39,11 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
     }
   }
 
+  /** Whether the cache is used at all (on or read-only). */
+  public boolean enabled() {
+    return access != Access.OFF;
+  }
+
   /** A cache that is off. */
   public static CacheSettings off() {
     return new CacheSettings(Access.OFF, Path.of("."), DEFAULT_MAX_BYTES, false, Duration.ofSeconds(60),
@@ -51,34 +56,17 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
         Duration.ofMinutes(10), Duration.ZERO, null);
   }
 
-  /** Reads the settings. */
-  public static CacheSettings from(Config c) {
-    String mode = c.string("mpibuild.cache", "MPI_BUILD_CACHE", "on").trim().toLowerCase(Locale.ROOT);
-    Access access;
-    switch (mode) {
-      case "on": case "true": case "1": case "read-write":
-        access = Access.ON;
-        break;
-      case "off": case "false": case "0": case "none":
-        access = Access.OFF;
-        break;
-      case "read-only": case "readonly": case "ro":
-        access = Access.READ_ONLY;
-        break;
-      default:
-        throw new IllegalArgumentException("MPI_BUILD_CACHE / mpibuild.cache is '" + mode
-            + "'; expected on, off or read-only");
+  /** Reads the settings; a bad value fails, naming the setting. */
+  public static CacheSettings from(SettingSource s) {
+    Path dir = CoreSettings.CACHE_DIR.read(s);
+    if (dir == null) {
+      String xdg = s.environment("XDG_CACHE_HOME");
+      String home = xdg != null && !xdg.isBlank() ? xdg : s.property("user.home", ".") + "/.cache";
+      dir = Path.of(home, "mpi-build").toAbsolutePath();
     }
-    String dir = c.string("mpibuild.cache.dir", "MPI_BUILD_CACHE_DIR", "");
-    Path path = dir.isBlank() ? Path.of(c.userCacheHome(), "mpi-build") : Path.of(dir);
-    String node = c.string("mpibuild.cache.nodeDir", "MPI_BUILD_NODE_CACHE_DIR", "");
-    return new CacheSettings(access, path.toAbsolutePath(),
-        c.bytes("mpibuild.cache.maxBytes", "MPI_BUILD_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES),
-        c.flag("mpibuild.cache.shared", "MPI_BUILD_CACHE_SHARED", false),
-        c.seconds("mpibuild.cache.lockStaleSeconds", "MPI_BUILD_CACHE_LOCK_STALE", Duration.ofSeconds(60)),
-        c.seconds("mpibuild.cache.lockWaitSeconds", "MPI_BUILD_CACHE_LOCK_WAIT", Duration.ofMinutes(10)),
-        c.seconds("mpibuild.cache.negativeTtlSeconds", "MPI_BUILD_CACHE_NEGATIVE_TTL", Duration.ZERO),
-        node.isBlank() ? null : Path.of(node).toAbsolutePath());
+    return new CacheSettings(CoreSettings.CACHE.read(s), dir, CoreSettings.CACHE_MAX_BYTES.read(s),
+        CoreSettings.CACHE_SHARED.read(s), CoreSettings.CACHE_LOCK_STALE.read(s), CoreSettings.CACHE_LOCK_WAIT.read(s),
+        CoreSettings.CACHE_NEGATIVE_TTL.read(s), CoreSettings.NODE_CACHE_DIR.read(s));
   }
 
   public CacheSettings withAccess(Access a) {

@@ -18,10 +18,10 @@ import org.mpibuild.KernelSource;
 import org.mpibuild.internal.CollectiveBuild;
 import org.mpibuild.internal.CollectiveBuildTest;
 import org.mpibuild.internal.CollectiveBuildTest.RankResult;
-import org.mpibuild.internal.FakeBackend;
+import org.mpibuild.testkit.FakeBackend;
 import org.mpibuild.internal.JobCounters;
 import org.mpibuild.internal.Settings;
-import org.mpibuild.internal.comm.InProcessCommunicator;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /** The cache inside the collective protocol, with several ranks in one JVM and a real directory. */
 class CollectiveCacheTest {

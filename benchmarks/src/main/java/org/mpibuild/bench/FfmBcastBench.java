@@ -1,0 +1,54 @@
+package org.mpibuild.bench;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.Locale;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.MpiBinding;
+
+/**
+ * {@code MPI_Bcast} through the library's MPI interface on the binding {@code MPI_BUILD_BINDING} names
+ * (default {@code ffm}, which needs JDK 22+), timed as {@code bcast.c} times the C call: a synchronizing all-reduce,
+ * then the broadcast of a direct buffer, the slowest rank's time, the median of REPS, after 2000 small
+ * broadcasts that warm up the JIT (C has none to warm; steady-state calls are compared).
+ *
+ * <pre>mpirun -np N ... FfmBcastBench BYTES REPS</pre> prints, on rank 0,
+ * {@code bcast bytes=B ranks=N median_us=M binding=...}
+ */
+public final class FfmBcastBench {
+  private FfmBcastBench() {}
+
+  public static void main(String[] args) {
+    int bytes = Integer.parseInt(args[0]);
+    int reps = Integer.parseInt(args[1]);
+    String id = System.getenv().getOrDefault("MPI_BUILD_BINDING", "ffm");
+    MpiBinding binding = MpiBinding.find(id);
+    if (binding == null || binding.unavailable() != null) {
+      throw new IllegalStateException("MPI binding '" + id + "' cannot run: "
+          + (binding == null ? "not on the class path" : binding.unavailable()));
+    }
+    try (Communicator comm = binding.openWorld(true)) {
+      ByteBuffer buffer = ByteBuffer.allocateDirect(bytes);
+      // Warm up the JIT on the call path (C has none to warm): steady-state calls are what is compared.
+      ByteBuffer small = ByteBuffer.allocateDirect(1);
+      for (int i = 0; i < 2000; i++) {
+        comm.allReduceMax(new int[] {0});
+        comm.broadcast(small, 0);
+      }
+      comm.broadcast(buffer, 0);
+      double[] times = new double[reps];
+      for (int r = 0; r < reps; r++) {
+        comm.allReduceMax(new int[] {0});
+        long t0 = System.nanoTime();
+        comm.broadcast(buffer, 0);
+        int tenthsOfUs = (int) Math.min(Integer.MAX_VALUE, (System.nanoTime() - t0) / 100);
+        times[r] = comm.allReduceMax(new int[] {tenthsOfUs})[0] / 10.0;
+      }
+      Arrays.sort(times);
+      if (comm.rank() == 0) {
+        System.out.printf(Locale.ROOT, "bcast bytes=%d ranks=%d median_us=%.1f binding=%s%n", bytes, comm.size(),
+            times[reps / 2], comm.description().replace(' ', '_'));
+      }
+    }
+  }
+}

@@ -1,0 +1,76 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What users get: {@code bin/mpi-build classpath} lists the distribution and nothing else, and no module
+ * outside the core reaches into its internals.
+ */
+class DistributionIT {
+  static final Path REPO = Path.of(System.getProperty("mpibuild.it.repo")).toAbsolutePath().normalize();
+  private static final Pattern NOT_SHIPPED = Pattern.compile(
+      "logback|jfreechart|testkit|examples|benchmarks|programs|integration-tests|picocli|jackson|mpi-build-cli|junit");
+
+  private static final Pattern INTERNAL_IMPORT = Pattern.compile(
+      "(?m)^(?!\\s*(\\*|//)).*\\borg\\.mpibuild\\.internal\\.");
+
+  static List<String> classpath() throws IOException, InterruptedException {
+    Process p = new ProcessBuilder(REPO.resolve("bin/mpi-build").toString(), "classpath").redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+    assertEquals(0, p.waitFor(), out);
+    return List.of(out.split(":"));
+  }
+
+  @Test
+  void classpathIsExactlyTheDistribution() throws Exception {
+    List<String> names = new ArrayList<>();
+    for (String entry : classpath()) {
+      Path jar = Path.of(entry);
+      assertTrue(Files.isRegularFile(jar), "not a jar file: " + entry);
+      assertEquals(REPO.resolve("distribution/target/lib"), jar.getParent(), entry);
+      assertFalse(NOT_SHIPPED.matcher(jar.getFileName().toString()).find(), "not part of the distribution: " + entry);
+      names.add(jar.getFileName().toString());
+    }
+    for (String needed : List.of("mpi-build-0", "mpi-build-mpijava-", "mpi-build-opencl-", "mpi-build-cuda-",
+        "slf4j-api-", "jocl-", "jcuda-")) {
+      assertTrue(names.stream().anyMatch(n -> n.startsWith(needed)), needed + " missing from " + names);
+    }
+    for (String entry : classpath()) {
+      try (var jar = new java.util.jar.JarFile(entry)) {
+        assertTrue(jar.getEntry("logback.xml") == null, "a logging configuration ships in " + entry);
+      }
+    }
+  }
+
+  @Test
+  void noModuleImportsTheCoresInternals() throws IOException {
+    List<String> offenders = new ArrayList<>();
+    for (String module : List.of("bindings", "backends", "cli", "examples", "benchmarks", "integration-tests",
+        "testkit")) {
+      try (Stream<Path> files = Files.walk(REPO.resolve(module))) {
+        files.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/target/")).forEach(f -> {
+          try {
+            if (INTERNAL_IMPORT.matcher(Files.readString(f)).find()) {
+              offenders.add(REPO.relativize(f).toString());
+            }
+          } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+          }
+        });
+      }
+    }
+    assertEquals(List.of(), offenders, "files outside the core that import org.mpibuild.internal");
+  }
+}

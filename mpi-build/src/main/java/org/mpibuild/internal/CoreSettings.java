@@ -1,0 +1,67 @@
+package org.mpibuild.internal;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.mpibuild.internal.cache.CacheSettings;
+import org.mpibuild.spi.Setting;
+
+/** The core's settings, each declared once; {@link Settings} and {@link CacheSettings} read them. */
+public final class CoreSettings {
+  private CoreSettings() {}
+
+  private static final Duration DAY = Duration.ofDays(1);
+  private static final Duration YEAR = Duration.ofDays(366);
+
+  public static final Setting<Settings.Binding> BINDING = Setting.choice("MPI_BUILD_BINDING", "mpibuild.binding",
+      Settings.Binding.class, Settings.Binding.AUTO, "how to reach MPI: `auto`, `mpijava` or `ffm` (see \"Three ways "
+      + "to reach MPI\")");
+  public static final Setting<Settings.Mode> MODE = Setting.choice("MPI_BUILD_MODE", "mpibuild.mode",
+      Settings.Mode.class, Settings.Mode.AUTO, "`auto`: MPI when launched by mpirun or when the program initialized "
+      + "MPI, else local; `local`: never MPI; `mpi`: require MPI");
+  public static final Setting<String> BACKEND = Setting.text("MPI_BUILD_BACKEND", "mpibuild.backend", null,
+      "CUDA if a GPU is usable, else OpenCL", "backend id, `cuda` or `opencl`");
+  public static final Setting<Long> CHUNK_BYTES = Setting.bytes("MPI_BUILD_CHUNK_BYTES", "mpibuild.chunkBytes",
+      Settings.DEFAULT_CHUNK_BYTES, 1, Integer.MAX_VALUE, "`64m`", "broadcast chunk size (MPI counts are int)");
+  public static final Setting<Long> MAX_BINARY_BYTES = Setting.bytes("MPI_BUILD_MAX_BINARY_BYTES",
+      "mpibuild.maxBinaryBytes", Settings.DEFAULT_MAX_BINARY_BYTES, 1, 1L << 40, "`16g`",
+      "largest binary a rank accepts; checked before allocating");
+  public static final Setting<Duration> COMPILE_TIMEOUT = Setting.seconds("MPI_BUILD_COMPILE_TIMEOUT",
+      "mpibuild.compileTimeoutSeconds", Settings.DEFAULT_COMPILE_TIMEOUT, DAY, "`600`",
+      "seconds the root's compile may take (more than 0)");
+  public static final Setting<Integer> BATCH_RANKS = Setting.count("MPI_BUILD_BATCH_RANKS", "mpibuild.batchRanks",
+      0, 0, 1 << 24, "`0` (every rank)", "how many ranks compile the misses of a batch build");
+  public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
+      Settings.Progress.class, Settings.Progress.AUTO, "who makes the MPI calls of async builds: `auto` (a library "
+      + "thread under `MPI_THREAD_MULTIPLE`, else the caller), `thread`, `caller`");
+  public static final Setting<Path> RECORD = Setting.path("MPI_BUILD_RECORD", "mpibuild.record", "none",
+      "manifest file that rank 0 appends every kernel request to, for `precompile`");
+
+  public static final Setting<CacheSettings.Access> CACHE = Setting.choice("MPI_BUILD_CACHE", "mpibuild.cache",
+      CacheSettings.Access.class, CacheSettings.Access.ON, Map.of("true", CacheSettings.Access.ON, "1",
+          CacheSettings.Access.ON, "read-write", CacheSettings.Access.ON, "false", CacheSettings.Access.OFF, "0",
+          CacheSettings.Access.OFF, "none", CacheSettings.Access.OFF, "readonly", CacheSettings.Access.READ_ONLY,
+          "ro", CacheSettings.Access.READ_ONLY), "`on`, `read-only` or `off`");
+  public static final Setting<Path> CACHE_DIR = Setting.path("MPI_BUILD_CACHE_DIR", "mpibuild.cache.dir",
+      "`~/.cache/mpi-build`", "the shared cache directory");
+  public static final Setting<Long> CACHE_MAX_BYTES = Setting.bytes("MPI_BUILD_CACHE_MAX_BYTES",
+      "mpibuild.cache.maxBytes", CacheSettings.DEFAULT_MAX_BYTES, 1, 1L << 50, "`2g`", "size kept by LRU eviction");
+  public static final Setting<Boolean> CACHE_SHARED = Setting.flag("MPI_BUILD_CACHE_SHARED", "mpibuild.cache.shared",
+      false, "allow a group-writable or foreign-owned directory");
+  public static final Setting<Duration> CACHE_LOCK_STALE = Setting.seconds("MPI_BUILD_CACHE_LOCK_STALE",
+      "mpibuild.cache.lockStaleSeconds", Duration.ofSeconds(60), DAY, "`60`",
+      "seconds before an unrefreshed lock from another host is taken over");
+  public static final Setting<Duration> CACHE_LOCK_WAIT = Setting.seconds("MPI_BUILD_CACHE_LOCK_WAIT",
+      "mpibuild.cache.lockWaitSeconds", Duration.ofMinutes(10), DAY, "`600`",
+      "seconds to wait for another job's compile before compiling anyway");
+  public static final Setting<Duration> CACHE_NEGATIVE_TTL = Setting.seconds("MPI_BUILD_CACHE_NEGATIVE_TTL",
+      "mpibuild.cache.negativeTtlSeconds", Duration.ZERO, YEAR, "`0` (off)", "seconds a compile failure is remembered");
+  public static final Setting<Path> NODE_CACHE_DIR = Setting.path("MPI_BUILD_NODE_CACHE_DIR", "mpibuild.cache.nodeDir",
+      "none", "node-local cache directory");
+
+  /** Every core setting, in the README's order. */
+  public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
+      CACHE_DIR, CACHE_MAX_BYTES, CACHE_SHARED, CACHE_LOCK_STALE, CACHE_LOCK_WAIT, CACHE_NEGATIVE_TTL,
+      NODE_CACHE_DIR, COMPILE_TIMEOUT, BATCH_RANKS, PROGRESS, RECORD);
+}

@@ -1,0 +1,106 @@
+package org.mpibuild.internal;
+
+import java.util.SortedMap;
+import org.mpibuild.BuildTimeoutException;
+import org.mpibuild.CompileException;
+import org.mpibuild.KernelBuildException;
+import org.mpibuild.KernelLoadException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.LoadedProgram;
+
+/** How a failed build becomes the same exception on every rank, and how loading is checked and agreed on. */
+public final class Failures {
+  private Failures() {}
+
+  static RuntimeException failure(Envelope.Status status, Envelope.Metadata meta, int root) {
+    if (meta == null) {
+      return new KernelBuildException("the build failed on root " + root
+          + " and its error report arrived corrupt on this rank");
+    }
+    String where = " (on root " + root + ")";
+    switch (status) {
+      case COMPILE_FAILED:
+        return new CompileException(meta.error() + where, meta.buildLog());
+      case INVALID_REQUEST:
+        return new IllegalArgumentException(meta.error());
+      case COMPILE_TIMED_OUT:
+        return new BuildTimeoutException(meta.error() + where);
+      default:
+        return new KernelBuildException(meta.error() + where);
+    }
+  }
+
+  /**
+   * Loads an envelope's binary with {@code backend} after checking that it was built by the same backend
+   * for the same target. Throws with a message for a person if not, or if the device refuses it.
+   */
+  public static LoadedProgram loadChecked(Backend backend, Envelope envelope) {
+    Envelope.Metadata meta = envelope.metadata();
+    if (!meta.backend().equals(backend.id())) {
+      throw new IllegalStateException("binary is for backend '" + meta.backend() + "', this rank uses '"
+          + backend.id() + "'");
+    }
+    if (!backend.canLoad(meta.target())) {
+      throw new IllegalStateException("binary was built for target [" + meta.target()
+          + "], this rank's device is [" + backend.target() + "]");
+    }
+    return backend.load(envelope.payload().toByteArray(), meta.kernelNames());
+  }
+
+  /**
+   * Loads binary data on this rank only (not collective), timing the load.
+   *
+   * @throws KernelLoadException naming this rank, if the data is for another backend or target, or the
+   *     device refuses it
+   */
+  public static CollectiveBuild.Outcome loadOnThisRank(Backend backend, int rank, Envelope e) {
+    long t0 = System.nanoTime();
+    LoadedProgram program;
+    try {
+      program = loadChecked(backend, e);
+    } catch (RuntimeException ex) {
+      throw new KernelLoadException("loading binary data failed on rank " + rank + ": " + ex.getMessage(),
+          java.util.Map.of(rank, String.valueOf(ex.getMessage())));
+    }
+    return new CollectiveBuild.Outcome(program, e, new org.mpibuild.BuildStats(rank, rank, false, false, 0, 0, 0, 0,
+        System.nanoTime() - t0, e.payload().length(), 0));
+  }
+
+  /**
+   * Whether every rank of the job succeeded; if not, every rank releases its programs and throws the
+   * same exception: a build failure of some target group if there was one, else a load failure.
+   */
+  static void agreeOnLoad(Communicator comm, LoadedProgram[] programs, RankFailure failure) {
+    SortedMap<Integer, RankFailure> reports = Agreement.failures(comm, failure);
+    if (reports.isEmpty()) {
+      return;
+    }
+    for (LoadedProgram p : programs) {
+      if (p != null) {
+        p.close();
+      }
+    }
+    // The lowest failing rank's build failure, if any rank reported one: the same on every rank.
+    for (RankFailure f : reports.values()) {
+      if (f.kind() == RankFailure.Kind.BUILD) {
+        throw f.toException();
+      }
+    }
+    SortedMap<Integer, String> failures = new java.util.TreeMap<>();
+    reports.forEach((rank, f) -> failures.put(rank, f.reason()));
+    throw new KernelLoadException("the kernel could not be loaded on " + failures.size() + " of " + comm.size()
+        + " ranks " + failures.keySet() + Agreement.describe(failures), failures);
+  }
+
+  /** "request 3 of 32 (kernels [saxpy])": a request of a batch, for messages; "" when it is the only one. */
+  static String describeRequest(int i, int k, KernelSource request) {
+    return k == 1 ? "" : "request " + i + " of " + k + " (kernels " + request.kernelNames() + ")";
+  }
+
+  static String describe(Throwable e) {
+    String m = e.getMessage();
+    return e.getClass().getSimpleName() + (m == null || m.isBlank() ? "" : ": " + m);
+  }
+}

@@ -1,0 +1,229 @@
+package org.mpibuild.internal.cache;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The cache's directory: opening it (private to the user unless declared shared), its tag, its three
+ * sub-directories, and the counted file operations that the lookup, the locks and the maintenance share.
+ *
+ * <pre>
+ * DIR/CACHEDIR.TAG             marks the directory as a cache for backup tools
+ * DIR/entries/KEY.kbin         an entry: entry header, then the envelope (header, metadata, binary)
+ * DIR/locks/KEY.lock           held while one process compiles KEY (host, pid, start time)
+ * DIR/quarantine/KEY.TIME.PID.NANOS.bad  an entry found corrupt, moved aside
+ * </pre>
+ */
+final class CacheDirectory {
+  private static final Logger log = LoggerFactory.getLogger(CacheDirectory.class);
+  static final String SUFFIX = ".kbin";
+  private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
+
+  final CacheSettings settings;
+  final Path dir;
+  final Path entries;
+  final Path locks;
+  final Path quarantine;
+  final boolean writable;
+  final String writeRefusal;
+  private final AtomicLong fileOps = new AtomicLong();
+
+  private CacheDirectory(CacheSettings settings, Path dir, boolean writable, String writeRefusal) {
+    this.settings = settings;
+    this.dir = dir;
+    this.entries = dir.resolve("entries");
+    this.locks = dir.resolve("locks");
+    this.quarantine = dir.resolve("quarantine");
+    this.writable = writable;
+    this.writeRefusal = writeRefusal;
+  }
+
+  /**
+   * Opens {@code dir}: creates it private to the user if absent and writable, and refuses to write to a
+   * directory that is group- or world-writable or owned by someone else, unless declared shared. Returns
+   * null when the cache is off or cannot be used at all (logged).
+   */
+  static CacheDirectory open(CacheSettings settings, Path dir) {
+    if (settings.access() == CacheSettings.Access.OFF) {
+      return null;
+    }
+    boolean wantWrite = settings.access() == CacheSettings.Access.ON;
+    try {
+      if (wantWrite && !Files.exists(dir)) {
+        createPrivate(dir, settings.shared());
+      }
+      if (!Files.isDirectory(dir)) {
+        log.warn("kernel cache {} does not exist; caching is off for this run", dir);
+        return null;
+      }
+      String refusal = wantWrite ? unsafeReason(dir, settings.shared()) : null;
+      if (refusal != null) {
+        EssentialWarning.print(refusal + "; the cache is used read-only");
+      }
+      boolean writable = wantWrite && refusal == null;
+      CacheDirectory d = new CacheDirectory(settings, dir, writable, refusal);
+      if (writable) {
+        for (Path sub : List.of(d.entries, d.locks, d.quarantine)) {
+          if (!Files.isDirectory(sub)) {
+            createPrivate(sub, settings.shared());
+          }
+        }
+        Path tag = dir.resolve("CACHEDIR.TAG");
+        if (!Files.exists(tag)) {
+          Files.writeString(tag, "Signature: 8a477f597d28d172789f06886806bc55\n"
+              + "# This directory is a kernel cache made by mpi-build; it can be deleted.\n");
+        }
+      }
+      return d;
+    } catch (IOException e) {
+      log.warn("kernel cache {} cannot be used ({}); caching is off for this run", dir, e.toString());
+      return null;
+    }
+  }
+
+  long fileOperations() {
+    return fileOps.get();
+  }
+
+  /** Counts one file system call. */
+  void op() {
+    fileOps.incrementAndGet();
+  }
+
+  Path entryFile(String key) {
+    return entries.resolve(key + SUFFIX);
+  }
+
+  static String keyOf(Path f) {
+    String n = f.getFileName().toString();
+    return n.substring(0, n.length() - SUFFIX.length());
+  }
+
+  List<Path> entryFiles() throws IOException {
+    List<Path> files = new ArrayList<>();
+    if (!Files.isDirectory(entries)) {
+      return files;
+    }
+    op();
+    try (DirectoryStream<Path> s = Files.newDirectoryStream(entries, "*" + SUFFIX)) {
+      for (Path f : s) {
+        files.add(f);
+      }
+    }
+    return files;
+  }
+
+  /** Removes a file, counting the operation; a failure is logged, naming {@code what} it was. */
+  void delete(Path file, String what) {
+    try {
+      op();
+      Files.deleteIfExists(file);
+    } catch (IOException e) {
+      log.warn("cannot remove {} {}: {}", what, file, e.toString());
+    }
+  }
+
+  /** Moves an entry aside under a name unique per process and moment; deletes it if it cannot be moved. */
+  void quarantine(Path file, String key) {
+    if (!writable) {
+      return;
+    }
+    try {
+      op();
+      Files.move(file, quarantine.resolve(key + "." + System.currentTimeMillis() + "." + ProcessHandle.current().pid()
+          + "." + System.nanoTime() + ".bad"), StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      delete(file, "corrupt cache entry (it could not be moved aside)");
+    }
+  }
+
+  void touch(Path file) {
+    try {
+      op();
+      Files.setLastModifiedTime(file, FileTime.from(Instant.now()));
+    } catch (IOException e) {
+      log.debug("cannot refresh last use of {}: {}", file, e.toString());
+    }
+  }
+
+  void forceDirectory(Path d) {
+    try (FileChannel ch = FileChannel.open(d, StandardOpenOption.READ)) {
+      op();
+      ch.force(true);
+    } catch (IOException e) {
+      log.debug("cannot fsync directory {}: {}", d, e.toString());
+    }
+  }
+
+  void requireWritable() {
+    if (!writable) {
+      throw new IllegalStateException(writeRefusal != null ? writeRefusal
+          : "the kernel cache " + dir + " is read-only (MPI_BUILD_CACHE=read-only)");
+    }
+  }
+
+  static Instant mtime(Path f) {
+    try {
+      return Files.getLastModifiedTime(f).toInstant();
+    } catch (IOException e) {
+      return Instant.EPOCH;
+    }
+  }
+
+  private static void createPrivate(Path d, boolean shared) throws IOException {
+    try {
+      if (shared) {
+        Files.createDirectories(d);
+      } else {
+        Files.createDirectories(d, PosixFilePermissions.asFileAttribute(PRIVATE_DIR));
+        Files.setPosixFilePermissions(d, PRIVATE_DIR);
+      }
+    } catch (FileAlreadyExistsException e) {
+      // created by another process meanwhile
+    }
+  }
+
+  /** Why writing to {@code d} is unsafe (owner, group- or world-writable), or null if it is safe. */
+  static String unsafeReason(Path d, boolean shared) throws IOException {
+    if (shared) {
+      return null;
+    }
+    PosixFileAttributes a;
+    try {
+      a = Files.readAttributes(d, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+    } catch (UnsupportedOperationException e) {
+      return null;
+    }
+    String hint = ": refusing to write to it. If it is meant to be shared, set MPI_BUILD_CACHE_SHARED=true; "
+        + "otherwise choose a private MPI_BUILD_CACHE_DIR";
+    String me = System.getProperty("user.name");
+    if (!a.owner().getName().equals(me)) {
+      return "kernel cache directory " + d + " is owned by '" + a.owner().getName() + "', not by you ('" + me + "')"
+          + hint;
+    }
+    Set<PosixFilePermission> p = a.permissions();
+    if (p.contains(PosixFilePermission.GROUP_WRITE) || p.contains(PosixFilePermission.OTHERS_WRITE)) {
+      return "kernel cache directory " + d + " is " + (p.contains(PosixFilePermission.OTHERS_WRITE) ? "world" : "group")
+          + "-writable (" + PosixFilePermissions.toString(p) + ")" + hint;
+    }
+    return null;
+  }
+}

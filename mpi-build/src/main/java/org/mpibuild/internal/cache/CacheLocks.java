@@ -1,0 +1,128 @@
+package org.mpibuild.internal.cache;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The cache's compile locks: one job compiles a key while the others wait for its entry. A lock whose
+ * holder died on this host is taken over at once; one from another host once it has gone without a
+ * heartbeat for the stale age.
+ */
+final class CacheLocks {
+  private static final Logger log = LoggerFactory.getLogger(CacheLocks.class);
+  private final CacheDirectory d;
+
+  CacheLocks(CacheDirectory d) {
+    this.d = d;
+  }
+
+  /**
+   * Waits for the right to compile {@code key}: returns a held lock, or null when the entry appeared
+   * meanwhile, or when waiting took longer than the lock wait (logged; the caller then compiles without
+   * the lock, which can cost a second compile but never a torn entry). Null at once when read-only.
+   */
+  CacheLock lock(String key) throws InterruptedException {
+    if (!d.writable) {
+      return null;
+    }
+    Path file = d.locks.resolve(key + ".lock");
+    long stale = d.settings.lockStale().toMillis();
+    long heartbeat = Math.max(50, stale / 4);
+    long deadline = System.nanoTime() + d.settings.lockWait().toNanos();
+    long sleep = 20;
+    boolean reported = false;
+    while (true) {
+      try {
+        d.op();
+        if (Files.exists(d.entryFile(key))) {
+          return null;
+        }
+        CacheLock lock = CacheLock.tryCreate(d, file, heartbeat);
+        if (lock != null) {
+          return lock;
+        }
+        CacheLock.Holder holder = readHolder(file);
+        if (holder != null) {
+          long age = ageMillis(file);
+          if (holder.deadOnThisHost()) {
+            log.warn("taking over cache lock {}: its holder ({}) is dead", file, holder);
+            takeOver(file);
+            continue;
+          }
+          if (age > stale) {
+            log.warn("taking over cache lock {}: its holder ({}) has not refreshed it for {} ms", file, holder, age);
+            takeOver(file);
+            continue;
+          }
+          if (!reported) {
+            log.info("waiting for {} to finish compiling {}", holder, key);
+            reported = true;
+          }
+        }
+      } catch (IOException e) {
+        log.warn("cache lock {} cannot be used ({}); compiling without it", file, e.toString());
+        return null;
+      }
+      if (System.nanoTime() > deadline) {
+        log.warn("waited {} for cache lock {}; compiling without it", d.settings.lockWait(), file);
+        return null;
+      }
+      Thread.sleep(sleep);
+      sleep = Math.min(500, sleep * 2);
+    }
+  }
+
+  /** Current lock files with their holders. */
+  List<String> held() throws IOException {
+    List<String> out = new ArrayList<>();
+    if (!Files.isDirectory(d.locks)) {
+      return out;
+    }
+    try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, "*.lock")) {
+      for (Path f : s) {
+        CacheLock.Holder h = readHolder(f);
+        out.add(f.getFileName() + " held by " + (h == null ? "?" : h));
+      }
+    }
+    return out;
+  }
+
+  private void takeOver(Path lockFile) throws IOException {
+    Path aside = d.locks.resolve(lockFile.getFileName() + "." + ProcessHandle.current().pid() + "." + System.nanoTime()
+        + ".stale");
+    try {
+      d.op();
+      Files.move(lockFile, aside, StandardCopyOption.ATOMIC_MOVE);
+      d.op();
+      Files.deleteIfExists(aside);
+    } catch (NoSuchFileException e) {
+      // someone else took it over first; try again
+    }
+  }
+
+  private CacheLock.Holder readHolder(Path lockFile) {
+    try {
+      d.op();
+      return CacheLock.Holder.parse(Files.readString(lockFile));
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  private long ageMillis(Path file) {
+    try {
+      d.op();
+      return System.currentTimeMillis() - Files.getLastModifiedTime(file).toMillis();
+    } catch (IOException e) {
+      return 0;
+    }
+  }
+}

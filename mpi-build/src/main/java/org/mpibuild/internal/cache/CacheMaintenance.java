@@ -1,0 +1,154 @@
+package org.mpibuild.internal.cache;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.internal.Envelope;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Listing, verifying and evicting the cache's entries: what the CLI's cache commands and the size limit do. */
+final class CacheMaintenance {
+  private static final Logger log = LoggerFactory.getLogger(CacheMaintenance.class);
+  private final CacheDirectory d;
+
+  CacheMaintenance(CacheDirectory d) {
+    this.d = d;
+  }
+
+  /** Lists every entry (reading headers and metadata, not verifying binaries), most recently used first. */
+  List<KernelCache.Listing> list() throws IOException {
+    List<KernelCache.Listing> out = new ArrayList<>();
+    for (Path f : d.entryFiles()) {
+      String key = CacheDirectory.keyOf(f);
+      long size = Files.size(f);
+      Instant lastUse = Files.getLastModifiedTime(f).toInstant();
+      try {
+        Envelope e = EntryCodec.decode(key, Files.readAllBytes(f));
+        Envelope.Metadata m = e.metadata();
+        out.add(new KernelCache.Listing(key, f, size, lastUse, m.backend(), m.target(), m.kernelNames(),
+            e.status().name().toLowerCase(Locale.ROOT), null));
+      } catch (CorruptBinaryException ex) {
+        out.add(new KernelCache.Listing(key, f, size, lastUse, "?", "?", List.of(), "corrupt", ex.getMessage()));
+      }
+    }
+    out.sort(Comparator.comparing(KernelCache.Listing::lastUse).reversed());
+    return out;
+  }
+
+  /** Checks every entry fully; moves bad ones aside when {@code remove}. Returns the bad ones. */
+  List<KernelCache.Listing> verify(boolean remove) throws IOException {
+    List<KernelCache.Listing> bad = new ArrayList<>();
+    for (KernelCache.Listing l : list()) {
+      if (l.problem() != null) {
+        bad.add(l);
+        if (remove) {
+          d.quarantine(l.file(), l.key());
+        }
+      }
+    }
+    return bad;
+  }
+
+  /**
+   * Removes entries unused for longer than {@code maxAge} (when not null), then the least recently used
+   * ones until the cache holds at most {@code maxBytes}; empties the quarantine. Returns what was removed.
+   */
+  List<Path> gc(long maxBytes, Duration maxAge) throws IOException {
+    d.requireWritable();
+    List<Path> removed = new ArrayList<>();
+    Instant cutoff = maxAge == null ? null : Instant.now().minus(maxAge);
+    List<Path> files = new ArrayList<>(d.entryFiles());
+    files.sort(Comparator.comparing(CacheDirectory::mtime));
+    long total = 0;
+    for (Path f : files) {
+      total += Files.size(f);
+    }
+    for (Path f : files) {
+      if ((cutoff != null && CacheDirectory.mtime(f).isBefore(cutoff)) || total > maxBytes) {
+        total -= Files.size(f);
+        Files.deleteIfExists(f);
+        removed.add(f);
+      }
+    }
+    try (DirectoryStream<Path> q = Files.newDirectoryStream(d.quarantine)) {
+      for (Path f : q) {
+        Files.deleteIfExists(f);
+        removed.add(f);
+      }
+    }
+    return removed;
+  }
+
+  /** Removes every entry, lock and quarantined file; keeps the directory. Returns how many files. */
+  int clear() throws IOException {
+    d.requireWritable();
+    int n = 0;
+    for (Path sub : List.of(d.entries, d.locks, d.quarantine)) {
+      try (DirectoryStream<Path> s = Files.newDirectoryStream(sub)) {
+        for (Path f : s) {
+          Files.deleteIfExists(f);
+          n++;
+        }
+      }
+    }
+    return n;
+  }
+
+  /** Number of files in the quarantine. */
+  int quarantined() throws IOException {
+    if (!Files.isDirectory(d.quarantine)) {
+      return 0;
+    }
+    try (DirectoryStream<Path> s = Files.newDirectoryStream(d.quarantine)) {
+      int n = 0;
+      for (Path ignored : s) {
+        n++;
+      }
+      return n;
+    }
+  }
+
+  /** After a store: evicts the least recently used entries beyond the size limit, never {@code keep}. */
+  void evict(String keep) throws IOException {
+    record Sized(Path file, long bytes, Instant lastUse) {}
+    List<Sized> sized = new ArrayList<>();
+    long total = 0;
+    for (Path f : d.entryFiles()) {
+      d.op();
+      try {
+        long size = Files.size(f);
+        total += size;
+        sized.add(new Sized(f, size, CacheDirectory.mtime(f)));
+      } catch (NoSuchFileException e) {
+        // removed by another process meanwhile
+      }
+    }
+    if (total <= d.settings.maxBytes()) {
+      return;
+    }
+    sized.sort(Comparator.comparing(Sized::lastUse));
+    for (Sized s : sized) {
+      if (total <= d.settings.maxBytes()) {
+        break;
+      }
+      if (s.file().equals(d.entryFile(keep))) {
+        continue;
+      }
+      d.op();
+      if (Files.deleteIfExists(s.file())) {
+        total -= s.bytes();
+        log.debug("evicted cache entry {} (least recently used)", s.file().getFileName());
+      }
+    }
+  }
+}

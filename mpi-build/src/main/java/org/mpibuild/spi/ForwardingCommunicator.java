@@ -1,0 +1,90 @@
+package org.mpibuild.spi;
+
+import java.nio.ByteBuffer;
+
+/**
+ * A communicator that passes every call to another; subclasses change what they need (a borrowed
+ * communicator that is never closed, a test double that corrupts what it carries).
+ */
+public abstract class ForwardingCommunicator implements Communicator {
+  protected final Communicator inner;
+
+  protected ForwardingCommunicator(Communicator inner) {
+    this.inner = inner;
+  }
+
+  @Override
+  public int rank() {
+    return inner.rank();
+  }
+
+  @Override
+  public int size() {
+    return inner.size();
+  }
+
+  @Override
+  public void broadcast(ByteBuffer buffer, int root) {
+    inner.broadcast(buffer, root);
+  }
+
+  @Override
+  public int[] allReduceMax(int[] values) {
+    return inner.allReduceMax(values);
+  }
+
+  @Override
+  public byte[][] allGather(byte[] mine) {
+    return inner.allGather(mine);
+  }
+
+  @Override
+  public Request iBroadcast(ByteBuffer buffer, int root) {
+    return inner.iBroadcast(buffer, root);
+  }
+
+  @Override
+  public Request iAllReduceMax(int[] values, int[] result) {
+    return inner.iAllReduceMax(values, result);
+  }
+
+  @Override
+  public Request iSend(ByteBuffer buffer, int dest, int tag) {
+    return inner.iSend(buffer, dest, tag);
+  }
+
+  @Override
+  public Request iReceive(ByteBuffer buffer, int source, int tag) {
+    return inner.iReceive(buffer, source, tag);
+  }
+
+  @Override
+  public Communicator split(int color) {
+    return inner.split(color);
+  }
+
+  @Override
+  public ThreadLevel threadLevel() {
+    return inner.threadLevel();
+  }
+
+  @Override
+  public Communicator splitByNode() {
+    return inner.splitByNode();
+  }
+
+  @Override
+  public void abort(String message, int errorCode) {
+    inner.abort(message, errorCode);
+  }
+
+  @Override
+  public String description() {
+    return inner.description();
+  }
+
+  @Override
+  public void close() {
+    inner.close();
+  }
+}

@@ -1,0 +1,95 @@
+package org.mpibuild.testkit;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.mpibuild.CompileException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.spi.LoadedProgram;
+
+/** A backend without a device: the "binary" is derived from the source, and loading checks it. */
+public class FakeBackend implements Backend {
+  public final AtomicInteger compiles = new AtomicInteger();
+  public final AtomicInteger loads = new AtomicInteger();
+  public String target = "fake-device";
+  public int binaryBytes = 1000;
+  public RuntimeException compileFailure;
+  public RuntimeException loadFailure;
+  public int failNextLoads;
+  public long compileSleepMillis;
+  /** Whether binaries depend on the target, as real ones do. */
+  public boolean targetInBinary;
+  /** Compiles fail on this target only, if set. */
+  public String failOnTarget;
+
+  public record Program(List<String> kernelNames, byte[] binary) implements LoadedProgram {
+    @Override
+    public void close() {}
+  }
+
+  public String id = "fake";
+
+  @Override
+  public String id() {
+    return id;
+  }
+
+  @Override
+  public String target() {
+    return target;
+  }
+
+  @Override
+  public Compilation compile(KernelSource request) {
+    compiles.incrementAndGet();
+    if (compileSleepMillis > 0) {
+      try {
+        Thread.sleep(compileSleepMillis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("compile interrupted");
+      }
+    }
+    if (compileFailure != null) {
+      throw compileFailure;
+    }
+    if (request.source().contains("syntax error") || target.equals(failOnTarget)) {
+      throw new CompileException("fake compiler failed", "line 1: syntax error here");
+    }
+    byte[] binary = binaryFor((targetInBinary ? target : "") + request.source(), binaryBytes);
+    List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
+    return new Compilation(new Program(names, binary), binary, "warning: none");
+  }
+
+  @Override
+  public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+    loads.incrementAndGet();
+    if (loadFailure != null) {
+      throw loadFailure;
+    }
+    if (failNextLoads > 0) {
+      failNextLoads--;
+      throw new IllegalStateException("device refused the binary (test)");
+    }
+    return new Program(kernelNames, binary);
+  }
+
+  @Override
+  public void close() {}
+
+  public static byte[] binaryFor(String source, int size) {
+    byte[] seed = source.getBytes(StandardCharsets.UTF_8);
+    byte[] out = new byte[size];
+    for (int i = 0; i < size; i++) {
+      out[i] = (byte) (seed[i % seed.length] + i / seed.length);
+    }
+    return out;
+  }
+
+  public static boolean sameBinary(LoadedProgram p, String source, int size) {
+    return Arrays.equals(((Program) p).binary(), binaryFor(source, size));
+  }
+}
