@@ -8,7 +8,7 @@ NP ?= 4
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build demo test bench bench-batch bench-stream bench-ffm bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build demo test bench bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -34,6 +34,7 @@ bench: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
 bench-batch: build
@@ -42,6 +43,10 @@ bench-batch: build
 # Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
 bench-stream: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
+
+# What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).
+bench-signing: build
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 
 # The FFM binding's MPI_Bcast against C's, 1 to 64 MiB on 2 ranks (needs the JDK 25; about 2 minutes).
 bench-ffm: build

@@ -1,7 +1,6 @@
 package org.mpibuild;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -72,27 +71,19 @@ public final class CacheAdmin {
   }
 
   /**
-   * Opens an existing cache.
+   * Opens an existing cache for inspection or maintenance. Creates nothing, and acts only on a directory
+   * that carries the tag ({@code CACHEDIR.TAG}) the library writes; it never follows a link, and deletes
+   * only regular files whose names the cache writes.
    *
    * @param dir the directory, or null for the configured one
    * @param write whether to open it for writing (gc, clear, verify --remove)
    * @return the cache
-   * @throws IllegalStateException if there is no cache there, it cannot be opened, or writing is refused
-   *     (an unsafe directory, or a read-only one); the message says why
+   * @throws IllegalStateException if there is no cache there (absent, a file, untagged), or writing is
+   *     refused (an unsafe directory); the message says why
    */
   public static CacheAdmin open(Path dir, boolean write) {
-    CacheSettings s = settings(dir).withAccess(write ? CacheSettings.Access.ON : CacheSettings.Access.READ_ONLY);
-    if (!Files.isDirectory(s.dir())) {
-      throw new IllegalStateException("no kernel cache at " + s.dir());
-    }
-    KernelCache cache = KernelCache.open(s);
-    if (cache == null) {
-      throw new IllegalStateException("the kernel cache at " + s.dir() + " cannot be opened");
-    }
-    if (write && !cache.writable()) {
-      throw new IllegalStateException(cache.writeRefusal());
-    }
-    return new CacheAdmin(cache);
+    CacheSettings s = settings(dir);
+    return new CacheAdmin(KernelCache.openForAdmin(s, s.dir(), write));
   }
 
   /**
@@ -118,6 +109,17 @@ public final class CacheAdmin {
    */
   public static String keyOf(KernelSource request, Backend backend) {
     return CacheKey.of(request, backend);
+  }
+
+  /**
+   * Returns the identity this host writes into cache locks, found without DNS: the kernel's node name plus
+   * the start of the boot and machine ids. A lock held on this host by a process that has died is taken
+   * over at once; one from another host only once it goes stale.
+   *
+   * @return the identity
+   */
+  public static String hostIdentity() {
+    return org.mpibuild.internal.cache.CacheLock.hostName();
   }
 
   private static CacheSettings settings(Path dir) {

@@ -13,6 +13,10 @@ import java.util.Locale;
  * @param cacheMisses builds whose root looked in a cache and had to compile
  * @param bytesBroadcast binary bytes the roots broadcast
  * @param cacheFileOperations file system calls made on the caches, summed over ranks
+ * @param untrustedEntries cache entries refused (and rebuilt) because no trusted key signed them, summed over
+ *     ranks
+ * @param trustCheckNanos time spent deciding whether cache entries are trusted (reading the signing key,
+ *     checking seals and signatures), summed over ranks
  * @param agreement time agreeing on requests
  * @param obtain time the roots spent obtaining binaries: cache lookups, lock waits and compiles
  * @param waitForRoot time receivers waited for their root
@@ -20,7 +24,7 @@ import java.util.Locale;
  * @param load time loading binaries and agreeing that every rank did
  */
 public record JobStatistics(int ranks, long builds, long compiles, long cacheHits, long cacheMisses,
-    long bytesBroadcast, long cacheFileOperations, Phase agreement, Phase obtain, Phase waitForRoot, Phase broadcast,
+    long bytesBroadcast, long cacheFileOperations, long untrustedEntries, long trustCheckNanos, Phase agreement, Phase obtain, Phase waitForRoot, Phase broadcast,
     Phase load) {
 
   /**
@@ -43,7 +47,9 @@ public record JobStatistics(int ranks, long builds, long compiles, long cacheHit
   public String toJson() {
     return "{\"ranks\": " + ranks + ", \"builds\": " + builds + ", \"compiles\": " + compiles
         + ", \"cache_hits\": " + cacheHits + ", \"cache_misses\": " + cacheMisses + ", \"bytes_broadcast\": "
-        + bytesBroadcast + ", \"cache_file_operations\": " + cacheFileOperations + ", \"phases\": {\"agreement\": "
+        + bytesBroadcast + ", \"cache_file_operations\": " + cacheFileOperations + ", \"untrusted_entries\": "
+        + untrustedEntries + ", \"trust_check_ms\": " + String.format(Locale.ROOT, "%.3f", trustCheckNanos / 1e6)
+        + ", \"phases\": {\"agreement\": "
         + agreement.json() + ", \"obtain\": " + obtain.json() + ", \"wait\": " + waitForRoot.json() + ", \"broadcast\": "
         + broadcast.json() + ", \"load\": " + load.json() + "}}";
   }

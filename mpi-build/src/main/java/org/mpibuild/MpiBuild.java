@@ -282,7 +282,8 @@ public final class MpiBuild implements AutoCloseable {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
       async.ifStarted(AsyncBuilds::drain);
-      return counters.reduce(comm);
+      return counters.reduce(comm, settings.collectiveTimeout(), caches.untrustedEntries(),
+          caches.trustCheckNanos());
     }
   }
 

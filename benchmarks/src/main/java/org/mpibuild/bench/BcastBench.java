@@ -73,8 +73,8 @@ public final class BcastBench {
           BuildStats st = mb.lastStats();
           long envelope = slowest(st.broadcastNanos());
           if (rank == 0) {
-            json.append(String.format(Locale.ROOT, "{\"n\": %d, \"bytes\": %d, \"rep\": %d, \"java_direct_us\": %.1f, "
-                + "\"envelope_us\": %.1f}%n", size, bytes, r, raw / 1e3, envelope / 1e3));
+            json.append(BenchJson.line("n", size, "bytes", bytes, "rep", r, "java_direct_us",
+                BenchJson.round(raw / 1e3, 1), "envelope_us", BenchJson.round(envelope / 1e3, 1)));
           }
         }
       }

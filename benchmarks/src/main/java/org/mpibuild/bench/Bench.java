@@ -262,10 +262,10 @@ public final class Bench {
   }
 
   static void record(StringBuilder json, String program, String strategy, int rep, Cell c) {
-    json.append(String.format(Locale.ROOT, "{\"n\": %d, \"program\": \"%s\", \"strategy\": \"%s\", \"rep\": %d, "
-        + "\"ms\": %.3f, \"compiles\": %d, \"fsops\": %d, \"bytes\": %d, \"binary_bytes\": %d, \"compile_ms\": %.3f, "
-        + "\"load_ms\": %.3f}%n", size, program, strategy, rep, c.nanos() / 1e6, c.compiles(), c.fsops(), c.bytes(),
-        c.binaryBytes(), c.compileNanos() / 1e6, c.loadNanos() / 1e6));
+    json.append(BenchJson.line("n", size, "program", program, "strategy", strategy, "rep", rep,
+        "ms", BenchJson.round(c.nanos() / 1e6, 3), "compiles", c.compiles(), "fsops", c.fsops(), "bytes", c.bytes(),
+        "binary_bytes", c.binaryBytes(), "compile_ms", BenchJson.round(c.compileNanos() / 1e6, 3),
+        "load_ms", BenchJson.round(c.loadNanos() / 1e6, 3)));
     if (rank == 0) {
       System.out.printf(Locale.ROOT, "bench n=%d %s %s rep %d: %.0f ms, %d compiles, %d fs ops%n", size, program,
           strategy, rep, c.nanos() / 1e6, c.compiles(), c.fsops());

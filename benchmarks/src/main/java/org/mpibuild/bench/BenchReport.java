@@ -33,7 +33,6 @@ import org.jfree.data.xy.XYSeriesCollection;
  * <p>usage: BenchReport REPO_DIR quick|full
  */
 public final class BenchReport {
-  private static final Pattern FIELD = Pattern.compile("\"(\\w+)\": (\"[^\"]*\"|[-0-9.]+)");
 
   record Mode(String name, List<Integer> ranks, int reps, String small, String big, String longProgram,
       long staleMillis, long longStaleMillis, int longReps, List<Integer> bcastSizes, int bcastRanks, int bcastReps) {}
@@ -51,6 +50,10 @@ public final class BenchReport {
     Files.createDirectories(out);
     if (args.length > 1 && args[1].equals("ffm")) {
       ffm(repo, out, 5);
+      return;
+    }
+    if (args.length > 1 && args[1].equals("signing")) {
+      SigningBench.run(out, 9);
       return;
     }
     if (args.length > 1 && args[1].equals("stream")) {
@@ -180,12 +183,11 @@ public final class BenchReport {
         java.util.Collections.max(ratios), ceiling, median / ceiling);
     md.append('\n').append(line).append('\n');
     Files.writeString(out.resolve("batch.md"), md);
-    StringBuilder json = new StringBuilder(String.format(Locale.ROOT, "{\"kernels\": %d, \"median_speedup_2_ranks\": "
-        + "%.3f, \"median_machine_ceiling\": %.3f, \"runs\": [%n", k, median, ceiling));
-    for (int i = 0; i < rows.size(); i++) {
-      json.append("  ").append(toJson(new TreeMap<>(rows.get(i)))).append(i + 1 < rows.size() ? ",\n" : "\n");
-    }
-    Files.writeString(out.resolve("batch.json"), json.append("]}\n"));
+    List<Object> runs = new ArrayList<>();
+    rows.forEach(r -> runs.add(BenchJson.typed(new TreeMap<>(r))));
+    Files.writeString(out.resolve("batch.json"), BenchJson.pretty(BenchJson.object("kernels", k,
+        "median_speedup_2_ranks", BenchJson.round(median, 3), "median_machine_ceiling", BenchJson.round(ceiling, 3),
+        "runs", runs)));
     System.out.println();
     System.out.println(md);
     System.out.println(line);
@@ -294,10 +296,7 @@ public final class BenchReport {
   }
 
   static double medianOf(List<Double> xs) {
-    List<Double> sorted = new ArrayList<>(xs);
-    java.util.Collections.sort(sorted);
-    int n = sorted.size();
-    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+    return Stats.median(xs);
   }
 
   static String benchLine(Mode mode, List<Map<String, String>> cells) {
@@ -399,45 +398,19 @@ public final class BenchReport {
 
   static String json(Mode mode, List<Map<String, String>> cells, List<Map<String, String>> bcasts,
       Map<Integer, Double> cBySize) {
-    StringBuilder sb = new StringBuilder("{\"mode\": \"" + mode.name() + "\", \"cells\": [\n");
-    for (int i = 0; i < cells.size(); i++) {
-      sb.append("  ").append(toJson(cells.get(i))).append(i + 1 < cells.size() ? ",\n" : "\n");
-    }
-    sb.append("], \"broadcast\": [\n");
-    for (int i = 0; i < bcasts.size(); i++) {
-      sb.append("  ").append(toJson(bcasts.get(i))).append(",\n");
-    }
-    int k = 0;
-    for (Map.Entry<Integer, Double> e : cBySize.entrySet()) {
-      sb.append(String.format(Locale.ROOT, "  {\"bytes\": %d, \"c_mpi_bcast_median_us\": %.1f}%s%n", e.getKey(),
-          e.getValue(), ++k < cBySize.size() ? "," : ""));
-    }
-    return sb.append("]}\n").toString();
-  }
-
-  static String toJson(Map<String, String> m) {
-    StringBuilder sb = new StringBuilder("{");
-    m.forEach((k, v) -> sb.append(sb.length() > 1 ? ", " : "").append('"').append(k).append("\": ")
-        .append(v.matches("[-0-9.]+") ? v : "\"" + v + "\""));
-    return sb.append('}').toString();
+    List<Object> broadcast = new ArrayList<>();
+    bcasts.forEach(b -> broadcast.add(BenchJson.typed(b)));
+    cBySize.forEach((bytes, us) -> broadcast.add(BenchJson.object("bytes", bytes, "c_mpi_bcast_median_us",
+        BenchJson.round(us, 1))));
+    List<Object> typedCells = new ArrayList<>();
+    cells.forEach(c -> typedCells.add(BenchJson.typed(c)));
+    return BenchJson.pretty(BenchJson.object("mode", mode.name(), "cells", typedCells, "broadcast", broadcast));
   }
 
   static List<Map<String, String>> parse(String jsonl) {
-    List<Map<String, String>> out = new ArrayList<>();
-    for (String line : jsonl.split("\n")) {
-      if (line.isBlank()) {
-        continue;
-      }
-      Map<String, String> m = new LinkedHashMap<>();
-      Matcher f = FIELD.matcher(line);
-      while (f.find()) {
-        String v = f.group(2);
-        m.put(f.group(1), v.startsWith("\"") ? v.substring(1, v.length() - 1) : v);
-      }
-      out.add(m);
-    }
-    return out;
+    return BenchJson.readLines(jsonl);
   }
+
 
   static List<Double> values(List<Map<String, String>> cells, int n, String program, String strategy, String field) {
     List<Double> v = new ArrayList<>();

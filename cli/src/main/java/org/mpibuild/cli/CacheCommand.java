@@ -115,7 +115,8 @@ final class CacheCommand implements Runnable {
           o.put("status", l.status());
           System.out.println(Json.write(o));
         } else {
-          System.out.printf(Locale.ROOT, "%s  %-7s  %-8s  %9s  %s  %s  [%s]%n", l.key().substring(0, 16), l.backend(),
+          String key = l.key().length() > 16 ? l.key().substring(0, 16) : l.key();
+          System.out.printf(Locale.ROOT, "%-16s  %-7s  %-8s  %9s  %s  %s  [%s]%n", key, l.backend(),
               l.status(), human(l.bytes()), seconds(l.lastUse()), String.join(",", l.kernelNames()), l.target());
         }
       }
@@ -169,7 +170,11 @@ final class CacheCommand implements Runnable {
         try {
           limit = Setting.parseSize(maxSize.trim());
         } catch (NumberFormatException | ArithmeticException | StringIndexOutOfBoundsException e) {
-          throw new ParameterException(spec.commandLine(), "--max-size '" + maxSize + "' is not a size such as 500m");
+          limit = -1;
+        }
+        if (limit < 0) {
+          throw new ParameterException(spec.commandLine(), "--max-size '" + maxSize
+              + "' is not a size such as 500m (0 or more, at most 8 EiB)");
         }
       }
       Duration age = maxAge == null ? null : parseAge(maxAge);
@@ -181,18 +186,25 @@ final class CacheCommand implements Runnable {
     private Duration parseAge(String s) {
       try {
         long n = Long.parseLong(s.substring(0, s.length() - 1));
-        switch (Character.toLowerCase(s.charAt(s.length() - 1))) {
-          case 'd': return Duration.ofDays(n);
-          case 'h': return Duration.ofHours(n);
-          case 'm': return Duration.ofMinutes(n);
-          case 's': return Duration.ofSeconds(n);
-          default: break;
+        Duration age = switch (Character.toLowerCase(s.charAt(s.length() - 1))) {
+          case 'd' -> Duration.ofDays(n);
+          case 'h' -> Duration.ofHours(n);
+          case 'm' -> Duration.ofMinutes(n);
+          case 's' -> Duration.ofSeconds(n);
+          default -> null;
+        };
+        if (age != null && !age.isNegative() && age.compareTo(MAX_AGE) <= 0) {
+          return age;
         }
-      } catch (NumberFormatException | StringIndexOutOfBoundsException e) {
-        // fall through
+      } catch (NumberFormatException | StringIndexOutOfBoundsException | ArithmeticException e) {
+        // a usage error, below
       }
-      throw new ParameterException(spec.commandLine(), "--max-age '" + s + "' is not an age such as 30d, 12h or 90m");
+      throw new ParameterException(spec.commandLine(), "--max-age '" + s + "' is not an age such as 30d, 12h or 90m "
+          + "(0 or more, at most " + MAX_AGE.toDays() + "d)");
     }
+
+    /** Longer than any cache lives; keeps the cut-off instant within range. */
+    private static final Duration MAX_AGE = Duration.ofDays(100 * 366);
   }
 
   @Command(name = "clear", mixinStandardHelpOptions = true, description = "Remove every entry, lock and quarantined file.")

@@ -151,8 +151,8 @@ final class DoctorCommand implements Callable<Integer> {
     if (providers.isEmpty()) {
       fail("no backend on the class path", "add mpi-build-opencl or mpi-build-cuda to the class path");
     } else if (usable == 0) {
-      fail("no backend can run here", "install an OpenCL driver (apt install pocl-opencl-icd, as scripts/provision "
-          + "does) or a CUDA driver and GPU");
+      fail("no backend can run here", "act on the reasons listed above for each backend (each names what it "
+          + "could not load or find)");
     } else if (!wantedUsable) {
       fail("backend '" + wantedId + "' (MPI_BUILD_BACKEND) is not usable here",
           "choose one of the backends listed above");

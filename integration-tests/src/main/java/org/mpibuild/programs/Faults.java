@@ -72,6 +72,15 @@ public final class Faults {
             rank == 3 ? Saxpy.REQUEST.withOptions("-cl-mad-enable") : Saxpy.REQUEST, 0)));
         case "mismatch-kernels" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
             rank == 3 ? Saxpy.REQUEST.withKernels() : Saxpy.REQUEST, 0)));
+        case "settings-batch-ranks" -> opening(name, rank, MpiBuild.builder().batchRanks(rank == 3 ? 1 : 0));
+        case "settings-node-cache" -> opening(name, rank, rank == 1 ? MpiBuild.builder().set(
+            "MPI_BUILD_NODE_CACHE_DIR", System.getenv("MPI_BUILD_CACHE_DIR") + "-node") : MpiBuild.builder());
+        case "late-rank" -> withWorld(mb -> {
+          if (rank == 2) {
+            Thread.sleep(60_000); // still computing: it enters the build long after the deadline
+          }
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        });
         case "different-roots" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST,
             rank == 3 ? 1 : 0)));
         case "payload-corrupted" -> {
@@ -143,6 +152,16 @@ public final class Faults {
     }
   }
 
+  /** Opens an instance from {@code builder} (collective) and builds saxpy, reporting either failure. */
+  static void opening(String name, int rank, org.mpibuild.MpiBuildBuilder builder) {
+    long t0 = System.nanoTime();
+    try (MpiBuild mb = builder.build()) {
+      step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+    } catch (RuntimeException e) {
+      report(name, "1", rank, e.getClass().getSimpleName(), false, false, t0, e.getMessage());
+    }
+  }
+
   static void step(String name, String step, MpiBuild mb, Scenarios.Build build) {
     long t0 = System.nanoTime();
     try (Kernel k = build.call()) {
@@ -192,7 +211,7 @@ public final class Faults {
   static String deadHolder() throws IOException, InterruptedException {
     Process p = new ProcessBuilder("true").start();
     p.waitFor();
-    return "host=" + java.net.InetAddress.getLocalHost().getHostName() + "\npid=" + p.pid() + "\nstart="
+    return "host=" + CacheAdmin.hostIdentity() + "\npid=" + p.pid() + "\nstart="
         + System.currentTimeMillis() + "\nacquired=" + System.currentTimeMillis() + "\n";
   }
 

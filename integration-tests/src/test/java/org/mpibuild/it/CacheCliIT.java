@@ -24,6 +24,9 @@ import org.junit.jupiter.api.TestMethodOrder;
 class CacheCliIT {
   static Path cache;
 
+  /** The trailer at the end of every entry: the signer's public key, its signature and its seal. */
+  static final int SIGNATURE_TRAILER = 44 + 64 + 32;
+
   record Run(int exit, String out, String err) {
     String all() {
       return "exit " + exit + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
@@ -97,7 +100,7 @@ class CacheCliIT {
     Path entry = onlyEntry();
     Path backup = Files.copy(entry, cache.resolve("good.kbin.bak"));
     byte[] b = Files.readAllBytes(entry);
-    b[b.length - 1] ^= 1;
+    b[b.length - 1 - SIGNATURE_TRAILER] ^= 1; // the binary's last byte, before the entry's signature
     Files.write(entry, b);
     Run bad = cli("verify", "--dir", cache.toString());
     assertEquals(1, bad.exit(), bad.all());

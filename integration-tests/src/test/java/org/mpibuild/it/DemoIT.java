@@ -32,7 +32,7 @@ class DemoIT {
   }
 
   static Mpirun.Job demo(Path cache) {
-    return Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.toString()), "org.mpibuild.demo.Demo");
+    return Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.toString()), "org.mpibuild.examples.Demo");
   }
 
   static String summary(Mpirun.Job job) {
@@ -46,7 +46,7 @@ class DemoIT {
   void demoPrintsTheCountedSummary() throws Exception {
     Path json = cache.resolve("stats.json");
     Mpirun.Job job = Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.resolve("c").toString(),
-        "MPI_BUILD_STATS_JSON", json.toString()), "org.mpibuild.demo.Demo");
+        "MPI_BUILD_STATS_JSON", json.toString()), "org.mpibuild.examples.Demo");
     try {
       String stats = Files.readString(json);
       assertTrue(stats.startsWith("{\"ranks\": 4, \"builds\": 1, \"compiles\": 1, \"cache_hits\": 0, \"cache_misses\": 1,"),
@@ -96,6 +96,46 @@ class DemoIT {
     } finally {
       Mpirun.delete(ja.dir());
       Mpirun.delete(jb.dir());
+    }
+  }
+
+  @Test
+  void ringExampleOwnsMpiAndEveryRankVerifiesTheKernel() {
+    Mpirun.Job job = Mpirun.run(3, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.toString()), "org.mpibuild.examples.Ring");
+    try {
+      assertEquals("ring: 3 of 3 ranks verified the kernel rank 0 compiled", summary(job), job.describe());
+    } finally {
+      Mpirun.delete(job.dir());
+    }
+  }
+
+  /**
+   * A cache entry signed by a key this user does not trust (another user's, a forger's) is never loaded: it
+   * is rebuilt, counted, and replaced by one signed with the user's own key.
+   */
+  @Test
+  void entriesSignedByAnUntrustedKeyAreRebuiltAndCounted() throws Exception {
+    Path keys = Files.createTempDirectory("mpi-build-keys");
+    try {
+      Mpirun.Job mallory = Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.toString(),
+          "MPI_BUILD_SIGNING_KEY", keys.resolve("mallory").toString()), "org.mpibuild.examples.Demo");
+      assertTrue(summary(mallory).contains("compiles=1"), mallory.describe());
+      Mpirun.delete(mallory.dir());
+      Path json = keys.resolve("stats.json");
+      Mpirun.Job user = Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.toString(),
+          "MPI_BUILD_SIGNING_KEY", keys.resolve("user").toString(), "MPI_BUILD_STATS_JSON", json.toString()),
+          "org.mpibuild.examples.Demo");
+      assertEquals("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl cache_hits=0", summary(user),
+          "mallory's entry is not loaded: rebuilt\n" + user.describe());
+      assertTrue(Files.readString(json).contains("\"untrusted_entries\": 1,"), Files.readString(json));
+      Mpirun.delete(user.dir());
+      Mpirun.Job again = Mpirun.run(4, 300, Map.of("MPI_BUILD_CACHE_DIR", cache.toString(),
+          "MPI_BUILD_SIGNING_KEY", keys.resolve("user").toString()), "org.mpibuild.examples.Demo");
+      assertEquals("summary: ranks=4 compiles=0 loaded=4 verified=4 backend=opencl cache_hits=1", summary(again),
+          "the user's own entry is trusted\n" + again.describe());
+      Mpirun.delete(again.dir());
+    } finally {
+      Mpirun.delete(keys);
     }
   }
 }

@@ -73,4 +73,16 @@ class DistributionIT {
     }
     assertEquals(List.of(), offenders, "files outside the core that import org.mpibuild.internal");
   }
+
+  @Test
+  void theCoreModuleExportsTheApiAndTheSpiOnly() throws Exception {
+    Path core = classpath().stream().map(Path::of).filter(j -> j.getFileName().toString().startsWith("mpi-build-0"))
+        .findFirst().orElseThrow();
+    java.lang.module.ModuleDescriptor d = java.lang.module.ModuleFinder.of(core).findAll().iterator().next()
+        .descriptor();
+    assertEquals("org.mpibuild", d.name());
+    assertEquals(java.util.Set.of("org.mpibuild", "org.mpibuild.spi"), d.exports().stream()
+        .map(java.lang.module.ModuleDescriptor.Exports::source).collect(java.util.stream.Collectors.toSet()));
+    assertTrue(d.packages().contains("org.mpibuild.internal"), "the internals are in the module, unexported");
+  }
 }

@@ -155,6 +155,14 @@ class FaultTableIT {
   }
 
   @Test
+  void case05bSettingsThatShapeTheProtocolDifferOnOneRank() {
+    sameErrorEverywhere(fault("settings-batch-ranks", 30), "1", "RequestMismatchException",
+        "rank 3 differs in MPI_BUILD_BATCH_RANKS", "MPI_BUILD_BATCH_RANKS=1");
+    sameErrorEverywhere(fault("settings-node-cache", 30), "1", "RequestMismatchException",
+        "rank 1 differs in MPI_BUILD_NODE_CACHE_DIR");
+  }
+
+  @Test
   void case06DifferentRoots() {
     sameErrorEverywhere(fault("different-roots", 60), "1", "RequestMismatchException", "rank 3 differs in root");
   }
@@ -270,4 +278,24 @@ class FaultTableIT {
     }
   }
 
+
+  @Test
+  void case15LiveRankThatNeverEntersEndsTheJobNamingIt() {
+    Mpirun.Job job = Mpirun.run(4, 90, Map.of("MPI_BUILD_COLLECTIVE_TIMEOUT", "3"), "org.mpibuild.programs.Faults",
+        "late-rank");
+    try {
+      synchronized (MEASURED) {
+        MEASURED.put("late-rank", job.millis());
+      }
+      assertTrue(job.exitCode() != 0, "the job must be aborted\n" + job.describe());
+      assertTrue(job.millis() < 30_000, "ended " + job.millis() + " ms after start, not at the 3 s deadline\n"
+          + job.describe());
+      String root = job.stderr(0);
+      assertTrue(root.contains("ranks [2] of 4 did not enter the build of [saxpy] within 3 s"), job.describe());
+      assertTrue(root.contains("waiting 1 s for ranks [2] to enter the build of [saxpy]"), job.describe());
+      assertTrue(job.orphans().isEmpty(), "processes left behind: " + job.orphans());
+    } finally {
+      Mpirun.delete(job.dir());
+    }
+  }
 }

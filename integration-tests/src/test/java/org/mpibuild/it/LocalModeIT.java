@@ -14,10 +14,13 @@ import org.junit.jupiter.api.Test;
 class LocalModeIT {
   static final String EXPECTED = "local: ranks=1 compiled=true verified=true communicator=local (no MPI), 1 rank";
 
-  static List<String> java(String classpath) throws IOException, InterruptedException {
+  static List<String> java(String classpath, String... jvmOptions) throws IOException, InterruptedException {
     java.nio.file.Path cache = java.nio.file.Files.createTempDirectory("mpi-build-local-cache");
-    ProcessBuilder pb = new ProcessBuilder("java", "-cp", classpath, "org.mpibuild.programs.LocalBuild")
-        .redirectErrorStream(true);
+    List<String> cmd = new ArrayList<>(List.of("java"));
+    cmd.addAll(List.of(jvmOptions));
+    cmd.addAll(List.of("-cp", classpath, "org.mpibuild.programs.LocalBuild"));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().remove("XDG_RUNTIME_DIR");
     pb.environment().put("MPI_BUILD_CACHE_DIR", cache.toString());
     Process p;
     try {
@@ -53,5 +56,28 @@ class LocalModeIT {
     List<String> out = java(System.getProperty("mpibuild.it.classpath") + ":" + jar);
     assertTrue(out.contains(EXPECTED), String.join("\n", out));
     assertEquals("exit=0", out.get(out.size() - 1), String.join("\n", out));
+  }
+
+  /**
+   * On a shared node, the first user's JOCL library sits in /tmp under JOCL's fixed name (mode 600, or
+   * anything else planted there); a second user's backend must still start: it loads from its own private
+   * directory, never from the shared name.
+   */
+  @Test
+  void aFileOfAnotherUserAtJoclsFixedTempNameDoesNotStopTheBackend() throws Exception {
+    java.nio.file.Path tmp = java.nio.file.Files.createTempDirectory("mpi-build-shared-tmp");
+    try {
+      java.nio.file.Path planted = tmp.resolve(System.mapLibraryName("JOCL_2_0_5-linux-x86_64"));
+      java.nio.file.Files.createDirectories(planted.resolve("not-a-library")); // unusable, and not ours to remove
+      List<String> out = java(System.getProperty("mpibuild.it.classpath"), "-Djava.io.tmpdir=" + tmp);
+      assertTrue(out.contains(EXPECTED), String.join("\n", out));
+      assertTrue(java.nio.file.Files.isDirectory(planted.resolve("not-a-library")), "the planted file is left alone");
+      java.nio.file.Path own = tmp.resolve("mpi-build-" + System.getProperty("user.name"));
+      assertTrue(java.nio.file.Files.isRegularFile(own.resolve(planted.getFileName())), "loaded from " + own);
+      assertEquals("rwx------", java.nio.file.attribute.PosixFilePermissions.toString(
+          java.nio.file.Files.getPosixFilePermissions(own)));
+    } finally {
+      Mpirun.delete(tmp);
+    }
   }
 }

@@ -77,6 +77,9 @@ final class Mpirun {
       java.util.Map<String, String> all = new java.util.TreeMap<>(env);
       all.putIfAbsent("MPI_BUILD_CACHE_DIR", dir.resolve("cache").toString());
       all.putIfAbsent("MPI_BUILD_BACKEND", "opencl"); // the OpenCL programs; CUDA tests say "cuda"
+      if (System.getenv("MPI_BUILD_SIGNING_KEY") != null) {
+        all.putIfAbsent("MPI_BUILD_SIGNING_KEY", System.getenv("MPI_BUILD_SIGNING_KEY"));
+      }
 
       all.forEach((k, v) -> cmd.addAll(List.of("-x", k + "=" + v)));
       cmd.addAll(List.of(REPO.resolve("bin/mpi-build-rank").toString(), "-cp", classpath, mainClass));

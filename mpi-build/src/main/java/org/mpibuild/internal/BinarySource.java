@@ -28,6 +28,8 @@ import org.slf4j.LoggerFactory;
 final class BinarySource {
   private static final Logger log = LoggerFactory.getLogger(BinarySource.class);
 
+  /** Requests already reported as uncacheable, so that each is said once per process. */
+  private static final java.util.Set<String> UNCACHEABLE_REPORTED = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private final Backend backend;
   private final Settings settings;
   private final Caches caches;
@@ -77,7 +79,14 @@ final class BinarySource {
         return compile(request, target, "");
       }
       KernelCache shared = caches.shared();
-      key = CacheKey.of(request, backend.id(), backend.compilerIdentity(target), target);
+      try {
+        key = CacheKey.of(request, backend.id(), backend.compilerIdentity(target), target);
+      } catch (CacheKey.Uncacheable e) {
+        if (UNCACHEABLE_REPORTED.add(e.getMessage())) {
+          log.warn("this request is built but never cached: {}", e.getMessage());
+        }
+        return compile(request, target, "");
+      }
       Obtained hit = fromCache(caches.node(), key, load);
       if (hit == null) {
         hit = fromCache(shared, key, load);
@@ -124,7 +133,7 @@ final class BinarySource {
     if (cache == null) {
       return null;
     }
-    KernelCache.Entry entry = cache.lookup(key);
+    KernelCache.Entry entry = cache.lookup(key, settings.maxBinaryBytes());
     if (entry == null) {
       return null;
     }

@@ -140,7 +140,7 @@ public final class CollectiveBuild {
     long t0 = System.nanoTime();
     long fileOps0 = caches.fileOperations();
     RequestAgreement.agree(comm, RequestFingerprint.of(requests, backend.id(), shape, root, settings.chunkBytes(),
-        problem));
+        problem), settings.collectiveTimeout(), () -> "the build of " + describe(requests));
     if (problem != null) {
       throw new IllegalArgumentException(problem);
     }
@@ -339,5 +339,13 @@ public final class CollectiveBuild {
       out[i] = how[i] == 2;
     }
     return out;
+  }
+
+  /** "[saxpy]", or "a batch of 32 kernels", for messages about a call. */
+  private static String describe(List<KernelSource> requests) {
+    if (requests.size() == 1 && requests.get(0) != null) {
+      return String.valueOf(requests.get(0).kernelNames());
+    }
+    return "a batch of " + requests.size() + " requests";
   }
 }

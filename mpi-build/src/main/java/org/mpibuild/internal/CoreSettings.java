@@ -30,6 +30,10 @@ public final class CoreSettings {
   public static final Setting<Duration> COMPILE_TIMEOUT = Setting.seconds("MPI_BUILD_COMPILE_TIMEOUT",
       "mpibuild.compileTimeoutSeconds", Settings.DEFAULT_COMPILE_TIMEOUT, DAY, "`600`",
       "seconds the root's compile may take (more than 0)");
+  public static final Setting<Duration> COLLECTIVE_TIMEOUT = Setting.deadline("MPI_BUILD_COLLECTIVE_TIMEOUT",
+      "mpibuild.collectiveTimeoutSeconds", Settings.DEFAULT_COLLECTIVE_TIMEOUT, Duration.ofDays(7), "`600`",
+      "seconds a rank waits for the others to enter a collective call; past it, the job is aborted naming the "
+      + "ranks that never came; `off` waits for ever");
   public static final Setting<Integer> BATCH_RANKS = Setting.count("MPI_BUILD_BATCH_RANKS", "mpibuild.batchRanks",
       0, 0, 1 << 24, "`0` (every rank)", "how many ranks compile the misses of a batch build");
   public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
@@ -60,8 +64,12 @@ public final class CoreSettings {
   public static final Setting<Path> NODE_CACHE_DIR = Setting.path("MPI_BUILD_NODE_CACHE_DIR", "mpibuild.cache.nodeDir",
       "none", "node-local cache directory");
 
+  public static final Setting<Path> SIGNING_KEY = Setting.path("MPI_BUILD_SIGNING_KEY", "mpibuild.cache.signingKey",
+      "`~/.config/mpi-build/signing-key`", "your private key that signs the cache entries you write (created, mode "
+      + "600, on first use); entries are loaded only when signed by it or by a key in the cache's `trusted-keys`");
+
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
       CACHE_DIR, CACHE_MAX_BYTES, CACHE_SHARED, CACHE_LOCK_STALE, CACHE_LOCK_WAIT, CACHE_NEGATIVE_TTL,
-      NODE_CACHE_DIR, COMPILE_TIMEOUT, BATCH_RANKS, PROGRESS, RECORD);
+      NODE_CACHE_DIR, SIGNING_KEY, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, BATCH_RANKS, PROGRESS, RECORD);
 }

@@ -21,7 +21,9 @@ public final class JobCounters {
   public static final int WAIT_NS = 8;
   public static final int BROADCAST_NS = 9;
   public static final int LOAD_NS = 10;
-  public static final int LENGTH = 11;
+  public static final int UNTRUSTED = 11;
+  public static final int TRUST_CHECK_NS = 12;
+  public static final int LENGTH = 13;
 
   private final long[] v = new long[LENGTH];
 
@@ -56,8 +58,12 @@ public final class JobCounters {
    * The job's statistics: every rank's counters gathered, summed, and their maximum taken, on every rank.
    * Collective.
    */
-  public JobStatistics reduce(Communicator comm) {
+  public JobStatistics reduce(Communicator comm, java.time.Duration deadline, long untrustedEntries,
+      long trustCheckNanos) {
+    Arrival.allReduceMax(comm, new int[] {0}, deadline, () -> "the statistics call"); // every rank is here
     long[] mine = toArray();
+    mine[UNTRUSTED] = untrustedEntries;
+    mine[TRUST_CHECK_NS] = trustCheckNanos;
     ByteBuffer out = ByteBuffer.allocate(mine.length * Long.BYTES);
     out.asLongBuffer().put(mine);
     byte[][] all = comm.allGather(out.array());
@@ -73,7 +79,7 @@ public final class JobCounters {
     }
     // Every rank counts each build once; the job's build count is one rank's.
     return new JobStatistics(all.length, max[BUILDS], sum[COMPILES], sum[CACHE_HITS], sum[CACHE_MISSES],
-        sum[BYTES_BROADCAST], sum[CACHE_FILE_OPS], phase(sum, max, AGREEMENT_NS), phase(sum, max, OBTAIN_NS),
+        sum[BYTES_BROADCAST], sum[CACHE_FILE_OPS], sum[UNTRUSTED], sum[TRUST_CHECK_NS], phase(sum, max, AGREEMENT_NS), phase(sum, max, OBTAIN_NS),
         phase(sum, max, WAIT_NS), phase(sum, max, BROADCAST_NS), phase(sum, max, LOAD_NS));
   }
 

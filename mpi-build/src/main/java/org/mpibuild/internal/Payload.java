@@ -170,7 +170,7 @@ public final class Payload {
     return out;
   }
 
-  static MessageDigest sha256Digest() {
+  public static MessageDigest sha256Digest() {
     try {
       return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {

@@ -20,14 +20,43 @@ final class RequestFingerprint {
       "validity");
   private static final int FIELD_HASH_BYTES = 8;
 
+  private final List<String> names;
   private final byte[][] fieldHashes;
   private final byte[] digest;
   private final String problem;
 
-  private RequestFingerprint(byte[][] fieldHashes, byte[] digest, String problem) {
+  private RequestFingerprint(List<String> names, byte[][] fieldHashes, byte[] digest, String problem) {
+    this.names = names;
     this.fieldHashes = fieldHashes;
     this.digest = digest;
     this.problem = problem;
+  }
+
+  /**
+   * The fingerprint of named values, for example the settings that decide which collectives a build runs;
+   * {@code note} travels with it to explain a disagreement (the values as this rank has them).
+   */
+  static RequestFingerprint of(Map<String, String> values, String note) {
+    List<String> names = List.copyOf(values.keySet());
+    byte[][] fields = new byte[names.size()][];
+    int i = 0;
+    for (String v : values.values()) {
+      fields[i++] = hash(v);
+    }
+    return new RequestFingerprint(names, fields, digestOf(fields), note);
+  }
+
+  private static byte[] digestOf(byte[][] fields) {
+    MessageDigest md = Payload.sha256Digest();
+    for (byte[] f : fields) {
+      md.update(f);
+    }
+    return md.digest();
+  }
+
+  /** The names of the compared fields, in wire order. */
+  List<String> names() {
+    return names;
   }
 
   /** The kind of build call: one request from a root, or a batch spread over the ranks. */
@@ -52,11 +81,7 @@ final class RequestFingerprint {
       hash(Integer.toString(chunkBytes)),
       hash(problem == null ? "ok" : "invalid"),
     };
-    MessageDigest md = Payload.sha256Digest();
-    for (byte[] f : fields) {
-      md.update(f);
-    }
-    return new RequestFingerprint(fields, md.digest(), problem);
+    return new RequestFingerprint(FIELDS, fields, digestOf(fields), problem);
   }
 
   /**
@@ -86,30 +111,31 @@ final class RequestFingerprint {
   /** Serialized for the gather that follows a disagreement: field hashes, then this rank's problem. */
   byte[] toBytes() {
     byte[] p = problem == null ? new byte[0] : problem.getBytes(StandardCharsets.UTF_8);
-    ByteBuffer out = ByteBuffer.allocate(FIELDS.size() * FIELD_HASH_BYTES + p.length);
+    ByteBuffer out = ByteBuffer.allocate(names.size() * FIELD_HASH_BYTES + p.length);
     for (byte[] f : fieldHashes) {
       out.put(f);
     }
     return out.put(p).array();
   }
 
-  static RequestFingerprint fromBytes(byte[] bytes) {
+  /** Decodes another rank's fingerprint, whose fields have the same {@code names} as this rank's. */
+  static RequestFingerprint fromBytes(byte[] bytes, List<String> names) {
     ByteBuffer in = ByteBuffer.wrap(bytes);
-    byte[][] fields = new byte[FIELDS.size()][FIELD_HASH_BYTES];
+    byte[][] fields = new byte[names.size()][FIELD_HASH_BYTES];
     for (byte[] f : fields) {
       in.get(f);
     }
     byte[] p = new byte[in.remaining()];
     in.get(p);
-    return new RequestFingerprint(fields, null, p.length == 0 ? null : new String(p, StandardCharsets.UTF_8));
+    return new RequestFingerprint(names, fields, null, p.length == 0 ? null : new String(p, StandardCharsets.UTF_8));
   }
 
   /** Names of the fields in which this fingerprint differs from {@code other}. */
   List<String> differences(RequestFingerprint other) {
     List<String> out = new ArrayList<>();
-    for (int i = 0; i < FIELDS.size(); i++) {
+    for (int i = 0; i < names.size(); i++) {
       if (!Arrays.equals(fieldHashes[i], other.fieldHashes[i])) {
-        out.add(FIELDS.get(i));
+        out.add(names.get(i));
       }
     }
     return out;

@@ -19,9 +19,11 @@ import org.mpibuild.spi.SettingSource;
  * @param batchRanks how many ranks compile the misses of a batch build; 0 means every rank
  * @param progress who drives the MPI calls of asynchronous builds
  * @param record the manifest file the root appends every build request to, or null
+ * @param collectiveTimeout how long a rank waits for the others to enter a collective call; zero: for ever
  */
 public record Settings(Mode mode, Binding binding, SettingSource source, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache,
-    java.time.Duration compileTimeout, int batchRanks, Progress progress, java.nio.file.Path record) {
+    java.time.Duration compileTimeout, int batchRanks, Progress progress, java.nio.file.Path record,
+    java.time.Duration collectiveTimeout) {
 
   /** Who makes the MPI calls of asynchronous builds. */
   public enum Progress {
@@ -56,6 +58,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
   public static final int DEFAULT_CHUNK_BYTES = 64 << 20;
   public static final long DEFAULT_MAX_BINARY_BYTES = 16L << 30;
   public static final java.time.Duration DEFAULT_COMPILE_TIMEOUT = java.time.Duration.ofMinutes(10);
+  public static final java.time.Duration DEFAULT_COLLECTIVE_TIMEOUT = java.time.Duration.ofMinutes(10);
 
   public Settings {
     if (chunkBytes <= 0) {
@@ -80,7 +83,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
   public static Settings defaults() {
     return new Settings(Mode.AUTO, Binding.AUTO, SettingSource.of(new java.util.Properties(), java.util.Map.of()),
         null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
-        DEFAULT_COMPILE_TIMEOUT, 0, Progress.AUTO, null);
+        DEFAULT_COMPILE_TIMEOUT, 0, Progress.AUTO, null, DEFAULT_COLLECTIVE_TIMEOUT);
   }
 
   /** Reads the settings of this process. */
@@ -99,42 +102,48 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
     return new Settings(CoreSettings.MODE.read(s), CoreSettings.BINDING.read(s), s,
         backend == null || backend.isEmpty() ? null : backend, CoreSettings.CHUNK_BYTES.read(s).intValue(),
         CoreSettings.MAX_BINARY_BYTES.read(s), CacheSettings.from(s), CoreSettings.COMPILE_TIMEOUT.read(s),
-        CoreSettings.BATCH_RANKS.read(s), CoreSettings.PROGRESS.read(s), CoreSettings.RECORD.read(s));
+        CoreSettings.BATCH_RANKS.read(s), CoreSettings.PROGRESS.read(s), CoreSettings.RECORD.read(s),
+        CoreSettings.COLLECTIVE_TIMEOUT.read(s));
   }
 
   public Settings withChunkBytes(int bytes) {
-    return new Settings(mode, binding, source, backend, bytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, bytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
   }
 
   public Settings withMaxBinaryBytes(long bytes) {
-    return new Settings(mode, binding, source, backend, chunkBytes, bytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, bytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
   }
 
   public Settings withMode(Mode m) {
-    return new Settings(m, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(m, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
   }
 
   public Settings withBackend(String id) {
-    return new Settings(mode, binding, source, id, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, id, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
   }
 
   public Settings withCache(CacheSettings c) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record, collectiveTimeout);
   }
 
   public Settings withCompileTimeout(java.time.Duration t) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record, collectiveTimeout);
   }
 
   public Settings withBatchRanks(int ranks) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, ranks, progress, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, ranks, progress, record, collectiveTimeout);
   }
 
   public Settings withProgress(Progress p) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record, collectiveTimeout);
+  }
+
+  public Settings withCollectiveTimeout(java.time.Duration t) {
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks,
+        progress, record, t);
   }
 
   public Settings withRecord(java.nio.file.Path file) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file);
+    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file, collectiveTimeout);
   }
 }

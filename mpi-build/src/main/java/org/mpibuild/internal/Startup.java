@@ -42,6 +42,14 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
           failure = e.getMessage() == null ? e.toString() : e.getMessage();
         }
       }
+      try {
+        RequestAgreement.agreeOnSettings(comm, settings); // first: they shape every collective after it
+      } catch (RuntimeException e) {
+        if (b != null) {
+          b.close();
+        }
+        throw e;
+      }
       agreeOnBackend(comm, b, failure);
       Caches caches = Caches.of(settings.cache(), comm);
       JobTargets targets = JobTargets.gather(comm, b);

@@ -14,13 +14,76 @@ import java.util.Arrays;
 /**
  * Helps backends whose Java bindings extract native libraries from their jar.
  *
- * <p>JOCL and JCuda copy their native library into {@code java.io.tmpdir} when the file is absent, and
- * load it when it is present. The copy is not atomic: ranks that start together on one node can load a
- * file that another rank is still writing. {@link #install} puts the complete file in place first,
- * atomically, so that the binding finds it whole.
+ * <p>JOCL and JCuda copy their native library into {@code java.io.tmpdir} under a fixed name when the file
+ * is absent, and load it when it is present. On a shared node that breaks twice: the copy is not atomic
+ * (ranks that start together can load a half-written file), and the file belongs to the first user who ran
+ * (with mode 600, every other user's backend fails to start). {@link #loadPrivately} puts the complete file,
+ * atomically, into a directory of this user's own, and lets the binding load it from there.
  */
 public final class NativeLibraries {
   private NativeLibraries() {}
+
+  /**
+   * Installs the class-path resource {@code /lib/FILE} into this user's private directory (see
+   * {@link #privateDirectory()}) and runs {@code firstCall}, the binding's first use, which loads it, with
+   * {@code java.io.tmpdir} pointing there; the property is restored afterwards.
+   *
+   * @param anchor a class whose class loader holds the resource
+   * @param file the library's file name, for example {@code libJOCL_2_0_5-linux-x86_64.so}
+   * @param firstCall the binding's first call, which makes it load its native library
+   * @throws UncheckedIOException naming the directory, if the library cannot be put there
+   */
+  public static synchronized void loadPrivately(Class<?> anchor, String file, Runnable firstCall) {
+    Path dir = privateDirectory();
+    if (anchor.getResource("/lib/" + file) != null) {
+      install(anchor, "/lib/" + file, dir.resolve(file));
+    }
+    String tmp = System.getProperty("java.io.tmpdir");
+    System.setProperty("java.io.tmpdir", dir.toString());
+    try {
+      firstCall.run();
+    } finally {
+      System.setProperty("java.io.tmpdir", tmp);
+    }
+  }
+
+  /**
+   * Returns this user's private directory for native libraries: {@code $XDG_RUNTIME_DIR/mpi-build}, else
+   * {@code java.io.tmpdir/mpi-build-USER}; created with mode 700 if absent, and refused (with the reason) if
+   * it is not a directory of this user's that nobody else can write.
+   *
+   * @return the directory
+   * @throws UncheckedIOException naming the directory and the reason it cannot be used
+   */
+  public static Path privateDirectory() {
+    String user = System.getProperty("user.name");
+    String runtime = System.getenv("XDG_RUNTIME_DIR");
+    Path dir = runtime != null && !runtime.isBlank() && Files.isDirectory(Path.of(runtime))
+        ? Path.of(runtime, "mpi-build") : Path.of(System.getProperty("java.io.tmpdir"), "mpi-build-" + user);
+    try {
+      if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        try {
+          Files.createDirectory(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(PRIVATE));
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+          // another rank made it meanwhile; checked below
+        }
+      }
+      java.nio.file.attribute.PosixFileAttributes a = Files.readAttributes(dir,
+          java.nio.file.attribute.PosixFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+      if (!a.isDirectory() || !a.owner().getName().equals(user) || !PRIVATE.containsAll(a.permissions())) {
+        throw new IOException(dir + " is not a private directory of yours (" + (a.isSymbolicLink() ? "a link"
+            : a.isDirectory() ? "owned by " + a.owner().getName() + ", mode "
+            + java.nio.file.attribute.PosixFilePermissions.toString(a.permissions()) : "not a directory")
+            + "); remove it, or set XDG_RUNTIME_DIR to a private directory");
+      }
+      return dir;
+    } catch (IOException e) {
+      throw new UncheckedIOException("no private directory for native libraries: " + e.getMessage(), e);
+    }
+  }
+
+  private static final java.util.Set<java.nio.file.attribute.PosixFilePermission> PRIVATE =
+      java.nio.file.attribute.PosixFilePermissions.fromString("rwx------");
 
   /**
    * Makes {@code target} hold exactly the bytes of a class-path resource, replacing a partial or

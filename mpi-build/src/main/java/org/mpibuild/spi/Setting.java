@@ -130,6 +130,25 @@ public final class Setting<T> {
   }
 
   /**
+   * Declares a deadline in seconds (fractions allowed), in {@code (0, max]}, or {@code off} (also {@code 0}):
+   * no deadline, read as {@link Duration#ZERO}.
+   *
+   * @param variable the environment variable
+   * @param property the system property
+   * @param dflt the default
+   * @param max the longest deadline accepted
+   * @param defaultText the default as the README says it
+   * @param description what the setting means
+   * @return the setting
+   */
+  public static Setting<Duration> deadline(String variable, String property, Duration dflt, Duration max,
+      String defaultText, String description) {
+    Setting<Duration> seconds = seconds(variable, property, dflt, max, defaultText, description);
+    return new Setting<>(variable, property, dflt, defaultText, seconds.expected + ", or off", description,
+        v -> v.trim().equalsIgnoreCase("off") ? Duration.ZERO : seconds.parser.apply(v));
+  }
+
+  /**
    * Declares a boolean: true/false, yes/no, on/off, 1/0.
    *
    * @param variable the environment variable

@@ -12,6 +12,7 @@ import net.jqwik.api.constraints.IntRange;
 import net.jqwik.api.constraints.Size;
 import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.internal.cache.EntryCodec;
+import org.mpibuild.internal.cache.EntrySigning;
 
 /**
  * Property tests of the two decoders that read untrusted bytes: the envelope (from the network, from
@@ -22,7 +23,17 @@ class DecoderFuzzTest {
   static final long MAX = 1 << 20;
   static final byte[] VALID = sample();
   static final String KEY = "5a".repeat(32);
-  static final byte[] VALID_ENTRY = EntryCodec.encode(KEY, VALID);
+  /** Entries are signed: the fuzz covers the signature trailer too. */
+  static final EntrySigning SIGNING = EntrySigning.open(keyFile(), java.nio.file.Path.of("."));
+  static final byte[] VALID_ENTRY = EntryCodec.encode(KEY, VALID, SIGNING);
+
+  static java.nio.file.Path keyFile() {
+    try {
+      return java.nio.file.Files.createTempDirectory("mpi-build-fuzz").resolve("key");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
 
   static byte[] sample() {
     byte[] payload = new byte[700];
@@ -44,7 +55,7 @@ class DecoderFuzzTest {
   @Property(tries = 3000)
   void randomBytesAreRefusedCleanly(@ForAll @Size(max = 600) byte[] bytes) {
     onlyTyped(() -> Envelope.fromBytes(bytes, MAX, 64));
-    onlyTyped(() -> EntryCodec.decode(KEY, bytes));
+    onlyTyped(() -> EntryCodec.decode(KEY, bytes, SIGNING));
   }
 
   @Property(tries = 3000)
@@ -60,7 +71,7 @@ class DecoderFuzzTest {
     assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(envelope, MAX, 64));
     byte[] entry = VALID_ENTRY.clone();
     entry[where % entry.length] ^= (byte) mask;
-    assertThrows(CorruptBinaryException.class, () -> EntryCodec.decode(KEY, entry));
+    assertThrows(CorruptBinaryException.class, () -> EntryCodec.decode(KEY, entry, SIGNING));
   }
 
   @Property(tries = 1000)
@@ -68,7 +79,7 @@ class DecoderFuzzTest {
     byte[] envelope = Arrays.copyOf(VALID, cut % VALID.length);
     assertThrows(CorruptBinaryException.class, () -> Envelope.fromBytes(envelope, MAX, 64));
     byte[] entry = Arrays.copyOf(VALID_ENTRY, cut % VALID_ENTRY.length);
-    assertThrows(CorruptBinaryException.class, () -> EntryCodec.decode(KEY, entry));
+    assertThrows(CorruptBinaryException.class, () -> EntryCodec.decode(KEY, entry, SIGNING));
   }
 
   @Property(tries = 1000)

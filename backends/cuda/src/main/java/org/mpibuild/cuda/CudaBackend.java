@@ -405,16 +405,17 @@ final class CudaBackend implements Backend {
   }
 
   /**
-   * Loads JCuda's driver binding and initializes the driver, once per process. JCuda's native library is
-   * put in java.io.tmpdir atomically first, so that ranks starting together never load a half-written file.
+   * Loads JCuda's driver binding and initializes the driver, once per process, from this user's private
+   * directory (see {@link NativeLibraries#loadPrivately}): never a half-written file, never another user's.
    */
   private static synchronized String loadDriver() {
     if (driverReady || driverProblem != null) {
       return driverProblem;
     }
     try {
-      installNative("JCudaDriver");
-      int rc = cuInit(0);
+      int[] initialized = new int[1];
+      NativeLibraries.loadPrivately(JCudaDriver.class, nativeFile("JCudaDriver"), () -> initialized[0] = cuInit(0));
+      int rc = initialized[0];
       if (rc == CUresult.CUDA_ERROR_NO_DEVICE) {
         driverProblem = "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)";
       } else if (rc != CUresult.CUDA_SUCCESS) {
@@ -434,10 +435,10 @@ final class CudaBackend implements Backend {
       return;
     }
     try {
-      installNative("JNvrtc");
       int[] major = new int[1];
       int[] minor = new int[1];
-      check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion");
+      NativeLibraries.loadPrivately(JNvrtc.class, nativeFile("JNvrtc"),
+          () -> check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion"));
       nvrtcVersion = major[0] + "." + minor[0];
     } catch (LinkageError | RuntimeException e) {
       nvrtcProblem = "libnvrtc cannot be loaded (" + BackendSupport.firstLine(e) + ")";
@@ -445,11 +446,8 @@ final class CudaBackend implements Backend {
     }
   }
 
-  private static void installNative(String base) {
-    String file = LibUtils.createLibraryFileName(LibUtils.createPlatformLibraryName(base + "-" + JCudaVersion.get()));
-    if (JCudaDriver.class.getResource("/lib/" + file) != null) {
-      NativeLibraries.install(JCudaDriver.class, "/lib/" + file, Path.of(System.getProperty("java.io.tmpdir"), file));
-    }
+  private static String nativeFile(String base) {
+    return LibUtils.createLibraryFileName(LibUtils.createPlatformLibraryName(base + "-" + JCudaVersion.get()));
   }
 
   private static int localRank() {

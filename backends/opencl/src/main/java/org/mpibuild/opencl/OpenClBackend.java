@@ -292,8 +292,8 @@ final class OpenClBackend implements Backend {
   }
 
   /**
-   * Loads JOCL's native library once. JOCL extracts it into java.io.tmpdir non-atomically; ranks that start
-   * together could load a half-written file, so the complete file is put in place atomically first.
+   * Loads JOCL's native library once, from this user's private directory (see
+   * {@link NativeLibraries#loadPrivately}): never a half-written file, never another user's.
    */
   private static synchronized void loadNatives() {
     if (nativeReady) {
@@ -304,18 +304,20 @@ final class OpenClBackend implements Backend {
     }
     try {
       String file = System.mapLibraryName(LibUtils.createPlatformLibraryName(JOCL_LIBRARY));
-      if (CL.class.getResource("/lib/" + file) != null) {
-        NativeLibraries.install(CL.class, "/lib/" + file, Path.of(System.getProperty("java.io.tmpdir"), file));
-      }
-      CL.clGetPlatformIDs(0, null, new int[1]);
+      NativeLibraries.loadPrivately(CL.class, file, () -> CL.clGetPlatformIDs(0, null, new int[1]));
       nativeReady = true;
+    } catch (java.io.UncheckedIOException e) {
+      nativeProblem = "cannot put JOCL's native library where it can load (" + e.getMessage() + ")";
+      throw unavailable(nativeProblem, e);
     } catch (LinkageError | RuntimeException e) {
-      nativeProblem = "cannot load JOCL's native library or libOpenCL.so (" + BackendSupport.firstLine(e)
-          + "); install the OpenCL ICD loader's development package (Debian: ocl-icd-opencl-dev)";
+      String m = String.valueOf(e.getMessage());
+      nativeProblem = m.contains("Could not initialize native OpenCL library") || m.contains("libOpenCL")
+          ? "the OpenCL ICD loader libOpenCL.so cannot be loaded (" + BackendSupport.firstLine(e) + "); install it "
+              + "(Debian: ocl-icd-opencl-dev) and an OpenCL driver (PoCL: pocl-opencl-icd)"
+          : "JOCL's native library cannot be loaded (" + BackendSupport.firstLine(e) + ")";
       throw unavailable(nativeProblem, e);
     }
   }
-
 
   private static BackendUnavailableException unavailable(String why, Throwable cause) {
     return new BackendUnavailableException("OpenCL backend unavailable: " + why, cause);

@@ -35,6 +35,14 @@ import org.slf4j.LoggerFactory;
 final class CacheDirectory {
   private static final Logger log = LoggerFactory.getLogger(CacheDirectory.class);
   static final String SUFFIX = ".kbin";
+  static final String TAG = "CACHEDIR.TAG";
+  static final String TAG_TEXT = "Signature: 8a477f597d28d172789f06886806bc55\n"
+      + "# This directory is a kernel cache made by mpi-build; it can be deleted.\n";
+  private static final java.util.regex.Pattern KEY = java.util.regex.Pattern.compile("[0-9a-f]{64}");
+  /** The names of the files the cache writes, in its three sub-directories; nothing else is its own. */
+  private static final java.util.regex.Pattern OWN = java.util.regex.Pattern.compile(
+      "[0-9a-f]{64}\\.kbin|\\.[0-9a-f]{64}\\.\\d+\\.tmp|[0-9a-f]{64}\\.lock(\\.\\d+\\.-?\\d+\\.stale)?"
+          + "|[0-9a-f]{64}\\.\\d+\\.\\d+\\.-?\\d+\\.bad");
   private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
 
   final CacheSettings settings;
@@ -45,6 +53,11 @@ final class CacheDirectory {
   final boolean writable;
   final String writeRefusal;
   private final AtomicLong fileOps = new AtomicLong();
+  /** Entries refused for want of a trusted signature. */
+  final AtomicLong untrusted = new AtomicLong();
+  /** Time spent deciding whether entries are trusted. */
+  final AtomicLong trustCheckNanos = new AtomicLong();
+  private EntrySigning signing;
 
   private CacheDirectory(CacheSettings settings, Path dir, boolean writable, String writeRefusal) {
     this.settings = settings;
@@ -71,7 +84,8 @@ final class CacheDirectory {
         createPrivate(dir, settings.shared());
       }
       if (!Files.isDirectory(dir)) {
-        log.warn("kernel cache {} does not exist; caching is off for this run", dir);
+        log.warn("kernel cache {} {}; caching is off for this run", dir,
+            Files.exists(dir) ? "is not a directory" : "does not exist");
         return null;
       }
       String refusal = wantWrite ? unsafeReason(dir, settings.shared()) : null;
@@ -86,10 +100,9 @@ final class CacheDirectory {
             createPrivate(sub, settings.shared());
           }
         }
-        Path tag = dir.resolve("CACHEDIR.TAG");
-        if (!Files.exists(tag)) {
-          Files.writeString(tag, "Signature: 8a477f597d28d172789f06886806bc55\n"
-              + "# This directory is a kernel cache made by mpi-build; it can be deleted.\n");
+        Path tag = dir.resolve(TAG);
+        if (!Files.exists(tag, LinkOption.NOFOLLOW_LINKS)) {
+          Files.writeString(tag, TAG_TEXT);
         }
       }
       return d;
@@ -97,6 +110,71 @@ final class CacheDirectory {
       log.warn("kernel cache {} cannot be used ({}); caching is off for this run", dir, e.toString());
       return null;
     }
+  }
+
+  /**
+   * Opens an existing cache for maintenance: never creates anything, and refuses a directory that does not
+   * carry the tag the library writes (so that {@code --dir $HOME} or {@code --dir /} is never taken for a
+   * cache) or that is unsafe to write when writing is asked for.
+   *
+   * @throws IllegalStateException saying why it cannot be used
+   */
+  static CacheDirectory openForAdmin(CacheSettings settings, Path dir, boolean write) {
+    if (!Files.exists(dir)) {
+      throw new IllegalStateException("no kernel cache at " + dir + ": it does not exist");
+    }
+    if (!Files.isDirectory(dir)) {
+      throw new IllegalStateException("no kernel cache at " + dir + ": it is a " + (Files.isRegularFile(dir)
+          ? "regular file" : "special file") + ", not a directory");
+    }
+    if (!tagged(dir)) {
+      throw new IllegalStateException(dir + " is not an mpi-build kernel cache: it has no " + TAG
+          + " written by mpi-build, so nothing in it is touched");
+    }
+    String refusal;
+    try {
+      refusal = write ? unsafeReason(dir, settings.shared()) : null;
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read the attributes of " + dir + ": " + e.getMessage(), e);
+    }
+    if (refusal != null) {
+      throw new IllegalStateException(refusal);
+    }
+    return new CacheDirectory(settings, dir, write, null);
+  }
+
+  /** Whether {@code dir} carries the tag this library writes (a regular file, not a link, with its text). */
+  static boolean tagged(Path dir) {
+    Path tag = dir.resolve(TAG);
+    try {
+      return Files.isRegularFile(tag, LinkOption.NOFOLLOW_LINKS) && Files.size(tag) < 4096
+          && Files.readString(tag).equals(TAG_TEXT);
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
+  }
+
+  /** Whether {@code name} is a key: 64 lowercase hex digits. */
+  static boolean isKey(String name) {
+    return KEY.matcher(name).matches();
+  }
+
+  /** Whether {@code file} is a regular file (not a link) with a name the cache writes. */
+  static boolean ownFile(Path file) {
+    return OWN.matcher(file.getFileName().toString()).matches()
+        && Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS);
+  }
+
+  /**
+   * The signing key and the trusted keys, opened on first use (which creates the user's key).
+   *
+   * @throws IllegalStateException if the key cannot be used
+   */
+  synchronized EntrySigning signing() {
+    if (signing == null) {
+      signing = EntrySigning.open(settings.signingKey(), dir);
+    }
+    return signing;
   }
 
   long fileOperations() {
@@ -117,18 +195,30 @@ final class CacheDirectory {
     return n.substring(0, n.length() - SUFFIX.length());
   }
 
-  List<Path> entryFiles() throws IOException {
+  /** Every file in {@code sub}, whatever its name or kind, without following links. */
+  List<Path> filesIn(Path sub) throws IOException {
     List<Path> files = new ArrayList<>();
-    if (!Files.isDirectory(entries)) {
+    if (!Files.isDirectory(sub, LinkOption.NOFOLLOW_LINKS)) {
       return files;
     }
     op();
-    try (DirectoryStream<Path> s = Files.newDirectoryStream(entries, "*" + SUFFIX)) {
+    try (DirectoryStream<Path> s = Files.newDirectoryStream(sub)) {
       for (Path f : s) {
         files.add(f);
       }
     }
     return files;
+  }
+
+  /** The entry files that are the cache's own: regular files named KEY.kbin. */
+  List<Path> entryFiles() throws IOException {
+    List<Path> own = new ArrayList<>();
+    for (Path f : filesIn(entries)) {
+      if (f.getFileName().toString().endsWith(SUFFIX) && ownFile(f)) {
+        own.add(f);
+      }
+    }
+    return own;
   }
 
   /** Removes a file, counting the operation; a failure is logged, naming {@code what} it was. */
@@ -208,7 +298,7 @@ final class CacheDirectory {
     }
     PosixFileAttributes a;
     try {
-      a = Files.readAttributes(d, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      a = Files.readAttributes(d, PosixFileAttributes.class); // a link to the directory is judged by its target
     } catch (UnsupportedOperationException e) {
       return null;
     }

@@ -35,11 +35,19 @@ import org.mpibuild.spi.Backend;
  *       when resolved, {@code header} (the file's bytes).
  * </ol>
  * Includes are resolved as the compiler does: a quoted include first next to the including header, then
- * in the {@code -I} directories of the options, in order.
+ * in the {@code -I} directories of the options, in order. An include the scan cannot follow, a computed one
+ * ({@code #define HDR "k.h"} then {@code #include HDR}), is never guessed at: every file under the
+ * {@code -I} directories then enters the key ({@code include-tree}), and without such directories (or with
+ * more than {@value #MAX_TREE_FILES} files there) the request is not cached at all ({@link Uncacheable}).
  */
 public final class CacheKey {
   static final int KEY_FORMAT = 1;
   private static final Pattern INCLUDE = Pattern.compile("^\\s*#\\s*include\\s*([<\"])([^>\"]+)[>\"]", Pattern.MULTILINE);
+  private static final Pattern COMPUTED_INCLUDE = Pattern.compile("^\\s*#\\s*include\\s+(?![<\"])(\\S+)",
+      Pattern.MULTILINE);
+  static final int MAX_TREE_FILES = 10_000;
+  /** Marks, in the set of files seen, that the include tree is already in the key (never a real header). */
+  private static final Path TREE = Path.of("/dev/null/mpi-build-include-tree");
   private static final Pattern INCLUDE_DIR = Pattern.compile("-I\\s*(\"[^\"]*\"|'[^']*'|\\S+)");
 
   private CacheKey() {}
@@ -86,7 +94,20 @@ public final class CacheKey {
     return dirs;
   }
 
+  /** A request whose dependencies the key cannot cover: it is built, never cached. */
+  public static final class Uncacheable extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    Uncacheable(String message) {
+      super(message);
+    }
+  }
+
   private static void includes(MessageDigest md, String text, Path from, List<Path> dirs, Set<Path> seen) {
+    Matcher computed = COMPUTED_INCLUDE.matcher(text);
+    if (computed.find() && seen.add(TREE)) {
+      includeTree(md, computed.group(1), dirs);
+    }
     Matcher m = INCLUDE.matcher(text);
     while (m.find()) {
       String name = m.group(2).trim();
@@ -108,6 +129,36 @@ public final class CacheKey {
       field(md, "include", name + "\n" + found);
       field(md, "header", bytes);
       includes(md, new String(bytes, StandardCharsets.UTF_8), found.getParent(), dirs, seen);
+    }
+  }
+
+  /** Every file under the include directories, in a fixed order, for a computed include. */
+  private static void includeTree(MessageDigest md, String spelling, List<Path> dirs) {
+    if (dirs.isEmpty()) {
+      throw new Uncacheable("#include " + spelling + " is computed, and without -I directories the files it may "
+          + "name cannot be known");
+    }
+    List<Path> files = new ArrayList<>();
+    for (Path dir : dirs) {
+      try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+        s.filter(Files::isRegularFile).sorted().forEach(files::add);
+      } catch (IOException | java.io.UncheckedIOException e) {
+        throw new Uncacheable("#include " + spelling + " is computed, and the include directory " + dir
+            + " cannot be read (" + e.getMessage() + ")");
+      }
+      if (files.size() > MAX_TREE_FILES) {
+        throw new Uncacheable("#include " + spelling + " is computed, and the include directories hold more than "
+            + MAX_TREE_FILES + " files");
+      }
+    }
+    field(md, "include-tree", spelling);
+    for (Path f : files) {
+      try {
+        field(md, "tree-file", f.toString());
+        field(md, "header", Files.readAllBytes(f));
+      } catch (IOException e) {
+        field(md, "tree-file", f + "\nunreadable");
+      }
     }
   }
 

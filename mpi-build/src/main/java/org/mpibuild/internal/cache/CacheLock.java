@@ -1,7 +1,6 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
-import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -129,12 +128,37 @@ public final class CacheLock implements AutoCloseable {
     }
   }
 
-  static String hostName() {
+  private static final String HOST = hostIdentity();
+
+  /**
+   * This host's identity in lock files, without DNS (some nodes cannot resolve their own name): the
+   * kernel's node name, plus the start of the boot id and of the machine id, so that two nodes that share
+   * a name (containers from one image, unconfigured nodes) still differ.
+   */
+  public static String hostName() {
+    return HOST;
+  }
+
+  private static String hostIdentity() {
+    String node = firstLine(Path.of("/proc/sys/kernel/hostname"));
+    if (node.isEmpty()) {
+      node = System.getenv().getOrDefault("HOSTNAME", "unknown-host");
+    }
+    StringBuilder id = new StringBuilder(node);
+    for (String f : new String[] {"/proc/sys/kernel/random/boot_id", "/etc/machine-id"}) {
+      String v = firstLine(Path.of(f)).replace("-", "");
+      if (!v.isEmpty()) {
+        id.append('/').append(v, 0, Math.min(8, v.length()));
+      }
+    }
+    return id.toString();
+  }
+
+  private static String firstLine(Path file) {
     try {
-      return InetAddress.getLocalHost().getHostName();
-    } catch (IOException e) {
-      String h = System.getenv("HOSTNAME");
-      return h == null ? "unknown-host" : h;
+      return Files.readAllLines(file, StandardCharsets.UTF_8).stream().findFirst().orElse("").trim();
+    } catch (IOException | RuntimeException e) {
+      return "";
     }
   }
 

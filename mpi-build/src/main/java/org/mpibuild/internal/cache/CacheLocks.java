@@ -18,6 +18,8 @@ import org.slf4j.LoggerFactory;
  */
 final class CacheLocks {
   private static final Logger log = LoggerFactory.getLogger(CacheLocks.class);
+  /** How long a lock file may name no holder before it counts as dead (writing the identity takes micro-seconds). */
+  static final long ANONYMOUS_MILLIS = 3_000;
   private final CacheDirectory d;
 
   CacheLocks(CacheDirectory d) {
@@ -50,8 +52,14 @@ final class CacheLocks {
           return lock;
         }
         CacheLock.Holder holder = readHolder(file);
+        long age = ageMillis(file);
+        if ((holder == null || holder.pid() < 0) && age > ANONYMOUS_MILLIS) {
+          // Empty or unreadable for seconds: its holder died between creating it and writing its identity.
+          log.warn("taking over cache lock {}: it names no holder after {} ms", file, age);
+          takeOver(file);
+          continue;
+        }
         if (holder != null) {
-          long age = ageMillis(file);
           if (holder.deadOnThisHost()) {
             log.warn("taking over cache lock {}: its holder ({}) is dead", file, holder);
             takeOver(file);
@@ -88,6 +96,9 @@ final class CacheLocks {
     }
     try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, "*.lock")) {
       for (Path f : s) {
+        if (!CacheDirectory.ownFile(f)) {
+          continue;
+        }
         CacheLock.Holder h = readHolder(f);
         out.add(f.getFileName() + " held by " + (h == null ? "?" : h));
       }

@@ -1,10 +1,11 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
-import java.nio.file.DirectoryStream;
+import java.nio.file.LinkOption;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -28,15 +29,33 @@ final class CacheMaintenance {
   /** Lists every entry (reading headers and metadata, not verifying binaries), most recently used first. */
   List<KernelCache.Listing> list() throws IOException {
     List<KernelCache.Listing> out = new ArrayList<>();
-    for (Path f : d.entryFiles()) {
-      String key = CacheDirectory.keyOf(f);
-      long size = Files.size(f);
-      Instant lastUse = Files.getLastModifiedTime(f).toInstant();
+    for (Path f : d.filesIn(d.entries)) {
+      String name = f.getFileName().toString();
+      BasicFileAttributes a;
       try {
-        Envelope e = EntryCodec.decode(key, Files.readAllBytes(f));
+        a = Files.readAttributes(f, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      } catch (IOException e) {
+        continue; // removed meanwhile
+      }
+      Instant lastUse = a.lastModifiedTime().toInstant();
+      if (name.startsWith(".") && CacheDirectory.ownFile(f)) {
+        continue; // an entry being written
+      }
+      if (!CacheDirectory.ownFile(f)) {
+        out.add(new KernelCache.Listing(name, f, a.size(), lastUse, "?", "?", List.of(), "foreign",
+            "not a file of this cache (" + (a.isSymbolicLink() ? "a symbolic link" : a.isRegularFile()
+                ? "a name the cache never writes" : "not a regular file") + "); left alone"));
+        continue;
+      }
+      String key = CacheDirectory.keyOf(f);
+      long size = a.size();
+      try {
+        Envelope e = EntryCodec.decode(key, EntryCodec.read(f, Long.MAX_VALUE), d.signing());
         Envelope.Metadata m = e.metadata();
         out.add(new KernelCache.Listing(key, f, size, lastUse, m.backend(), m.target(), m.kernelNames(),
             e.status().name().toLowerCase(Locale.ROOT), null));
+      } catch (EntrySigning.UntrustedEntryException ex) {
+        out.add(new KernelCache.Listing(key, f, size, lastUse, "?", "?", List.of(), "untrusted", ex.getMessage()));
       } catch (CorruptBinaryException ex) {
         out.add(new KernelCache.Listing(key, f, size, lastUse, "?", "?", List.of(), "corrupt", ex.getMessage()));
       }
@@ -51,7 +70,7 @@ final class CacheMaintenance {
     for (KernelCache.Listing l : list()) {
       if (l.problem() != null) {
         bad.add(l);
-        if (remove) {
+        if (remove && !l.status().equals("foreign")) {
           d.quarantine(l.file(), l.key());
         }
       }
@@ -80,8 +99,8 @@ final class CacheMaintenance {
         removed.add(f);
       }
     }
-    try (DirectoryStream<Path> q = Files.newDirectoryStream(d.quarantine)) {
-      for (Path f : q) {
+    for (Path f : d.filesIn(d.quarantine)) {
+      if (CacheDirectory.ownFile(f)) {
         Files.deleteIfExists(f);
         removed.add(f);
       }
@@ -94,8 +113,8 @@ final class CacheMaintenance {
     d.requireWritable();
     int n = 0;
     for (Path sub : List.of(d.entries, d.locks, d.quarantine)) {
-      try (DirectoryStream<Path> s = Files.newDirectoryStream(sub)) {
-        for (Path f : s) {
+      for (Path f : d.filesIn(sub)) {
+        if (CacheDirectory.ownFile(f)) {
           Files.deleteIfExists(f);
           n++;
         }
@@ -106,16 +125,7 @@ final class CacheMaintenance {
 
   /** Number of files in the quarantine. */
   int quarantined() throws IOException {
-    if (!Files.isDirectory(d.quarantine)) {
-      return 0;
-    }
-    try (DirectoryStream<Path> s = Files.newDirectoryStream(d.quarantine)) {
-      int n = 0;
-      for (Path ignored : s) {
-        n++;
-      }
-      return n;
-    }
+    return d.filesIn(d.quarantine).size();
   }
 
   /** After a store: evicts the least recently used entries beyond the size limit, never {@code keep}. */

@@ -18,9 +18,10 @@ import org.mpibuild.spi.SettingSource;
  * @param lockWait how long a build waits for another holder's compile before compiling without the lock
  * @param negativeTtl how long a failed compile's log is kept to answer the same request; 0 turns it off
  * @param nodeDir an optional node-local cache directory, written by one rank per node; null for none
+ * @param signingKey the file holding this user's key that signs entries (created on first use)
  */
 public record CacheSettings(Access access, Path dir, long maxBytes, boolean shared, Duration lockStale,
-    Duration lockWait, Duration negativeTtl, Path nodeDir) {
+    Duration lockWait, Duration negativeTtl, Path nodeDir, Path signingKey) {
 
   /** What the cache may do. */
   public enum Access {
@@ -39,6 +40,21 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
     }
   }
 
+  /** The signing key's file: MPI_BUILD_SIGNING_KEY, else under $XDG_CONFIG_HOME or ~/.config. */
+  static Path signingKey(SettingSource s) {
+    Path p = CoreSettings.SIGNING_KEY.read(s);
+    if (p != null) {
+      return p;
+    }
+    String xdg = s.environment("XDG_CONFIG_HOME");
+    String home = xdg != null && !xdg.isBlank() ? xdg : s.property("user.home", ".") + "/.config";
+    return Path.of(home, "mpi-build", "signing-key").toAbsolutePath();
+  }
+
+  static Path defaultSigningKey() {
+    return signingKey(SettingSource.ofProcess());
+  }
+
   /** Whether the cache is used at all (on or read-only). */
   public boolean enabled() {
     return access != Access.OFF;
@@ -47,13 +63,13 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
   /** A cache that is off. */
   public static CacheSettings off() {
     return new CacheSettings(Access.OFF, Path.of("."), DEFAULT_MAX_BYTES, false, Duration.ofSeconds(60),
-        Duration.ofMinutes(10), Duration.ZERO, null);
+        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey());
   }
 
   /** A private read-write cache in {@code dir} with the defaults. */
   public static CacheSettings in(Path dir) {
     return new CacheSettings(Access.ON, dir, DEFAULT_MAX_BYTES, false, Duration.ofSeconds(60),
-        Duration.ofMinutes(10), Duration.ZERO, null);
+        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey());
   }
 
   /** Reads the settings; a bad value fails, naming the setting. */
@@ -66,34 +82,38 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
     }
     return new CacheSettings(CoreSettings.CACHE.read(s), dir, CoreSettings.CACHE_MAX_BYTES.read(s),
         CoreSettings.CACHE_SHARED.read(s), CoreSettings.CACHE_LOCK_STALE.read(s), CoreSettings.CACHE_LOCK_WAIT.read(s),
-        CoreSettings.CACHE_NEGATIVE_TTL.read(s), CoreSettings.NODE_CACHE_DIR.read(s));
+        CoreSettings.CACHE_NEGATIVE_TTL.read(s), CoreSettings.NODE_CACHE_DIR.read(s), signingKey(s));
   }
 
   public CacheSettings withAccess(Access a) {
-    return new CacheSettings(a, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir);
+    return new CacheSettings(a, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
   }
 
   public CacheSettings withDir(Path d) {
-    return new CacheSettings(access, d, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir);
+    return new CacheSettings(access, d, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
   }
 
   public CacheSettings withMaxBytes(long b) {
-    return new CacheSettings(access, dir, b, shared, lockStale, lockWait, negativeTtl, nodeDir);
+    return new CacheSettings(access, dir, b, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
   }
 
   public CacheSettings withShared(boolean s) {
-    return new CacheSettings(access, dir, maxBytes, s, lockStale, lockWait, negativeTtl, nodeDir);
+    return new CacheSettings(access, dir, maxBytes, s, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
   }
 
   public CacheSettings withLocks(Duration stale, Duration wait) {
-    return new CacheSettings(access, dir, maxBytes, shared, stale, wait, negativeTtl, nodeDir);
+    return new CacheSettings(access, dir, maxBytes, shared, stale, wait, negativeTtl, nodeDir, signingKey);
   }
 
   public CacheSettings withNegativeTtl(Duration ttl) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, ttl, nodeDir);
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, ttl, nodeDir, signingKey);
   }
 
   public CacheSettings withNodeDir(Path d) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, d);
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, d, signingKey);
+  }
+
+  public CacheSettings withSigningKey(Path key) {
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, key);
   }
 }

@@ -62,6 +62,16 @@ public final class Caches implements AutoCloseable {
   }
 
   /** File system calls made on the caches so far by this rank. */
+  /** How many entries were refused, and rebuilt, because no trusted key signed them. */
+  public synchronized long untrustedEntries() {
+    return (shared == null ? 0 : shared.untrustedEntries()) + (node == null ? 0 : node.untrustedEntries());
+  }
+
+  /** Nanoseconds spent deciding whether entries are trusted, both caches together. */
+  public synchronized long trustCheckNanos() {
+    return (shared == null ? 0 : shared.trustCheckNanos()) + (node == null ? 0 : node.trustCheckNanos());
+  }
+
   public synchronized long fileOperations() {
     return (shared == null ? 0 : shared.fileOperations()) + (node == null ? 0 : node.fileOperations());
   }

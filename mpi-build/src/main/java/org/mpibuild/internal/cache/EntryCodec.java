@@ -1,5 +1,12 @@
 package org.mpibuild.internal.cache;
 
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -21,11 +28,15 @@ import org.mpibuild.internal.Settings;
  *  12 32  the cache key (SHA-256)
  *  44  4  CRC32C of bytes 0..43
  * then the envelope, exactly as broadcast (see {@link Envelope})
+ * then the signature trailer, 108 bytes (see {@link EntrySigning}): the writer's public key and its
+ *   Ed25519 signature of everything before it
  * </pre>
+ *
+ * <p>Format 1 (no signature) is refused like any other unsigned entry, and rebuilt.
  */
 public final class EntryCodec {
   static final byte[] MAGIC = "MPIBKENT".getBytes(StandardCharsets.US_ASCII);
-  static final int ENTRY_FORMAT = 1;
+  static final int ENTRY_FORMAT = 2;
   /** Size of the entry header. */
   public static final int HEADER_BYTES = 48;
 
@@ -41,9 +52,60 @@ public final class EntryCodec {
     return h.flip();
   }
 
-  /** A whole entry: header, then the serialized envelope. */
+  /** A whole entry with an empty (unsigned) trailer: what a forger without a trusted key can write. */
   public static byte[] encode(String key, byte[] envelope) {
-    return ByteBuffer.allocate(HEADER_BYTES + envelope.length).put(header(key)).put(envelope).array();
+    return encode(key, envelope, null);
+  }
+
+  /** A whole entry: header, the serialized envelope, the trailer signed by {@code signing} (empty if null). */
+  public static byte[] encode(String key, byte[] envelope, EntrySigning signing) {
+    int signed = HEADER_BYTES + envelope.length;
+    byte[] out = ByteBuffer.allocate(signed + EntrySigning.TRAILER_BYTES).put(header(key)).put(envelope).array();
+    if (signing != null) {
+      System.arraycopy(signing.sign(out, 0, signed), 0, out, signed, EntrySigning.TRAILER_BYTES);
+    }
+    return out;
+  }
+
+  /** The largest entry this library reads: it is read whole into one array. */
+  static final long MAX_ENTRY_BYTES = Integer.MAX_VALUE - 64;
+
+  /**
+   * Reads the entry file for {@code key} after checking, from its first bytes alone, that it is a regular
+   * file (never a link), that its size is what its headers say, and that its binary is at most
+   * {@code maxBinaryBytes}; so that a stray, planted or oversized file is refused before it is read.
+   *
+   * @return the file's bytes, ready for {@link #decode}
+   * @throws CorruptBinaryException naming the check that failed
+   * @throws java.nio.file.NoSuchFileException if there is no entry
+   */
+  static byte[] read(Path file, long maxBinaryBytes) throws IOException {
+    BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+    if (!a.isRegularFile()) {
+      throw new CorruptBinaryException("not a regular file (" + (a.isSymbolicLink() ? "a symbolic link" : "not a file")
+          + "); entries are never followed through links");
+    }
+    long size = a.size();
+    if (size >= HEADER_BYTES + Envelope.HEADER_BYTES) {
+      ByteBuffer first = ByteBuffer.allocate(HEADER_BYTES + Envelope.HEADER_BYTES);
+      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
+        while (first.hasRemaining() && ch.read(first) >= 0) {
+          // read the two headers
+        }
+      }
+      first.flip().position(HEADER_BYTES);
+      Envelope.Header h = Envelope.decodeHeader(first.slice(), maxBinaryBytes);
+      long expected = (long) HEADER_BYTES + Envelope.HEADER_BYTES + h.metadataLength() + h.payloadLength()
+          + EntrySigning.TRAILER_BYTES;
+      if (size != expected) {
+        throw new CorruptBinaryException("entry is " + size + " bytes but its headers say " + expected);
+      }
+      if (size > MAX_ENTRY_BYTES) {
+        throw new CorruptBinaryException("entry of " + size + " bytes exceeds the " + MAX_ENTRY_BYTES
+            + " bytes one entry may hold");
+      }
+    }
+    return Files.readAllBytes(file);
   }
 
   /**
@@ -53,9 +115,19 @@ public final class EntryCodec {
    * @throws CorruptBinaryException naming the check that failed
    */
   public static Envelope decode(String key, byte[] bytes) {
-    if (bytes.length < HEADER_BYTES) {
-      throw new CorruptBinaryException("entry is truncated: " + bytes.length + " bytes, its header alone needs "
-          + HEADER_BYTES);
+    return decode(key, bytes, null);
+  }
+
+  /**
+   * Decodes an entry as {@link #decode(String, byte[])} does, and, with {@code signing}, accepts it only if
+   * a trusted key signed it.
+   *
+   * @throws EntrySigning.UntrustedEntryException if no trusted key vouches for it
+   */
+  public static Envelope decode(String key, byte[] bytes, EntrySigning signing) {
+    if (bytes.length < HEADER_BYTES + EntrySigning.TRAILER_BYTES) {
+      throw new CorruptBinaryException("entry is truncated: " + bytes.length + " bytes, its header and signature "
+          + "alone need " + (HEADER_BYTES + EntrySigning.TRAILER_BYTES));
     }
     ByteBuffer h = ByteBuffer.wrap(bytes);
     byte[] magic = new byte[MAGIC.length];
@@ -79,7 +151,12 @@ public final class EntryCodec {
     if (!MessageDigest.isEqual(stored, HexFormat.of().parseHex(key))) {
       throw new CorruptBinaryException("cache entry holds key " + HexFormat.of().formatHex(stored) + ", not " + key);
     }
-    return Envelope.fromBytes(Arrays.copyOfRange(bytes, HEADER_BYTES, bytes.length), Long.MAX_VALUE,
-        Settings.DEFAULT_CHUNK_BYTES);
+    // Accidents first (lengths, SHA-256, metadata checksum), so that they are reported as such; then intent.
+    Envelope envelope = Envelope.fromBytes(Arrays.copyOfRange(bytes, HEADER_BYTES,
+        bytes.length - EntrySigning.TRAILER_BYTES), Long.MAX_VALUE, Settings.DEFAULT_CHUNK_BYTES);
+    if (signing != null) {
+      signing.verify(bytes);
+    }
+    return envelope;
   }
 }

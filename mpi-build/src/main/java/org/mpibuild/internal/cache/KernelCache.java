@@ -59,6 +59,16 @@ public final class KernelCache {
     return d == null ? null : new KernelCache(d);
   }
 
+  /**
+   * Opens an existing, tagged cache for maintenance, creating nothing; see
+   * {@link CacheDirectory#openForAdmin}.
+   *
+   * @throws IllegalStateException saying why it cannot be used
+   */
+  public static KernelCache openForAdmin(CacheSettings settings, Path dir, boolean write) {
+    return new KernelCache(CacheDirectory.openForAdmin(settings, dir, write));
+  }
+
   /** Why writing is refused, or null if it is allowed or not wanted. */
   public String writeRefusal() {
     return d.writeRefusal;
@@ -79,6 +89,16 @@ public final class KernelCache {
     return d.settings;
   }
 
+  /** How many entries were refused because no trusted key signed them. */
+  public long untrustedEntries() {
+    return d.untrusted.get();
+  }
+
+  /** Nanoseconds spent deciding whether entries are trusted (key file, seal or signature). */
+  public long trustCheckNanos() {
+    return d.trustCheckNanos.get();
+  }
+
   /** How many file system calls this object has made. */
   public long fileOperations() {
     return d.fileOperations();
@@ -90,23 +110,40 @@ public final class KernelCache {
    * miss. A hit refreshes the entry's last use (unless read-only).
    */
   public Entry lookup(String key) {
+    return lookup(key, Long.MAX_VALUE);
+  }
+
+  /** {@link #lookup(String)}, refusing (as corrupt) an entry whose binary exceeds {@code maxBinaryBytes}. */
+  public Entry lookup(String key, long maxBinaryBytes) {
     Path file = d.entryFile(key);
     byte[] bytes;
+    Envelope envelope;
     try {
       d.op();
-      bytes = Files.readAllBytes(file);
+      bytes = EntryCodec.read(file, maxBinaryBytes);
+      envelope = EntryCodec.decode(key, bytes, null);
+      long t0 = System.nanoTime(); // what trusting costs a warm start: the key file on first use, then the seal
+      try {
+        d.signing().verify(bytes);
+      } finally {
+        d.trustCheckNanos.addAndGet(System.nanoTime() - t0);
+      }
     } catch (NoSuchFileException e) {
       return null;
     } catch (IOException e) {
       log.warn("cannot read cache entry {}: {}", file, e.toString());
       return null;
-    }
-    Envelope envelope;
-    try {
-      envelope = EntryCodec.decode(key, bytes);
+    } catch (EntrySigning.UntrustedEntryException e) {
+      d.untrusted.incrementAndGet();
+      log.warn("cache entry {} is not loaded: {}; moving it aside and rebuilding", file, e.getMessage());
+      d.quarantine(file, key);
+      return null;
     } catch (CorruptBinaryException e) {
       log.warn("cache entry {} is corrupt ({}); moving it aside and rebuilding", file, e.getMessage());
       d.quarantine(file, key);
+      return null;
+    } catch (IllegalStateException e) {
+      log.warn("cache entry {} is not read: {}", file, e.getMessage());
       return null;
     }
     d.op();
@@ -141,19 +178,21 @@ public final class KernelCache {
     if (!d.writable || (envelope.status() != Envelope.Status.OK && d.settings.negativeTtl().isZero())) {
       return false;
     }
-    ByteBuffer header = EntryCodec.header(key);
-    ByteBuffer body = ByteBuffer.wrap(envelope.toBytes());
+    ByteBuffer whole;
+    try {
+      whole = ByteBuffer.wrap(EntryCodec.encode(key, envelope.toBytes(), d.signing()));
+    } catch (IllegalStateException e) {
+      log.warn("cannot sign the cache entry for {}: {}; the build goes on without caching it", key, e.getMessage());
+      return false;
+    }
     Path tmp = null;
     try {
       d.op();
       tmp = Files.createTempFile(d.entries, "." + key + ".", ".tmp");
       try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
         d.op();
-        while (header.hasRemaining()) {
-          ch.write(header);
-        }
-        while (body.hasRemaining()) {
-          ch.write(body);
+        while (whole.hasRemaining()) {
+          ch.write(whole);
         }
         ch.force(true);
       }

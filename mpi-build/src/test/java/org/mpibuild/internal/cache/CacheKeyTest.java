@@ -54,4 +54,22 @@ class CacheKeyTest {
     assertNotEquals(base, CacheKey.of(r, "opencl", "compiler 1.0", "device B"));
     assertEquals(64, base.length());
   }
+
+  @Test
+  void aComputedIncludeCoversEveryFileUnderTheIncludeDirectories(@TempDir Path dir) throws Exception {
+    Files.writeString(dir.resolve("k.h"), "#define SCALE 1.0f\n");
+    String computed = "#define HDR \"k.h\"\n#include HDR\n__kernel void k(__global float* x) { x[0] = SCALE; }\n";
+    KernelSource r = KernelSource.of(computed).withOptions("-I " + dir);
+    String before = key(r);
+    Files.writeString(dir.resolve("k.h"), "#define SCALE 2.0f\n");
+    assertNotEquals(before, key(r), "editing the header a computed include names must change the key");
+  }
+
+  @Test
+  void aComputedIncludeWithoutIncludeDirectoriesIsNotCached() {
+    String computed = "#define HDR <k.h>\n#include HDR\n__kernel void k() {}\n";
+    CacheKey.Uncacheable e = org.junit.jupiter.api.Assertions.assertThrows(CacheKey.Uncacheable.class,
+        () -> key(KernelSource.of(computed)));
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("#include HDR is computed"), e.getMessage());
+  }
 }

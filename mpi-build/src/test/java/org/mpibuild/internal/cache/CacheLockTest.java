@@ -127,4 +127,27 @@ class CacheLockTest {
     }
     assertTrue(!Files.exists(dir.resolve("locks/" + KEY + ".lock")), "released");
   }
+
+  @Test
+  void emptyLockOlderThanAFewSecondsIsTakenOverNotWaitedForUntilStale(@TempDir Path dir) throws Exception {
+    KernelCache cache = KernelCache.open(settings(dir));
+    Path lockFile = dir.resolve("locks/" + KEY + ".lock");
+    Files.writeString(lockFile, ""); // its holder died between creating it and writing its identity
+    Files.setLastModifiedTime(lockFile, java.nio.file.attribute.FileTime.fromMillis(System.currentTimeMillis() - 10_000));
+    long t0 = System.nanoTime();
+    try (CacheLock lock = cache.lock(KEY)) {
+      long ms = (System.nanoTime() - t0) / 1_000_000;
+      assertNotNull(lock, "the anonymous lock must be taken over");
+      assertTrue(ms < 2000, "took " + ms + " ms although the stale age is 30 s");
+    }
+  }
+
+  @Test
+  void hostIdentityNeedsNoDnsAndCarriesTheBootId() throws Exception {
+    String id = CacheLock.hostName();
+    String node = Files.readString(Path.of("/proc/sys/kernel/hostname")).trim();
+    assertTrue(id.startsWith(node + "/"), id);
+    String boot = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim().replace("-", "");
+    assertTrue(id.contains("/" + boot.substring(0, 8)), id);
+  }
 }

@@ -174,4 +174,22 @@ class CollectiveCacheTest {
     assertEquals(1, compiles(first));
     assertEquals(0, compiles(second), "the failure was answered from the negative entry");
   }
+
+  @Test
+  void aRequestWhoseIncludesCannotBeKnownIsBuiltButNeverCached(@TempDir Path tmp) throws Exception {
+    CacheSettings cache = CacheSettings.in(tmp.resolve("c"));
+    KernelSource computed = KernelSource.of("#define HDR <k.h>\n#include HDR\n" + SOURCE);
+    for (int run = 1; run <= 2; run++) {
+      List<FakeBackend> backends = backends(2);
+      List<RankResult> results = job(2, new int[2], cache, backends, computed);
+      for (RankResult r : results) {
+        assertNull(r.error(), "run " + run + ": " + r.error());
+        assertEquals("", r.outcome().envelope().metadata().cacheKey(), "no key: nothing stored");
+      }
+      assertEquals(1, compiles(backends), "run " + run + " compiles: a stale kernel is worse than a compile");
+    }
+    try (java.util.stream.Stream<Path> s = java.nio.file.Files.list(tmp.resolve("c/entries"))) {
+      assertEquals(0, s.count());
+    }
+  }
 }

@@ -174,4 +174,115 @@ public class KernelCacheTest {
     assertEquals(1, cache.clear());
     assertEquals(0, cache.list().size());
   }
+
+  @Test
+  void hugeFileAtAnEntrysPathIsRefusedBeforeItIsReadAndMovedAside(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp));
+    Path f = tmp.resolve("entries/" + KEY + ".kbin");
+    try (java.io.RandomAccessFile r = new java.io.RandomAccessFile(f.toFile(), "rw")) {
+      r.setLength(3L << 30); // 3 GiB, sparse: reading it whole would exhaust the heap
+    }
+    long t0 = System.nanoTime();
+    assertNull(cache.lookup(KEY));
+    assertTrue(System.nanoTime() - t0 < 5_000_000_000L, "refused from its first bytes");
+    assertFalse(Files.exists(f), "moved to the quarantine");
+    assertEquals(1, cache.quarantined());
+  }
+
+  @Test
+  void entryLargerThanTheConfiguredMaximumIsRefused(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp));
+    assertTrue(cache.store(KEY, envelope(5000)));
+    assertNull(cache.lookup(KEY, 4000), "a 5000-byte binary over a 4000-byte maximum");
+    assertEquals(1, cache.quarantined());
+  }
+
+  @Test
+  void plantedLinkIsNeverFollowedNorItsTargetTouched(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")));
+    Path outside = tmp.resolve("precious.kbin");
+    KernelCache donor = KernelCache.open(CacheSettings.in(tmp.resolve("donor")));
+    donor.store(KEY, envelope(100));
+    Files.copy(tmp.resolve("donor/entries/" + KEY + ".kbin"), outside);
+    FileTime before = FileTime.fromMillis(1_000_000_000_000L);
+    Files.setLastModifiedTime(outside, before);
+    Files.createSymbolicLink(tmp.resolve("c/entries/" + KEY + ".kbin"), outside);
+    assertNull(cache.lookup(KEY), "an entry reached through a link is not the cache's own");
+    assertEquals(before, Files.getLastModifiedTime(outside), "the link's target was not touched");
+    assertTrue(Files.exists(outside));
+    assertFalse(Files.exists(tmp.resolve("c/entries/" + KEY + ".kbin"), java.nio.file.LinkOption.NOFOLLOW_LINKS));
+  }
+
+  @Test
+  void cacheDirectoryGivenAsALinkIsJudgedByItsPrivateTarget(@TempDir Path tmp) throws Exception {
+    Path target = tmp.resolve("private");
+    Files.createDirectories(target);
+    Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rwx------"));
+    Path link = Files.createSymbolicLink(tmp.resolve("link"), target);
+    KernelCache cache = KernelCache.open(CacheSettings.in(link));
+    assertNull(cache.writeRefusal(), "the link's own mode (rwxrwxrwx) says nothing about the directory");
+    assertTrue(cache.store(KEY, envelope(100)));
+    assertNotNull(cache.lookup(KEY));
+  }
+
+  @Test
+  void entryForgedWithAValidFormatAndChecksumIsNeverLoaded(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(tmp.resolve("mine")));
+    assertTrue(cache.store(KEY, envelope(1000)));
+    // The forger writes another binary under the same key, with a correct SHA-256 and header CRC, unsigned.
+    Path f = tmp.resolve("c/entries/" + KEY + ".kbin");
+    Files.write(f, EntryCodec.encode(KEY, envelope(999).toBytes()));
+    assertNull(cache.lookup(KEY), "an unsigned entry is never loaded");
+    assertEquals(1, cache.untrustedEntries());
+    assertEquals(1, cache.quarantined(), "moved aside, to be rebuilt");
+  }
+
+  @Test
+  void entriesSignedByAnotherKeyNeedTheOwnersTrustFile(@TempDir Path tmp) throws Exception {
+    Path dir = tmp.resolve("group-cache");
+    KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice")));
+    assertTrue(alice.store(KEY, envelope(1000)));
+    KernelCache bob = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")));
+    java.util.List<KernelCache.Listing> seen = bob.list();
+    assertEquals("untrusted", seen.get(0).status(), "bob does not trust alice's key yet: " + seen);
+    assertTrue(seen.get(0).problem().contains("not trusted"), seen.get(0).problem());
+
+    String aliceKey = EntrySigning.open(tmp.resolve("alice"), dir).publicKey();
+    Files.writeString(dir.resolve(EntrySigning.TRUST_FILE), "# the group's keys\n" + aliceKey + " alice\n");
+    KernelCache bobTrusting = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")));
+    assertNotNull(bobTrusting.lookup(KEY), "alice's entry, now trusted through the owner's trust file");
+    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(tmp.resolve("bob"))));
+  }
+
+  @Test
+  void aTrustFileOthersCanWriteIsIgnored(@TempDir Path tmp) throws Exception {
+    Path dir = tmp.resolve("c");
+    KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice")));
+    alice.store(KEY, envelope(100));
+    Path trust = dir.resolve(EntrySigning.TRUST_FILE);
+    Files.writeString(trust, EntrySigning.open(tmp.resolve("alice"), dir).publicKey() + "\n");
+    Files.setPosixFilePermissions(trust, PosixFilePermissions.fromString("rw-rw-rw-"));
+    KernelCache bob = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")));
+    assertNull(bob.lookup(KEY), "a world-writable trust file could trust anyone");
+  }
+
+  @Test
+  void theSealIsHmacSha256AsRfc4231Defines() {
+    // RFC 4231, test case 2: key "Jefe", data "what do ya want for nothing?"
+    byte[] data = "what do ya want for nothing?".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    assertEquals("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843", java.util.HexFormat.of()
+        .formatHex(EntrySigning.hmac("Jefe".getBytes(java.nio.charset.StandardCharsets.US_ASCII), data, 0, data.length)));
+  }
+
+  @Test
+  void anEntryNamingYourKeyWithoutYourSealIsRefused(@TempDir Path tmp) throws Exception {
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(tmp.resolve("mine")));
+    assertTrue(cache.store(KEY, envelope(1000)));
+    Path f = tmp.resolve("c/entries/" + KEY + ".kbin");
+    byte[] b = Files.readAllBytes(f);
+    b[b.length - 1] ^= 1; // the seal: a forger who copied your public key cannot make it
+    Files.write(f, b);
+    assertNull(cache.lookup(KEY));
+    assertEquals(1, cache.untrustedEntries());
+  }
 }

@@ -1,0 +1,106 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.mpibuild.it.CacheCliIT.cli;
+
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.Kernel;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.it.CacheCliIT.Run;
+import org.mpibuild.testkit.FakeBackend;
+
+/**
+ * The cache commands act only on what is provably the cache's own: a tagged directory, regular files with
+ * the cache's names; they never follow a link, never create a cache, and refuse nonsense arguments.
+ */
+class CacheCliSafetyIT {
+  @TempDir
+  Path tmp;
+  Path cache;
+
+  /** A real cache with one entry, made by the library. */
+  @BeforeEach
+  void makeCache() {
+    cache = tmp.resolve("cache");
+    try (MpiBuild b = MpiBuild.builder().local().backend(new FakeBackend()).cacheDirectory(cache).build();
+         Kernel k = b.mpiBuildKernel("__kernel void k() {}", 0)) {
+      assertTrue(k.stats().obtainNanos() >= 0);
+    }
+  }
+
+  @Test
+  void anUntaggedDirectoryIsNeverTakenForACache() throws Exception {
+    Path home = tmp.resolve("home");
+    for (String sub : new String[] {"entries", "locks", "quarantine"}) {
+      Files.createDirectories(home.resolve(sub));
+      Files.writeString(home.resolve(sub).resolve("thesis.tex"), "years of work");
+    }
+    Run r = cli("clear", "--dir", home.toString());
+    assertEquals(1, r.exit(), r.all());
+    assertTrue(r.err().contains("not an mpi-build kernel cache"), r.all());
+    for (String sub : new String[] {"entries", "locks", "quarantine"}) {
+      assertTrue(Files.exists(home.resolve(sub).resolve("thesis.tex")), sub + "/thesis.tex must survive");
+    }
+    Path empty = tmp.resolve("empty");
+    Files.createDirectories(empty);
+    Run stats = cli("stats", "--dir", empty.toString());
+    assertEquals(1, stats.exit(), stats.all());
+    try (var s = Files.list(empty)) {
+      assertEquals(0, s.count(), "a cache command creates nothing");
+    }
+    Path file = tmp.resolve("plain-file");
+    Files.writeString(file, "x");
+    Run f = cli("ls", "--dir", file.toString());
+    assertEquals(1, f.exit(), f.all());
+    assertTrue(f.err().contains("regular file"), f.all());
+  }
+
+  @Test
+  void plantedLinksAndStrayFilesAreListedAndLeftAlone() throws Exception {
+    Path outside = tmp.resolve("precious");
+    Files.writeString(outside, "not the cache's");
+    Path link = cache.resolve("entries").resolve("ab".repeat(32) + ".kbin");
+    Files.createSymbolicLink(link, outside);
+    Path stray = cache.resolve("entries/README.kbin");
+    Files.writeString(stray, "hello");
+    Run ls = cli("ls", "--dir", cache.toString());
+    assertEquals(0, ls.exit(), ls.all());
+    assertEquals(3, ls.out().lines().count(), "the real entry, the link and the stray file\n" + ls.all());
+    assertTrue(ls.out().contains("README.kbin") && ls.out().contains("foreign") && ls.out().contains(" ok "),
+        ls.all());
+    Run gc = cli("gc", "--max-size", "0", "--dir", cache.toString());
+    assertEquals(0, gc.exit(), gc.all());
+    Run clear = cli("clear", "--dir", cache.toString());
+    assertEquals(0, clear.exit(), clear.all());
+    assertEquals("not the cache's", Files.readString(outside), "the link's target survives");
+    assertTrue(Files.exists(link, LinkOption.NOFOLLOW_LINKS), "a link is not the cache's to delete");
+    assertTrue(Files.exists(stray), "a stray file is not the cache's to delete");
+  }
+
+  @Test
+  void negativeOrOverflowingSizesAndAgesAreUsageErrors() throws Exception {
+    for (String[] args : new String[][] {{"--max-size", "-5"}, {"--max-age", "-1d"},
+        {"--max-age", "99999999999999999d"}, {"--max-size", "99999999999999t"}}) {
+      Run r = cli("gc", args[0], args[1], "--dir", cache.toString());
+      assertEquals(2, r.exit(), String.join(" ", args) + "\n" + r.all());
+      assertTrue(r.err().contains(args[0] + " '" + args[1] + "'"), r.all());
+    }
+    Run ls = cli("ls", "--dir", cache.toString());
+    assertEquals(1, ls.out().lines().count(), "the entry is still there\n" + ls.all());
+  }
+
+  @Test
+  void theRootDirectoryIsNoCacheAndGetsNothingCreated() throws Exception {
+    Run r = cli("stats", "--dir", "/");
+    assertEquals(1, r.exit(), r.all());
+    assertTrue(r.err().contains("not an mpi-build kernel cache"), r.all());
+    assertFalse(Files.exists(Path.of("/entries")) || Files.exists(Path.of("/CACHEDIR.TAG")), "nothing made in /");
+  }
+}

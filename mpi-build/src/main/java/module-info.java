@@ -1,0 +1,15 @@
+/**
+ * mpi-build's core. It exports the API ({@code org.mpibuild}) and the SPI ({@code org.mpibuild.spi}) only:
+ * the protocol and the cache ({@code org.mpibuild.internal...}) stay invisible to modular programs, even
+ * where they are public inside the module. Backends and MPI bindings plug in through {@link
+ * java.util.ServiceLoader}.
+ */
+module org.mpibuild {
+  requires org.slf4j;
+
+  exports org.mpibuild;
+  exports org.mpibuild.spi;
+
+  uses org.mpibuild.spi.BackendProvider;
+  uses org.mpibuild.spi.MpiBinding;
+}
