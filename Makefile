@@ -5,10 +5,18 @@
 
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
+# The container tests (DockerIT) use the engine that scripts/container-engine set up, if it did; without
+# one they skip, saying why.
+ENGINE_SOCK := /run/mpi-build-podman/podman.sock
+ifneq ($(wildcard $(ENGINE_SOCK)),)
+export DOCKER_HOST ?= unix://$(ENGINE_SOCK)
+export TESTCONTAINERS_RYUK_DISABLED ?= true
+export MPI_BUILD_BASE_IMAGE ?= localhost/mpi-build-base:bookworm
+endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build demo test bench bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build image demo test bench bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -54,6 +62,14 @@ bench-ffm: build
 
 bench-full: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full
+
+# The runtime image (docker/Dockerfile) from this build: a JRE, Open MPI, PoCL and the jars; no Maven inside.
+# Uses DOCKER_HOST if set (scripts/container-engine serves Podman's Docker API on machines without Docker)
+# and the local base image that script builds where no registry is reachable.
+image: build
+	scripts/image-context build/image
+	base=$${MPI_BUILD_BASE_IMAGE:-debian:12-slim}; docker build --build-arg BASE=$${base%:*} \
+	  --build-arg BASE_TAG=$${base##*:} -t mpi-build:latest build/image
 
 # A bundle for a GPU machine without Java: a jlink runtime, the jars and scripts/gpu-check.
 gpu-bundle: build

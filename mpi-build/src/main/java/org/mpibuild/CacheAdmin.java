@@ -60,6 +60,16 @@ public final class CacheAdmin {
   }
 
   /**
+   * Returns the file holding this user's key that signs cache entries ({@code MPI_BUILD_SIGNING_KEY}, else
+   * {@code ~/.config/mpi-build/signing-key}); it is created on the first write.
+   *
+   * @return the key file
+   */
+  public static Path signingKey() {
+    return CacheSettings.from(SettingSource.ofProcess()).signingKey();
+  }
+
+  /**
    * Returns whether this process is configured to use the cache without writing
    * ({@code MPI_BUILD_CACHE=read-only}).
    *

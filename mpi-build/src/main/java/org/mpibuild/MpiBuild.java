@@ -4,12 +4,10 @@ import org.mpibuild.internal.AsyncBuilds;
 import org.mpibuild.internal.CollectiveBuild;
 import org.mpibuild.internal.Failures;
 import org.mpibuild.internal.JobCounters;
-import org.mpibuild.internal.JobTargets;
 import org.mpibuild.internal.LogContext;
 import org.mpibuild.internal.Manifest;
 import org.mpibuild.internal.Settings;
 import org.mpibuild.internal.Startup;
-import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 
@@ -37,11 +35,10 @@ import org.mpibuild.spi.Communicator;
  * <p>An instance is used by one thread at a time.
  */
 public final class MpiBuild implements AutoCloseable {
+  private final Startup opened;
   private final Communicator comm;
   private final Backend backend;
   private final Settings settings;
-  private final Caches caches;
-  private final JobTargets targets;
   private final JobCounters counters = new JobCounters();
   private final CollectiveBuild protocol;
   private final AsyncBuilds.Lazy async;
@@ -49,14 +46,13 @@ public final class MpiBuild implements AutoCloseable {
   private boolean closed;
 
   MpiBuild(Settings settings, Startup opened) {
+    this.opened = opened;
     this.comm = opened.comm();
     this.backend = opened.backend();
     this.settings = settings;
-    this.caches = opened.caches();
-    this.targets = opened.targets();
     Manifest.Recorder recorder = settings.record() != null && comm.rank() == 0
         ? new Manifest.Recorder(settings.record()) : null;
-    this.protocol = new CollectiveBuild(comm, backend, settings, caches, counters, targets, recorder);
+    this.protocol = new CollectiveBuild(comm, backend, settings, opened.caches(), counters, opened.targets(), recorder);
     this.async = new AsyncBuilds.Lazy(protocol, comm, settings.progress());
   }
 
@@ -282,8 +278,8 @@ public final class MpiBuild implements AutoCloseable {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
       async.ifStarted(AsyncBuilds::drain);
-      return counters.reduce(comm, settings.collectiveTimeout(), caches.untrustedEntries(),
-          caches.trustCheckNanos());
+      return counters.reduce(comm, settings.collectiveTimeout(), opened.caches().untrustedEntries(),
+          opened.caches().trustCheckNanos());
     }
   }
 
@@ -323,7 +319,7 @@ public final class MpiBuild implements AutoCloseable {
    * @return the distinct targets
    */
   public java.util.List<String> jobTargets() {
-    return targets.distinct();
+    return opened.targets().distinct();
   }
 
   /** @return the persistent cache's directory, or empty when the cache is off */
@@ -348,16 +344,7 @@ public final class MpiBuild implements AutoCloseable {
     try (LogContext ignored = LogContext.rank(comm.rank())) {
       async.ifStarted(AsyncBuilds::close);
       closed = true;
-      try {
-        targets.close();
-        backend.close();
-      } finally {
-        try {
-          caches.close();
-        } finally {
-          comm.close();
-        }
-      }
+      opened.close();
     }
   }
 

@@ -174,6 +174,10 @@ final class DoctorCommand implements Callable<Integer> {
     }
     Path dir = configured.get();
     out.println("  directory: " + dir + (readOnly ? " (read-only)" : " (on)"));
+    Path key = CacheAdmin.signingKey();
+    out.println("  signing key: " + key + (Files.exists(key) ? "" : " (made on the first write)")
+        + (Files.exists(dir.resolve("trusted-keys")) ? "; the cache's trusted-keys file names other trusted keys"
+            : ""));
     if (!Files.exists(dir)) {
       Path parent = dir.toAbsolutePath().getParent();
       while (parent != null && !Files.exists(parent)) {

@@ -61,9 +61,12 @@ public final class Demo {
 
     long[] all = new long[FIELDS * size];
     MPI.COMM_WORLD.gather(mine, FIELDS, MPI.LONG, all, FIELDS, MPI.LONG, ROOT);
+    byte[] node = java.util.Arrays.copyOf(nodeName().getBytes(java.nio.charset.StandardCharsets.UTF_8), NODE_BYTES);
+    byte[] nodes = new byte[NODE_BYTES * size];
+    MPI.COMM_WORLD.gather(node, NODE_BYTES, MPI.BYTE, nodes, NODE_BYTES, MPI.BYTE, ROOT);
     int verified = 0;
     if (rank == ROOT) {
-      verified = report(all, size, backend);
+      verified = report(all, nodes, size, backend);
       if (failure != null) {
         System.out.println("error: " + failure);
       }
@@ -87,10 +90,21 @@ public final class Demo {
     }
   }
 
-  private static int report(long[] all, int size, String backend) {
+  /** The node this rank runs on: the kernel's node name (no DNS needed). */
+  private static String nodeName() {
+    try {
+      return Files.readString(Path.of("/proc/sys/kernel/hostname")).trim();
+    } catch (IOException e) {
+      return System.getenv().getOrDefault("HOSTNAME", "?");
+    }
+  }
+
+  private static final int NODE_BYTES = 64;
+
+  private static int report(long[] all, byte[] nodes, int size, String backend) {
     System.out.println();
-    System.out.printf(Locale.ROOT, "%5s  %-8s  %10s  %8s  %12s  %8s  %8s  %8s%n",
-        "rank", "role", "compile ms", "wait ms", "broadcast ms", "load ms", "bytes", "verified");
+    System.out.printf(Locale.ROOT, "%5s  %-8s  %-12s  %10s  %8s  %12s  %8s  %8s  %8s%n",
+        "rank", "role", "node", "obtain ms", "wait ms", "broadcast ms", "load ms", "bytes", "verified");
     int compiles = 0;
     int loaded = 0;
     int verified = 0;
@@ -101,8 +115,11 @@ public final class Demo {
       loaded += (int) all[o + 2];
       verified += (int) all[o + 3];
       hits += (int) all[o + 9];
-      System.out.printf(Locale.ROOT, "%5d  %-8s  %10.1f  %8.1f  %12.2f  %8.2f  %8d  %8s%n",
-          all[o], all[o] == ROOT ? (all[o + 9] == 1 ? "root/hit" : "root") : "receiver", all[o + 4] / 1e6, all[o + 5] / 1e6, all[o + 6] / 1e6,
+      String node = new String(nodes, r * NODE_BYTES, NODE_BYTES, java.nio.charset.StandardCharsets.UTF_8).trim()
+          .replace("\0", "");
+      System.out.printf(Locale.ROOT, "%5d  %-8s  %-12s  %10.1f  %8.1f  %12.2f  %8.2f  %8d  %8s%n",
+          all[o], all[o] == ROOT ? (all[o + 9] == 1 ? "root/hit" : "root") : "receiver", node, all[o + 4] / 1e6,
+          all[o + 5] / 1e6, all[o + 6] / 1e6,
           all[o + 7] / 1e6, all[o + 8], all[o + 3] == 1 ? "yes" : "NO");
     }
     System.out.println();

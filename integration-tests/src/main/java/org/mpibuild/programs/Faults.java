@@ -75,6 +75,13 @@ public final class Faults {
         case "settings-batch-ranks" -> opening(name, rank, MpiBuild.builder().batchRanks(rank == 3 ? 1 : 0));
         case "settings-node-cache" -> opening(name, rank, rank == 1 ? MpiBuild.builder().set(
             "MPI_BUILD_NODE_CACHE_DIR", System.getenv("MPI_BUILD_CACHE_DIR") + "-node") : MpiBuild.builder());
+        case "slow-compile" -> {
+          // The root's compile takes 30 s (a node is lost meanwhile, in the container tests); it prints the
+          // moment it starts, once it holds the cache lock.
+          try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 30_000)).build()) {
+            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+          }
+        }
         case "late-rank" -> withWorld(mb -> {
           if (rank == 2) {
             Thread.sleep(60_000); // still computing: it enters the build long after the deadline
@@ -244,6 +251,29 @@ public final class Faults {
   }
 
   /** A compiler that never returns. */
+  /** A compiler that takes {@code millis} before it compiles. */
+  static final class Slow extends DelegatingBackend {
+    private final long millis;
+
+    Slow(Backend inner, long millis) {
+      super(inner);
+      this.millis = millis;
+    }
+
+    @Override
+    public Compilation compile(KernelSource request) {
+      System.out.println("COMPILING slowly for " + millis + " ms");
+      System.out.flush();
+      try {
+        Thread.sleep(millis);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted");
+      }
+      return inner.compile(request);
+    }
+  }
+
   static final class Hanging extends DelegatingBackend {
     Hanging(Backend inner) {
       super(inner);

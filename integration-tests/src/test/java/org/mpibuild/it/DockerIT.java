@@ -1,30 +1,45 @@
 package org.mpibuild.it;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.testcontainers.DockerClientFactory;
+import org.testcontainers.containers.BindMode;
+import org.testcontainers.containers.Container;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.containers.Network;
 import org.testcontainers.containers.startupcheck.OneShotStartupCheckStrategy;
-import org.testcontainers.images.builder.ImageFromDockerfile;
+import org.testcontainers.utility.DockerImageName;
 
 /**
- * The Docker image, through Testcontainers: built from docker/Dockerfile, then a 4-rank collective build in
- * one container, and 2 ranks in each of 2 containers launched by mpirun over ssh on a private network.
- * Without a Docker engine (as on the CI machines) every test is skipped, printing why.
+ * Several nodes for real, as containers of the runtime image (docker/Dockerfile, staged from this build by
+ * scripts/image-context) on an internal network that the test creates: no published port, nothing reached
+ * but the other containers. mpirun starts ranks over ssh with a hostfile, 2 per node. The engine is the one
+ * DOCKER_HOST names (scripts/container-engine sets up Podman's Docker API on machines without Docker);
+ * without one every test is skipped, printing why, and counted as skipped.
  */
 class DockerIT {
-  private static ImageFromDockerfile image;
-  private static String noDocker;
+  static final String IMAGE = "localhost/mpi-build:it";
+  static final String SUMMARY_PREFIX = "summary: ranks=";
+  private static String noEngine;
+  private static long buildMillis;
 
   @BeforeAll
-  static void findDocker() {
+  static void buildImage() throws Exception {
     boolean available;
     try {
       available = DockerClientFactory.instance().isDockerAvailable();
@@ -32,53 +47,230 @@ class DockerIT {
       available = false;
     }
     if (!available) {
-      noDocker = "no Docker engine reachable (docker info fails); the image tests need one";
+      noEngine = "no container engine reachable (DOCKER_HOST=" + System.getenv("DOCKER_HOST")
+          + "); scripts/container-engine sets one up";
       return;
     }
-    image = new ImageFromDockerfile("mpi-build-it", false).withFileFromPath(".", Mpirun.REPO)
-        .withDockerfilePath("docker/Dockerfile");
+    Path context = Files.createTempDirectory("mpi-build-image");
+    try {
+      run(List.of(Mpirun.REPO.resolve("scripts/image-context").toString(), context.toString()), 120);
+      String base = System.getenv().getOrDefault("MPI_BUILD_BASE_IMAGE", "debian:12-slim");
+      int colon = base.lastIndexOf(':');
+      long t0 = System.nanoTime();
+      run(List.of("docker", "build", "-q", "--build-arg", "BASE=" + base.substring(0, colon), "--build-arg",
+          "BASE_TAG=" + base.substring(colon + 1), "-t", IMAGE, context.toString()), 900);
+      buildMillis = (System.nanoTime() - t0) / 1_000_000;
+      System.out.println("DockerIT: image " + IMAGE + " built from " + base + " in " + buildMillis + " ms");
+    } finally {
+      Mpirun.delete(context);
+    }
+  }
+
+  @AfterAll
+  static void removeImage() throws Exception {
+    if (noEngine == null) {
+      run(List.of("docker", "image", "rm", "-f", IMAGE), 120);
+    }
   }
 
   /** Each test is skipped, and counted as skipped, without an engine. */
   @BeforeEach
-  void needsDocker(org.junit.jupiter.api.TestInfo test) {
-    if (noDocker != null) {
-      System.out.println("DockerIT: " + test.getDisplayName() + " skipped: " + noDocker);
-      Assumptions.abort(noDocker);
+  void needsAnEngine(org.junit.jupiter.api.TestInfo test) {
+    if (noEngine != null) {
+      System.out.println("DockerIT: " + test.getDisplayName() + " skipped: " + noEngine);
+      Assumptions.abort(noEngine);
     }
   }
 
-  static String runToCompletion(GenericContainer<?> c) {
-    c.withStartupCheckStrategy(new OneShotStartupCheckStrategy().withTimeout(Duration.ofMinutes(10)));
-    c.start();
-    try {
-      return c.getLogs();
-    } finally {
-      c.stop();
+  static String run(List<String> cmd, long seconds) throws Exception {
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    if (!p.waitFor(seconds, TimeUnit.SECONDS) || p.exitValue() != 0) {
+      p.destroyForcibly();
+      throw new AssertionError(String.join(" ", cmd) + " failed:\n" + out);
     }
+    return out;
+  }
+
+  /** A cluster of nodes node1..nodeN on a fresh internal network, each running sshd. */
+  static final class Cluster implements AutoCloseable {
+    final Network network = Network.builder().createNetworkCmdModifier(cmd -> cmd.withInternal(true)).build();
+    final List<GenericContainer<?>> nodes = new ArrayList<>();
+
+    Cluster(int size, Path shared) {
+      Map<String, String> hosts = new LinkedHashMap<>();
+      for (int n = size; n >= 1; n--) { // workers first; node1, which launches mpirun, knows them all
+        String name = "node" + n;
+        GenericContainer<?> c = new GenericContainer<>(DockerImageName.parse(IMAGE)).withNetwork(network)
+            .withCreateContainerCmdModifier(cmd -> cmd.withHostName(name))
+            .withCommand("/usr/sbin/sshd", "-D", "-e", "-f", "/etc/mpi-build/sshd_config");
+        if (shared != null) {
+          c.withFileSystemBind(shared.toString(), "/shared", BindMode.READ_WRITE);
+        }
+        hosts.forEach(c::withExtraHost);
+        c.start();
+        nodes.add(0, c);
+        hosts.put(name, c.getContainerInfo().getNetworkSettings().getNetworks().values().iterator().next()
+            .getIpAddress());
+      }
+    }
+
+    /** Runs {@code script} in node1's shell; returns its output, failing on a non-zero exit. */
+    String onNode1(String script) throws Exception {
+      Container.ExecResult r = nodes.get(0).execInContainer("bash", "-c", script);
+      String out = r.getStdout() + r.getStderr();
+      assertEquals(0, r.getExitCode(), out);
+      return out;
+    }
+
+    /** Runs the demo over every node, 2 ranks per node, with the extra environment forwarded to every rank. */
+    String demo(Map<String, String> env) throws Exception {
+      return onNode1(job(env, nodes.size(), "demo -np " + 2 * nodes.size()));
+    }
+
+    /** The script that runs {@code command} of bin/mpi-build over nodes node1..nodeN through a hostfile. */
+    static String job(Map<String, String> env, int size, String command) {
+      StringBuilder x = new StringBuilder();
+      StringBuilder exports = new StringBuilder();
+      env.forEach((k, v) -> {
+        x.append(" -x ").append(k);
+        exports.append("export ").append(k).append("='").append(v).append("'; ");
+      });
+      List<String> names = new ArrayList<>();
+      for (int n = 1; n <= size; n++) {
+        names.add("node" + n);
+      }
+      return exports + "docker/cluster-setup /etc/mpi-build " + String.join(" ", names)
+          + " && for h in " + String.join(" ", names) + "; do for i in $(seq 30); do ssh $h true && break; sleep 1;"
+          + " done; done && MPIRUN_ARGS='--hostfile /etc/mpi-build/hostfile --mca plm_rsh_agent ssh" + x
+          + "' bin/mpi-build " + command;
+    }
+
+    @Override
+    public void close() {
+      nodes.forEach(GenericContainer::stop);
+      network.close();
+    }
+  }
+
+  static String summary(String out) {
+    return out.lines().filter(l -> l.startsWith(SUMMARY_PREFIX)).reduce((a, b) -> b).orElse("(no summary)\n" + out);
+  }
+
+  /** The node column of the demo's table, by rank. */
+  static Map<Integer, String> nodesByRank(String out) {
+    Map<Integer, String> m = new LinkedHashMap<>();
+    out.lines().map(String::trim).filter(l -> l.matches("\\d+\\s+(root|root/hit|receiver)\\s+\\S+\\s.*yes"))
+        .forEach(l -> {
+          String[] f = l.split("\\s+");
+          m.put(Integer.parseInt(f[0]), f[2]);
+        });
+    return m;
   }
 
   @Test
   void theImageRunsTheDemoWithFourRanksInOneContainer() {
-    try (GenericContainer<?> node = new GenericContainer<>(image).withCommand("make", "demo")) {
-      String logs = runToCompletion(node);
+    try (GenericContainer<?> node = new GenericContainer<>(DockerImageName.parse(IMAGE))
+        .withStartupCheckStrategy(new OneShotStartupCheckStrategy().withTimeout(Duration.ofMinutes(5)))) {
+      long t0 = System.nanoTime();
+      node.start();
+      String logs = node.getLogs();
       assertTrue(logs.contains("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl"), logs);
+      System.out.println("DockerIT: one container, 4 ranks: " + (System.nanoTime() - t0) / 1_000_000 + " ms");
     }
   }
 
   @Test
-  void mpirunSpansTwoContainersWithTwoRanksEach() {
-    try (Network network = Network.newNetwork();
-        GenericContainer<?> node2 = new GenericContainer<>(image).withNetwork(network).withNetworkAliases("node2")
-            .withCommand("/usr/sbin/sshd", "-D", "-e", "-f", "/etc/mpi-build/sshd_config");
-        GenericContainer<?> node1 = new GenericContainer<>(image).withNetwork(network).withNetworkAliases("node1")
-            .withCommand("bash", "-c", String.join(" && ", List.of(
-                "/usr/sbin/sshd -f /etc/mpi-build/sshd_config",
-                "for i in $(seq 30); do ssh node2 true && break; sleep 1; done",
-                "MPIRUN_ARGS='--hostfile /etc/mpi-build/hostfile --mca plm_rsh_agent ssh' bin/mpi-build demo -np 4")))) {
-      node2.start();
-      String logs = runToCompletion(node1);
-      assertTrue(logs.contains("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl"), logs);
+  void mpirunSpansTwoAndThreeNodesWithTwoRanksEach() throws Exception {
+    for (int size : new int[] {2, 3}) {
+      long t0 = System.nanoTime();
+      try (Cluster cluster = new Cluster(size, null)) {
+        String out = cluster.demo(Map.of());
+        int ranks = 2 * size;
+        assertEquals("summary: ranks=" + ranks + " compiles=1 loaded=" + ranks + " verified=" + ranks
+            + " backend=opencl cache_hits=0", summary(out), out);
+        Map<Integer, String> where = nodesByRank(out);
+        assertEquals(ranks, where.size(), out);
+        for (int n = 1; n <= size; n++) {
+          String node = "node" + n;
+          assertEquals(2, where.values().stream().filter(node::equals).count(), node + " runs 2 ranks: " + where);
+        }
+        System.out.println("DockerIT: " + size + " nodes, " + ranks + " ranks, one compile: " + where + ", "
+            + (System.nanoTime() - t0) / 1_000_000 + " ms");
+      }
+    }
+  }
+
+  @Test
+  void aSharedCacheAndNodeLocalCachesServeTheNextJob() throws Exception {
+    Path shared = Files.createTempDirectory("mpi-build-shared-fs");
+    try (Cluster cluster = new Cluster(2, shared)) {
+      Map<String, String> env = Map.of("MPI_BUILD_CACHE_DIR", "/shared/cache", "MPI_BUILD_NODE_CACHE_DIR",
+          "/local/cache");
+      String first = cluster.demo(env);
+      assertEquals("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl cache_hits=0", summary(first),
+          first);
+      for (GenericContainer<?> node : cluster.nodes) {
+        Container.ExecResult ls = node.execInContainer("bash", "-c", "ls /local/cache/entries | grep -c kbin");
+        assertEquals("1", ls.getStdout().trim(), "one node-local write on " + node.getContainerName() + ": "
+            + ls.getStdout() + ls.getStderr());
+      }
+      // Without the shared entry, a hit can only come from the root's node-local cache.
+      cluster.onNode1("rm /shared/cache/entries/*.kbin");
+      String second = cluster.demo(env);
+      assertEquals("summary: ranks=4 compiles=0 loaded=4 verified=4 backend=opencl cache_hits=1", summary(second),
+          second);
+      System.out.println("DockerIT: shared + node-local caches: job 1 one compile and one local write per node; "
+          + "job 2 no compile, served from node1's local cache");
+    } finally {
+      Mpirun.delete(shared);
+    }
+  }
+
+  @Test
+  void losingANodeWhileTheRootCompilesEndsTheJobAndTheNextJobSucceeds() throws Exception {
+    Path shared = Files.createTempDirectory("mpi-build-shared-fs");
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newSingleThreadExecutor();
+    try (Cluster cluster = new Cluster(3, shared)) {
+      Map<String, String> env = Map.of("MPI_BUILD_CACHE_DIR", "/shared/cache");
+      java.util.concurrent.Future<Container.ExecResult> job = pool.submit(() -> cluster.nodes.get(0).execInContainer(
+          "bash", "-c", Cluster.job(env, 3, "run -np 6 -cp 'integration-tests/target/mpi-build-programs.jar:"
+              + "integration-tests/target/lib/*' org.mpibuild.programs.Faults slow-compile")));
+      Path locks = shared.resolve("cache/locks");
+      long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+      while (!hasLock(locks) && System.nanoTime() < waitUntil) {
+        Thread.sleep(200);
+      }
+      assertTrue(hasLock(locks), "the root never started its compile (no cache lock)");
+      GenericContainer<?> node3 = cluster.nodes.get(2);
+      long killed = System.nanoTime();
+      node3.getDockerClient().killContainerCmd(node3.getContainerId()).exec();
+      Container.ExecResult r = job.get(90, TimeUnit.SECONDS);
+      long endMillis = (System.nanoTime() - killed) / 1_000_000;
+      String out = r.getStdout() + r.getStderr();
+      assertTrue(r.getExitCode() != 0, "mpirun must fail after losing a node\n" + out);
+      assertTrue(out.contains("node3"), "the message names the lost node\n" + out);
+      assertTrue(endMillis < 60_000, "the survivors ended " + endMillis + " ms after the node was lost\n" + out);
+      try (java.util.stream.Stream<Path> s = Files.list(shared.resolve("cache/entries"))) {
+        assertEquals(List.of(), s.toList(), "no torn or half-written entry");
+      }
+      // The next job, on the two nodes left, takes over the dead root's lock and builds.
+      String next = cluster.onNode1(Cluster.job(env, 2, "demo -np 4"));
+      assertEquals("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl cache_hits=0", summary(next), next);
+      System.out.println("DockerIT: node3 lost mid-compile: every survivor ended " + endMillis + " ms after the "
+          + "kill, mpirun exit " + r.getExitCode() + "; the next job on node1, node2 built and verified");
+    } finally {
+      pool.shutdownNow();
+      Mpirun.delete(shared);
+    }
+  }
+
+  private static boolean hasLock(Path locks) throws java.io.IOException {
+    if (!Files.isDirectory(locks)) {
+      return false;
+    }
+    try (java.util.stream.Stream<Path> s = Files.list(locks)) {
+      return s.anyMatch(f -> f.getFileName().toString().endsWith(".lock"));
     }
   }
 }

@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
  * @param caches the caches
  * @param targets the job's targets
  */
-public record Startup(Communicator comm, Backend backend, Caches caches, JobTargets targets) {
+public record Startup(Communicator comm, Backend backend, Caches caches, JobTargets targets) implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Startup.class);
 
   /**
@@ -84,5 +84,20 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
 
     @Override
     public void close() {}
+  }
+
+  /** Releases what {@link #open} opened, in reverse order; a borrowed communicator is never closed. */
+  @Override
+  public void close() {
+    try {
+      targets.close();
+      backend.close();
+    } finally {
+      try {
+        caches.close();
+      } finally {
+        comm.close();
+      }
+    }
   }
 }
