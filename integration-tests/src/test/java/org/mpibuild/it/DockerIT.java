@@ -96,11 +96,18 @@ class DockerIT {
   static final class Cluster implements AutoCloseable {
     final Network network = Network.builder().createNetworkCmdModifier(cmd -> cmd.withInternal(true)).build();
     final List<GenericContainer<?>> nodes = new ArrayList<>();
+    final String prefix;
 
     Cluster(int size, Path shared) {
+      this(size, shared, "node");
+    }
+
+    /** A cluster whose nodes are named PREFIX1..PREFIXN, so that two clusters never share a host name. */
+    Cluster(int size, Path shared, String prefix) {
+      this.prefix = prefix;
       Map<String, String> hosts = new LinkedHashMap<>();
-      for (int n = size; n >= 1; n--) { // workers first; node1, which launches mpirun, knows them all
-        String name = "node" + n;
+      for (int n = size; n >= 1; n--) { // workers first; the first node, which launches mpirun, knows them all
+        String name = prefix + n;
         GenericContainer<?> c = new GenericContainer<>(DockerImageName.parse(IMAGE)).withNetwork(network)
             .withCreateContainerCmdModifier(cmd -> cmd.withHostName(name))
             .withCommand("/usr/sbin/sshd", "-D", "-e", "-f", "/etc/mpi-build/sshd_config");
@@ -125,25 +132,33 @@ class DockerIT {
 
     /** Runs the demo over every node, 2 ranks per node, with the extra environment forwarded to every rank. */
     String demo(Map<String, String> env) throws Exception {
-      return onNode1(job(env, nodes.size(), "demo -np " + 2 * nodes.size()));
+      return onNode1(job(env, nodes.size(), "demo -np " + 2 * nodes.size(), prefix));
     }
 
     /** The script that runs {@code command} of bin/mpi-build over nodes node1..nodeN through a hostfile. */
     static String job(Map<String, String> env, int size, String command) {
+      return job(env, size, command, "node");
+    }
+
+    static String job(Map<String, String> env, int size, String command, String prefix) {
       StringBuilder x = new StringBuilder();
       StringBuilder exports = new StringBuilder();
       env.forEach((k, v) -> {
         x.append(" -x ").append(k);
         exports.append("export ").append(k).append("='").append(v).append("'; ");
       });
+      return exports + setup(size, prefix) + " && MPIRUN_ARGS='--hostfile /etc/mpi-build/hostfile --mca "
+          + "plm_rsh_agent ssh" + x + "' bin/mpi-build " + command;
+    }
+
+    /** The hostfile and ssh config for PREFIX1..PREFIXN, then a wait until every node answers ssh. */
+    static String setup(int size, String prefix) {
       List<String> names = new ArrayList<>();
       for (int n = 1; n <= size; n++) {
-        names.add("node" + n);
+        names.add(prefix + n);
       }
-      return exports + "docker/cluster-setup /etc/mpi-build " + String.join(" ", names)
-          + " && for h in " + String.join(" ", names) + "; do for i in $(seq 30); do ssh $h true && break; sleep 1;"
-          + " done; done && MPIRUN_ARGS='--hostfile /etc/mpi-build/hostfile --mca plm_rsh_agent ssh" + x
-          + "' bin/mpi-build " + command;
+      return "docker/cluster-setup /etc/mpi-build " + String.join(" ", names) + " && for h in "
+          + String.join(" ", names) + "; do for i in $(seq 30); do ssh $h true && break; sleep 1; done; done";
     }
 
     @Override
@@ -271,6 +286,77 @@ class DockerIT {
     }
     try (java.util.stream.Stream<Path> s = Files.list(locks)) {
       return s.anyMatch(f -> f.getFileName().toString().endsWith(".lock"));
+    }
+  }
+
+  @Test
+  void twoMultiNodeJobsStartedTogetherOnAnEmptySharedCacheCompileOnce() throws Exception {
+    Path shared = Files.createTempDirectory("mpi-build-shared-fs");
+    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
+    try (Cluster a = new Cluster(2, shared, "a");
+         Cluster b = new Cluster(2, shared, "b")) {
+      // One user: the signing key lives in the shared home, as on a cluster (each container's own home would
+      // make two users, who rightly do not trust each other's entries).
+      Map<String, String> env = Map.of("MPI_BUILD_CACHE_DIR", "/shared/cache", "MPI_BUILD_SIGNING_KEY",
+          "/shared/home/signing-key");
+      java.util.concurrent.Future<String> ja = pool.submit(() -> a.demo(env));
+      java.util.concurrent.Future<String> jb = pool.submit(() -> b.demo(env));
+      String sa = summary(ja.get(300, TimeUnit.SECONDS));
+      String sb = summary(jb.get(300, TimeUnit.SECONDS));
+      int compiles = compiles(sa) + compiles(sb);
+      assertEquals(1, compiles, "one compile across both jobs\n" + sa + "\n" + sb);
+      assertTrue(sa.contains("verified=4") && sb.contains("verified=4"), sa + "\n" + sb);
+      System.out.println("DockerIT: two 2-node jobs together on one empty shared cache: " + sa + " | " + sb);
+    } finally {
+      pool.shutdownNow();
+      Mpirun.delete(shared);
+    }
+  }
+
+  private static int compiles(String summary) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("compiles=(\\d+)").matcher(summary);
+    assertTrue(m.find(), summary);
+    return Integer.parseInt(m.group(1));
+  }
+
+  @Test
+  void nodesWithDifferentDevicesBuildOneBinaryPerTarget() throws Exception {
+    try (Cluster cluster = new Cluster(2, null)) {
+      // PoCL's two CPU drivers are two targets: node1's ranks use pthread, node2's the basic driver.
+      String rank = "/opt/mpi-build/bin/mpi-build-rank -cp '/opt/mpi-build/examples/target/mpi-build-examples.jar:"
+          + "/opt/mpi-build/examples/target/lib/*' org.mpibuild.examples.Demo";
+      String out = cluster.onNode1(Cluster.setup(2, "node") + " && mpirun --allow-run-as-root"
+          + " --oversubscribe --mca plm_rsh_agent ssh -np 2 -host node1:2 -x POCL_DEVICES=pthread " + rank
+          + " : -np 2 -host node2:2 -x POCL_DEVICES=basic " + rank);
+      assertEquals("summary: ranks=4 compiles=2 loaded=4 verified=4 backend=opencl cache_hits=0", summary(out),
+          "one compile per target, each rank loads its own\n" + out);
+      System.out.println("DockerIT: two nodes, two OpenCL targets (PoCL pthread and basic): " + summary(out));
+    }
+  }
+
+  @Test
+  void fileOperationsOnTheSharedCacheDoNotGrowWithRanksPerNode() throws Exception {
+    Path shared = Files.createTempDirectory("mpi-build-shared-fs");
+    try (Cluster cluster = new Cluster(2, shared)) {
+      Map<Integer, Long> opsByRanks = new LinkedHashMap<>();
+      for (int perNode : new int[] {1, 2}) {
+        int ranks = 2 * perNode;
+        Map<String, String> env = Map.of("MPI_BUILD_CACHE_DIR", "/shared/cache" + perNode, "MPI_BUILD_STATS_JSON",
+            "/shared/stats" + perNode + ".json");
+        String out = cluster.onNode1(Cluster.job(env, 2, "demo -np " + ranks).replace("--hostfile",
+            "--map-by node --hostfile"));
+        assertEquals("summary: ranks=" + ranks + " compiles=1 loaded=" + ranks + " verified=" + ranks
+            + " backend=opencl cache_hits=0", summary(out), out);
+        com.fasterxml.jackson.databind.JsonNode stats = new com.fasterxml.jackson.databind.ObjectMapper()
+            .readTree(Files.readString(shared.resolve("stats" + perNode + ".json")));
+        opsByRanks.put(perNode, stats.get("cache_file_operations").asLong());
+      }
+      assertEquals(opsByRanks.get(1), opsByRanks.get(2), "file operations on the shared cache per job, by ranks per "
+          + "node: " + opsByRanks);
+      System.out.println("DockerIT: shared-cache file operations per cold job, by ranks per node (2 nodes): "
+          + opsByRanks);
+    } finally {
+      Mpirun.delete(shared);
     }
   }
 }

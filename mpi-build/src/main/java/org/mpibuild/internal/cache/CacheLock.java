@@ -133,7 +133,8 @@ public final class CacheLock implements AutoCloseable {
   /**
    * This host's identity in lock files, without DNS (some nodes cannot resolve their own name): the
    * kernel's node name, plus the start of the boot id and of the machine id, so that two nodes that share
-   * a name (containers from one image, unconfigured nodes) still differ.
+   * a name (containers from one image, unconfigured nodes) still differ, plus the pid namespace, in which
+   * alone a holder's pid means something.
    */
   public static String hostName() {
     return HOST;
@@ -150,6 +151,16 @@ public final class CacheLock implements AutoCloseable {
       if (!v.isEmpty()) {
         id.append('/').append(v, 0, Math.min(8, v.length()));
       }
+    }
+    // Containers on one machine share its boot id, and may share a name; their pids are only comparable
+    // within one pid namespace, which is therefore part of the identity.
+    try {
+      String ns = Files.readSymbolicLink(Path.of("/proc/self/ns/pid")).toString().replaceAll("\\D", "");
+      if (!ns.isEmpty()) {
+        id.append("/pid:").append(ns);
+      }
+    } catch (IOException | RuntimeException e) {
+      // no pid namespaces here
     }
     return id.toString();
   }
