@@ -425,7 +425,7 @@ public final class BenchReport {
 
   static double median(List<Map<String, String>> cells, int n, String program, String strategy, String field) {
     List<Double> v = values(cells, n, program, strategy, field);
-    return v.isEmpty() ? Double.NaN : v.get(v.size() / 2);
+    return v.isEmpty() ? Double.NaN : Stats.median(v);
   }
 
   static double min(List<Map<String, String>> cells, int n, String program, String strategy, String field) {
@@ -445,8 +445,7 @@ public final class BenchReport {
         v.add(Double.parseDouble(r.get(field)));
       }
     }
-    v.sort(null);
-    return v.isEmpty() ? Double.NaN : v.get(v.size() / 2);
+    return v.isEmpty() ? Double.NaN : Stats.median(v);
   }
 
   static double cBcast(Path exe, int n, long bytes, int reps) throws Exception {
