@@ -29,6 +29,8 @@ import picocli.CommandLine.Command;
 final class DoctorCommand implements Callable<Integer> {
   private final List<String> problems = new ArrayList<>();
   private final SettingSource settings = SettingSource.ofProcess();
+  /** Every setting of the core, the backends and the bindings, found once. */
+  private final List<Setting<?>> all = Setting.all();
   private PrintStream out;
 
   @Override
@@ -63,7 +65,6 @@ final class DoctorCommand implements Callable<Integer> {
   /** Every setting of the registry that is set, checked; a bad one is a problem. */
   private void configuration() {
     int set = 0;
-    List<Setting<?>> all = Setting.all();
     for (Setting<?> s : all) {
       String raw = settings.raw(s);
       try {
@@ -80,7 +81,7 @@ final class DoctorCommand implements Callable<Integer> {
   }
 
   private String raw(String variable) {
-    for (Setting<?> s : Setting.all()) {
+    for (Setting<?> s : all) {
       if (s.variable().equals(variable)) {
         String v = settings.raw(s);
         return v == null ? "" : v.trim().toLowerCase(Locale.ROOT);

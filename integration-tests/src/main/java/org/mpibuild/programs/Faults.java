@@ -44,7 +44,7 @@ public final class Faults {
       switch (name) {
         case "compile-error" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Scenarios.BROKEN, 0)));
         case "compiler-hang" -> {
-          try (MpiBuild mb = MpiBuild.builder().backend(new Hanging(Scenarios.openCl()))
+          try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 600_000))
               .compileTimeout(java.time.Duration.ofSeconds(2)).build()) {
             step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
           }
@@ -250,8 +250,7 @@ public final class Faults {
     }
   }
 
-  /** A compiler that never returns. */
-  /** A compiler that takes {@code millis} before it compiles. */
+  /** A compiler that takes {@code millis} before it compiles; interrupted, it fails. */
   static final class Slow extends DelegatingBackend {
     private final long millis;
 
@@ -271,22 +270,6 @@ public final class Faults {
         throw new IllegalStateException("interrupted");
       }
       return inner.compile(request);
-    }
-  }
-
-  static final class Hanging extends DelegatingBackend {
-    Hanging(Backend inner) {
-      super(inner);
-    }
-
-    @Override
-    public Compilation compile(KernelSource request) {
-      try {
-        Thread.sleep(600_000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      throw new IllegalStateException("interrupted");
     }
   }
 

@@ -36,7 +36,8 @@ class DistributionIT {
   @Test
   void classpathIsExactlyTheDistribution() throws Exception {
     List<String> names = new ArrayList<>();
-    for (String entry : classpath()) {
+    List<String> classpath = classpath();
+    for (String entry : classpath) {
       Path jar = Path.of(entry);
       assertTrue(Files.isRegularFile(jar), "not a jar file: " + entry);
       assertEquals(REPO.resolve("distribution/target/lib"), jar.getParent(), entry);
@@ -47,7 +48,7 @@ class DistributionIT {
         "slf4j-api-", "jocl-", "jcuda-")) {
       assertTrue(names.stream().anyMatch(n -> n.startsWith(needed)), needed + " missing from " + names);
     }
-    for (String entry : classpath()) {
+    for (String entry : classpath) {
       try (var jar = new java.util.jar.JarFile(entry)) {
         assertTrue(jar.getEntry("logback.xml") == null, "a logging configuration ships in " + entry);
       }

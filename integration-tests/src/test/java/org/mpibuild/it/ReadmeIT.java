@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -37,14 +36,11 @@ class ReadmeIT {
       Path src = dir.resolve("block" + n).resolve(name.group(1) + ".java");
       Files.createDirectories(src.getParent());
       Files.writeString(src, code);
-      StringWriter errors = new StringWriter();
-      int rc = javac.run(null, null, new java.io.PrintStream(new java.io.ByteArrayOutputStream()) {
-        @Override
-        public void write(byte[] b, int off, int len) {
-          errors.write(new String(b, off, len, java.nio.charset.StandardCharsets.UTF_8));
-        }
-      }, "-cp", classpath, "-d", dir.resolve("out" + n).toString(), src.toString());
-      assertEquals(0, rc, "README Java block " + n + " (" + name.group(1) + ") does not compile:\n" + errors);
+      java.io.ByteArrayOutputStream errors = new java.io.ByteArrayOutputStream();
+      int rc = javac.run(null, null, errors, "-cp", classpath, "-d", dir.resolve("out" + n).toString(),
+          src.toString());
+      assertEquals(0, rc, "README Java block " + n + " (" + name.group(1) + ") does not compile:\n"
+          + errors.toString(java.nio.charset.StandardCharsets.UTF_8));
     }
     assertTrue(n >= 5, "expected the README's Java snippets, found " + n);
     System.out.println("ReadmeIT: " + n + " README Java snippets compiled against the distribution");

@@ -138,11 +138,6 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
     return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record, collectiveTimeout);
   }
 
-  public Settings withCollectiveTimeout(java.time.Duration t) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks,
-        progress, record, t);
-  }
-
   public Settings withRecord(java.nio.file.Path file) {
     return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file, collectiveTimeout);
   }

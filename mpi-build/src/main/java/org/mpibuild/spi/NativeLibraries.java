@@ -96,7 +96,7 @@ public final class NativeLibraries {
    * @return {@code target}
    * @throws UncheckedIOException if the resource is missing or the file cannot be written
    */
-  public static Path install(Class<?> anchor, String resource, Path target) {
+  private static Path install(Class<?> anchor, String resource, Path target) {
     byte[] bytes;
     try (InputStream in = anchor.getResourceAsStream(resource)) {
       if (in == null) {

@@ -43,12 +43,14 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
   /** The signing key's file: MPI_BUILD_SIGNING_KEY, else under $XDG_CONFIG_HOME or ~/.config. */
   static Path signingKey(SettingSource s) {
     Path p = CoreSettings.SIGNING_KEY.read(s);
-    if (p != null) {
-      return p;
-    }
-    String xdg = s.environment("XDG_CONFIG_HOME");
-    String home = xdg != null && !xdg.isBlank() ? xdg : s.property("user.home", ".") + "/.config";
-    return Path.of(home, "mpi-build", "signing-key").toAbsolutePath();
+    return p != null ? p : xdgHome(s, "XDG_CONFIG_HOME", ".config").resolve("mpi-build/signing-key");
+  }
+
+  /** An XDG base directory: {@code $VARIABLE} if set, else {@code ~/fallback}; absolute. */
+  private static Path xdgHome(SettingSource s, String variable, String fallback) {
+    String xdg = s.environment(variable);
+    return (xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(s.property("user.home", "."), fallback))
+        .toAbsolutePath();
   }
 
   static Path defaultSigningKey() {
@@ -76,9 +78,7 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
   public static CacheSettings from(SettingSource s) {
     Path dir = CoreSettings.CACHE_DIR.read(s);
     if (dir == null) {
-      String xdg = s.environment("XDG_CACHE_HOME");
-      String home = xdg != null && !xdg.isBlank() ? xdg : s.property("user.home", ".") + "/.cache";
-      dir = Path.of(home, "mpi-build").toAbsolutePath();
+      dir = xdgHome(s, "XDG_CACHE_HOME", ".cache").resolve("mpi-build");
     }
     return new CacheSettings(CoreSettings.CACHE.read(s), dir, CoreSettings.CACHE_MAX_BYTES.read(s),
         CoreSettings.CACHE_SHARED.read(s), CoreSettings.CACHE_LOCK_STALE.read(s), CoreSettings.CACHE_LOCK_WAIT.read(s),

@@ -86,26 +86,31 @@ public final class EntryCodec {
           + "); entries are never followed through links");
     }
     long size = a.size();
-    if (size >= HEADER_BYTES + Envelope.HEADER_BYTES) {
-      ByteBuffer first = ByteBuffer.allocate(HEADER_BYTES + Envelope.HEADER_BYTES);
-      try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
-        while (first.hasRemaining() && ch.read(first) >= 0) {
-          // read the two headers
+    int headers = HEADER_BYTES + Envelope.HEADER_BYTES;
+    try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
+      if (size >= headers) {
+        ByteBuffer first = readFully(ch, ByteBuffer.allocate(headers));
+        first.flip().position(HEADER_BYTES);
+        Envelope.Header h = Envelope.decodeHeader(first.slice(), maxBinaryBytes);
+        long expected = (long) headers + h.metadataLength() + h.payloadLength() + EntrySigning.TRAILER_BYTES;
+        if (size != expected) {
+          throw new CorruptBinaryException("entry is " + size + " bytes but its headers say " + expected);
+        }
+        if (size > MAX_ENTRY_BYTES) {
+          throw new CorruptBinaryException("entry of " + size + " bytes exceeds the " + MAX_ENTRY_BYTES
+              + " bytes one entry may hold");
         }
       }
-      first.flip().position(HEADER_BYTES);
-      Envelope.Header h = Envelope.decodeHeader(first.slice(), maxBinaryBytes);
-      long expected = (long) HEADER_BYTES + Envelope.HEADER_BYTES + h.metadataLength() + h.payloadLength()
-          + EntrySigning.TRAILER_BYTES;
-      if (size != expected) {
-        throw new CorruptBinaryException("entry is " + size + " bytes but its headers say " + expected);
-      }
-      if (size > MAX_ENTRY_BYTES) {
-        throw new CorruptBinaryException("entry of " + size + " bytes exceeds the " + MAX_ENTRY_BYTES
-            + " bytes one entry may hold");
-      }
+      // The whole entry, through the same channel: the headers are read again from position 0, no reopening.
+      return readFully(ch.position(0), ByteBuffer.allocate((int) Math.min(size, MAX_ENTRY_BYTES))).array();
     }
-    return Files.readAllBytes(file);
+  }
+
+  private static ByteBuffer readFully(FileChannel ch, ByteBuffer into) throws IOException {
+    while (into.hasRemaining() && ch.read(into) >= 0) {
+      // until full or at the end of the file
+    }
+    return into;
   }
 
   /**
