@@ -30,7 +30,7 @@ public final class BinaryData {
     if (bytes == null) {
       throw new NullPointerException("bytes is null");
     }
-    return new BinaryData(Envelope.fromBytes(bytes, Long.MAX_VALUE, Settings.DEFAULT_CHUNK_BYTES));
+    return new BinaryData(Envelope.fromBytes(bytes, Long.MAX_VALUE));
   }
 
   /**

@@ -9,6 +9,7 @@ final class BuiltKernel implements Kernel {
   private final LoadedProgram program;
   private final Envelope envelope;
   private final BuildStats stats;
+  private volatile boolean closed;
 
   BuiltKernel(LoadedProgram program, Envelope envelope, BuildStats stats) {
     this.program = program;
@@ -33,7 +34,10 @@ final class BuiltKernel implements Kernel {
 
   @Override
   public BinaryData binaryData() {
-    return new BinaryData(envelope);
+    if (closed) {
+      throw new IllegalStateException("kernel " + kernelNames() + " is closed: its binary is gone");
+    }
+    return new BinaryData(envelope.detached());
   }
 
   @Override
@@ -52,7 +56,9 @@ final class BuiltKernel implements Kernel {
 
   @Override
   public void close() {
+    closed = true;
     program.close();
+    envelope.payload().release(); // a received binary's buffer goes back to the broadcast's pool
   }
 
   @Override

@@ -34,9 +34,11 @@ public interface Kernel extends AutoCloseable {
 
   /**
    * Returns the binary with its metadata, to store or ship it your own way and load it later with
-   * {@link MpiBuild#buildKernelFromBinaryData(BinaryData)}.
+   * {@link MpiBuild#buildKernelFromBinaryData(BinaryData)}. The data is a copy of its own: it stays valid
+   * after the kernel is closed.
    *
    * @return the binary data
+   * @throws IllegalStateException if the kernel is closed (a received binary's memory is reused then)
    */
   BinaryData binaryData();
 

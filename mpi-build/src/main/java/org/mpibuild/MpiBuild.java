@@ -278,7 +278,7 @@ public final class MpiBuild implements AutoCloseable {
     ensureOpen();
     try (LogContext ignored = LogContext.rank(comm.rank())) {
       async.ifStarted(AsyncBuilds::drain);
-      return counters.reduce(comm, settings.collectiveTimeout(), opened.caches().untrustedEntries(),
+      return counters.reduce(comm, settings.collectiveTimeout(), settings.waiting(), opened.caches().untrustedEntries(),
           opened.caches().trustCheckNanos());
     }
   }

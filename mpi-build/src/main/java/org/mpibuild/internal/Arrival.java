@@ -32,7 +32,8 @@ final class Arrival {
    *
    * @param what the call being entered, for messages: "the build of [saxpy]"
    */
-  static int[] allReduceMax(Communicator comm, int[] values, Duration deadline, Supplier<String> what) {
+  static int[] allReduceMax(Communicator comm, int[] values, Duration deadline, Waiting waiting,
+      Supplier<String> what) {
     if (comm.size() == 1 || deadline.isZero()) {
       return comm.allReduceMax(values);
     }
@@ -44,7 +45,7 @@ final class Arrival {
     long nextWarning = start + interval;
     // Rank 0 aborts at the deadline with the names; the others give it a grace period to do so.
     long end = start + deadline.toNanos() + (comm.rank() == 0 ? 0 : Math.max(5_000_000_000L, deadline.toNanos() / 10));
-    long sleep = 10_000;
+    Waiting.Pause pause = waiting.start();
     while (!all.test()) {
       long now = System.nanoTime();
       if (now - end > 0) {
@@ -56,8 +57,7 @@ final class Arrival {
             what.get());
         nextWarning = now + interval;
       }
-      LockSupport.parkNanos(sleep);
-      sleep = Math.min(sleep * 2, 1_000_000);
+      pause.pause();
     }
     arrivals.forEach(Communicator.Request::await); // every rank has sent its message: they all complete
     return result;

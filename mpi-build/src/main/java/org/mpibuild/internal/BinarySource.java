@@ -160,7 +160,7 @@ final class BinarySource {
       List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
       Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, names, request.options(), c.buildLog(), "",
           key, backend.compilerIdentity(target));
-      return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary(), settings.chunkBytes())), c.program(), true,
+      return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary())), c.program(), true,
           false);
     } catch (CompileException e) {
       return failed(Envelope.Status.COMPILE_FAILED, request, target, key, e.buildLog(), e.reason());

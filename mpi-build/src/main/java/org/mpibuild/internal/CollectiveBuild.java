@@ -62,6 +62,7 @@ public final class CollectiveBuild {
   private final Manifest.Recorder recorder;
   private final BinarySource source;
   private final EnvelopeBroadcast broadcaster;
+  private final Waiting waiting;
 
   /** A protocol without cache; gathers the job's targets (collective). */
   public CollectiveBuild(Communicator comm, Backend backend, Settings settings) {
@@ -89,6 +90,7 @@ public final class CollectiveBuild {
     this.recorder = recorder;
     this.source = new BinarySource(backend, settings, caches);
     this.broadcaster = new EnvelopeBroadcast(settings);
+    this.waiting = settings.waiting();
   }
 
   /** The same protocol, carried by another communicator over the same ranks (for asynchronous builds). */
@@ -140,7 +142,7 @@ public final class CollectiveBuild {
     long t0 = System.nanoTime();
     long fileOps0 = caches.fileOperations();
     RequestAgreement.agree(comm, RequestFingerprint.of(requests, backend.id(), shape, root, settings.chunkBytes(),
-        problem), settings.collectiveTimeout(), () -> "the build of " + describe(requests));
+        problem), settings.collectiveTimeout(), waiting, () -> "the build of " + describe(requests));
     if (problem != null) {
       throw new IllegalArgumentException(problem);
     }

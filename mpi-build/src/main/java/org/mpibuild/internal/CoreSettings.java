@@ -23,7 +23,7 @@ public final class CoreSettings {
   public static final Setting<String> BACKEND = Setting.text("MPI_BUILD_BACKEND", "mpibuild.backend", null,
       "CUDA if a GPU is usable, else OpenCL", "backend id, `cuda` or `opencl`");
   public static final Setting<Long> CHUNK_BYTES = Setting.bytes("MPI_BUILD_CHUNK_BYTES", "mpibuild.chunkBytes",
-      Settings.DEFAULT_CHUNK_BYTES, 1, Integer.MAX_VALUE, "`64m`", "broadcast chunk size (MPI counts are int)");
+      Settings.DEFAULT_CHUNK_BYTES, 1, Integer.MAX_VALUE, "`4m`", "size of the broadcast's pieces: receivers check each piece while the next arrives");
   public static final Setting<Long> MAX_BINARY_BYTES = Setting.bytes("MPI_BUILD_MAX_BINARY_BYTES",
       "mpibuild.maxBinaryBytes", Settings.DEFAULT_MAX_BINARY_BYTES, 1, 1L << 40, "`16g`",
       "largest binary a rank accepts; checked before allocating");
@@ -34,6 +34,10 @@ public final class CoreSettings {
       "mpibuild.collectiveTimeoutSeconds", Settings.DEFAULT_COLLECTIVE_TIMEOUT, Duration.ofDays(7), "`600`",
       "seconds a rank waits for the others to enter a collective call; past it, the job is aborted naming the "
       + "ranks that never came; `off` waits for ever");
+  public static final Setting<Integer> SPIN_MICROS = Setting.count("MPI_BUILD_SPIN_US", "mpibuild.spinMicros",
+      Waiting.DEFAULT_SPIN_MICROS, 0, 1_000_000, "`1000`", "microseconds a waiting rank polls MPI before it sleeps "
+      + "(sleeps then grow to 1 ms); more lowers a broadcast's latency, but a polling rank takes a core from the "
+      + "compiles on an oversubscribed node");
   public static final Setting<Integer> BATCH_RANKS = Setting.count("MPI_BUILD_BATCH_RANKS", "mpibuild.batchRanks",
       0, 0, 1 << 24, "`0` (every rank)", "how many ranks compile the misses of a batch build");
   public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
@@ -71,5 +75,5 @@ public final class CoreSettings {
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
       CACHE_DIR, CACHE_MAX_BYTES, CACHE_SHARED, CACHE_LOCK_STALE, CACHE_LOCK_WAIT, CACHE_NEGATIVE_TTL,
-      NODE_CACHE_DIR, SIGNING_KEY, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, BATCH_RANKS, PROGRESS, RECORD);
+      NODE_CACHE_DIR, SIGNING_KEY, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, PROGRESS, RECORD);
 }

@@ -184,6 +184,25 @@ public final class Envelope {
     return new Envelope(header.status(), metadata, payload, actual);
   }
 
+  /**
+   * Assembles an envelope whose payload was checked block by block against the root's CRC32C values on
+   * arrival; the header's SHA-256 (the root's) stays its identity.
+   *
+   * @throws CorruptBinaryException if the length does not match
+   */
+  static Envelope checkedInTransit(Header header, Metadata metadata, Payload payload) {
+    if (payload.length() != header.payloadLength()) {
+      throw new CorruptBinaryException("binary length " + payload.length() + " does not match the header's "
+          + header.payloadLength());
+    }
+    return new Envelope(header.status(), metadata, payload, header.payloadSha256());
+  }
+
+  /** This envelope with a payload of its own, if its payload lives in a lent buffer; else itself. */
+  public Envelope detached() {
+    return payload.isLent() ? new Envelope(status, metadata, payload.detached(), payloadSha256) : this;
+  }
+
   public Status status() {
     return status;
   }
@@ -298,9 +317,7 @@ public final class Envelope {
     }
     ByteBuffer out = ByteBuffer.allocate((int) total);
     out.put(encodeHeader(meta)).put(meta);
-    for (ByteBuffer c : payload.chunks()) {
-      out.put(c);
-    }
+    payload.copyTo(out);
     return out.array();
   }
 
@@ -309,7 +326,7 @@ public final class Envelope {
    *
    * @throws CorruptBinaryException naming the check that failed
    */
-  public static Envelope fromBytes(byte[] bytes, long maxPayloadBytes, int chunkBytes) {
+  public static Envelope fromBytes(byte[] bytes, long maxPayloadBytes) {
     ByteBuffer in = ByteBuffer.wrap(bytes);
     Header header = decodeHeader(in, maxPayloadBytes);
     long expected = HEADER_BYTES + (long) header.metadataLength() + header.payloadLength();
@@ -320,7 +337,7 @@ public final class Envelope {
     byte[] meta = Arrays.copyOfRange(bytes, HEADER_BYTES, HEADER_BYTES + header.metadataLength());
     Metadata metadata = decodeMetadata(header, meta);
     byte[] body = Arrays.copyOfRange(bytes, HEADER_BYTES + header.metadataLength(), bytes.length);
-    return received(header, metadata, Payload.copyOf(body, chunkBytes));
+    return received(header, metadata, Payload.copyOf(body));
   }
 
   static String hex(byte[] bytes) {

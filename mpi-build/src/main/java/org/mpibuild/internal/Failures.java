@@ -46,7 +46,9 @@ public final class Failures {
       throw new IllegalStateException("binary was built for target [" + meta.target()
           + "], this rank's device is [" + backend.target() + "]");
     }
-    return backend.load(envelope.payload().toByteArray(), meta.kernelNames());
+    java.util.Optional<java.nio.ByteBuffer> whole = envelope.payload().contiguous();
+    return whole.isPresent() ? backend.load(whole.get(), meta.kernelNames())
+        : backend.load(envelope.payload().toByteArray(), meta.kernelNames());
   }
 
   /**

@@ -58,9 +58,9 @@ public final class JobCounters {
    * The job's statistics: every rank's counters gathered, summed, and their maximum taken, on every rank.
    * Collective.
    */
-  public JobStatistics reduce(Communicator comm, java.time.Duration deadline, long untrustedEntries,
+  public JobStatistics reduce(Communicator comm, java.time.Duration deadline, Waiting waiting, long untrustedEntries,
       long trustCheckNanos) {
-    Arrival.allReduceMax(comm, new int[] {0}, deadline, () -> "the statistics call"); // every rank is here
+    Arrival.allReduceMax(comm, new int[] {0}, deadline, waiting, () -> "the statistics call"); // every rank is here
     long[] mine = toArray();
     mine[UNTRUSTED] = untrustedEntries;
     mine[TRUST_CHECK_NS] = trustCheckNanos;

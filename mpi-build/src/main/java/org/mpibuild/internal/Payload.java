@@ -1,118 +1,139 @@
 package org.mpibuild.internal;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.zip.CRC32C;
 
 /**
- * A binary held in direct buffers of at most one chunk each, so that it can be broadcast without
- * copies, in MPI-sized pieces, whatever its total length.
+ * A binary in direct memory: one region when it fits one buffer (every binary below 1 GiB), so that a
+ * backend can load it in place; more regions beyond that. The broadcast cuts it into pieces of any size
+ * without copying.
+ *
+ * <p>A received payload may live in a buffer lent by the broadcast's pool; {@link #release()} gives it
+ * back once nothing reads it any more (the kernel that holds it is closed).
  */
 public final class Payload {
-  private final ByteBuffer[] chunks;
-  private final long length;
-  private final int chunkBytes;
+  /** Largest region: one direct buffer. */
+  static final int REGION_BYTES = 1 << 30;
+  /** Bytes covered by one CRC32C in {@link #blockChecks()}: what a receiver checks as a unit. */
+  public static final int CHECK_BLOCK_BYTES = 1 << 20;
 
-  private Payload(ByteBuffer[] chunks, long length, int chunkBytes) {
-    this.chunks = chunks;
+  private final ByteBuffer[] regions;
+  private final long length;
+  private volatile int[] checks;
+  private Runnable release;
+
+  private Payload(ByteBuffer[] regions, long length, Runnable release) {
+    this.regions = regions;
     this.length = length;
-    this.chunkBytes = chunkBytes;
+    this.release = release;
   }
 
   /** Returns an empty payload. */
   public static Payload empty() {
-    return new Payload(new ByteBuffer[0], 0, 1);
+    return new Payload(new ByteBuffer[0], 0, null);
   }
 
-  /** Copies {@code bytes} into direct chunks of at most {@code chunkBytes} bytes. */
-  public static Payload copyOf(byte[] bytes, int chunkBytes) {
-    Payload p = allocate(bytes.length, chunkBytes);
-    int offset = 0;
-    for (ByteBuffer c : p.chunks) {
-      int n = c.remaining();
-      c.put(bytes, offset, n).flip();
-      offset += n;
-    }
+  /** Copies {@code bytes} into direct memory. */
+  public static Payload copyOf(byte[] bytes) {
+    Payload p = allocate(bytes.length);
+    p.copyFrom(ByteBuffer.wrap(bytes));
     return p;
   }
 
-  /** Allocates zeroed direct chunks for {@code length} bytes. */
-  public static Payload allocate(long length, int chunkBytes) {
+  /** Allocates zeroed direct memory for {@code length} bytes. */
+  public static Payload allocate(long length) {
     if (length < 0) {
       throw new IllegalArgumentException("payload length " + length + " is negative");
     }
-    if (chunkBytes <= 0) {
-      throw new IllegalArgumentException("chunk size " + chunkBytes + " must be positive");
-    }
-    long count = (length + chunkBytes - 1) / chunkBytes;
-    if (count > Integer.MAX_VALUE) {
-      throw new IllegalArgumentException("payload of " + length + " bytes needs too many chunks of " + chunkBytes);
-    }
-    ByteBuffer[] chunks = new ByteBuffer[(int) count];
+    ByteBuffer[] regions = new ByteBuffer[(int) ((length + REGION_BYTES - 1) / REGION_BYTES)];
     long left = length;
-    for (int i = 0; i < chunks.length; i++) {
-      int n = (int) Math.min(chunkBytes, left);
-      chunks[i] = ByteBuffer.allocateDirect(n);
+    for (int i = 0; i < regions.length; i++) {
+      int n = (int) Math.min(REGION_BYTES, left);
+      regions[i] = ByteBuffer.allocateDirect(n);
       left -= n;
     }
-    return new Payload(chunks, length, chunkBytes);
+    return new Payload(regions, length, null);
   }
 
-  /** Returns the chunks; each buffer's position is 0 and its limit is its length. */
-  public ByteBuffer[] chunks() {
-    ByteBuffer[] views = new ByteBuffer[chunks.length];
-    for (int i = 0; i < chunks.length; i++) {
-      views[i] = chunks[i].duplicate().clear();
+  /**
+   * A payload over the first {@code length} bytes of a lent buffer, which {@code release} gives back.
+   * The bytes are not cleared: the caller overwrites all of them before anyone reads them.
+   */
+  static Payload lent(ByteBuffer buffer, int length, Runnable release) {
+    return new Payload(new ByteBuffer[] {buffer.duplicate().clear().limit(length).slice()}, length, release);
+  }
+
+  /** Gives a lent buffer back to its pool; nothing may read this payload afterwards. Idempotent. */
+  public synchronized void release() {
+    Runnable r = release;
+    release = null;
+    if (r != null) {
+      r.run();
+    }
+  }
+
+  /** Whether this payload lives in a lent buffer that {@link #release()} would give back. */
+  public synchronized boolean isLent() {
+    return release != null;
+  }
+
+  /** A copy in memory of its own, for holders that outlive the lender. */
+  public Payload detached() {
+    Payload p = allocate(length);
+    ByteBuffer[] to = p.regions();
+    ByteBuffer[] from = regions();
+    for (int i = 0; i < from.length; i++) {
+      to[i].put(from[i]);
+    }
+    p.checks = checks;
+    return p;
+  }
+
+  /** Returns the regions; each view's position is 0 and its limit is its length. */
+  ByteBuffer[] regions() {
+    ByteBuffer[] views = new ByteBuffer[regions.length];
+    for (int i = 0; i < regions.length; i++) {
+      views[i] = regions[i].duplicate().clear();
     }
     return views;
   }
 
-  /** Returns this payload in chunks of {@code bytes}: itself if already so, else a copy. */
-  public Payload rechunk(int bytes) {
-    if (bytes == chunkBytes || length == 0) {
-      return this;
+  /** The whole binary as one read-only buffer, when it lies in one region. */
+  public Optional<ByteBuffer> contiguous() {
+    if (regions.length == 0) {
+      return Optional.of(ByteBuffer.allocateDirect(0));
     }
-    if (length > Integer.MAX_VALUE - 8) {
-      Payload p = allocate(length, bytes);
-      ByteBuffer[] to = p.chunks();
-      int t = 0;
-      for (ByteBuffer from : chunks()) {
-        while (from.hasRemaining()) {
-          int n = Math.min(from.remaining(), to[t].remaining());
-          to[t].put(from.duplicate().limit(from.position() + n));
-          from.position(from.position() + n);
-          if (!to[t].hasRemaining()) {
-            t++;
-          }
-        }
-      }
-      return p;
-    }
-    return copyOf(toByteArray(), bytes);
+    return regions.length == 1 ? Optional.of(regions[0].asReadOnlyBuffer().clear()) : Optional.empty();
   }
 
-  /** Slices of the chunks covering bytes {@code from} to the end, none longer than a chunk. */
-  public List<ByteBuffer> pieces(long from) {
-    List<ByteBuffer> out = new java.util.ArrayList<>();
+  /** Slices covering bytes {@code from} to the end, none longer than {@code pieceBytes}, nor crossing a region. */
+  public List<ByteBuffer> pieces(long from, int pieceBytes) {
+    List<ByteBuffer> out = new ArrayList<>();
     long start = 0;
-    for (ByteBuffer c : chunks()) {
-      long end = start + c.remaining();
-      if (end > from) {
-        out.add(c.position((int) Math.max(0, from - start)).slice());
+    for (ByteBuffer r : regions()) {
+      long end = start + r.limit();
+      for (long p = Math.max(start, from); p < end; p += pieceBytes) {
+        int off = (int) (p - start);
+        out.add(r.duplicate().position(off).limit((int) Math.min(r.limit(), (long) off + pieceBytes)).slice());
       }
       start = end;
     }
     return out;
   }
 
-  /** The sizes of {@link #pieces(long)} for a payload of {@code length} bytes in chunks of {@code chunkBytes}. */
-  public static List<Integer> pieceSizes(long length, int chunkBytes, long from) {
-    List<Integer> out = new java.util.ArrayList<>();
-    for (long start = 0; start < length; start += chunkBytes) {
-      long end = Math.min(length, start + chunkBytes);
-      if (end > from) {
-        out.add((int) (end - Math.max(start, from)));
+  /** The sizes of {@link #pieces(long, int)} for a payload of {@code length} bytes. */
+  public static List<Integer> pieceSizes(long length, int pieceBytes, long from) {
+    List<Integer> out = new ArrayList<>();
+    for (long start = 0; start < length; start += REGION_BYTES) {
+      long end = Math.min(length, start + REGION_BYTES);
+      for (long p = Math.max(start, from); p < end; p += pieceBytes) {
+        out.add((int) Math.min(pieceBytes, end - p));
       }
     }
     return out;
@@ -120,23 +141,23 @@ public final class Payload {
 
   /** Copies the first {@code dst.remaining()} bytes of the payload into {@code dst}. */
   public void copyTo(ByteBuffer dst) {
-    for (ByteBuffer c : chunks()) {
+    for (ByteBuffer r : regions()) {
       if (!dst.hasRemaining()) {
         return;
       }
-      dst.put(c.limit(Math.min(c.limit(), dst.remaining())));
+      dst.put(r.limit(Math.min(r.limit(), dst.remaining())));
     }
   }
 
   /** Copies {@code src}'s remaining bytes to the start of the payload. */
   public void copyFrom(ByteBuffer src) {
     ByteBuffer in = src.duplicate();
-    for (ByteBuffer c : chunks()) {
+    for (ByteBuffer r : regions()) {
       if (!in.hasRemaining()) {
         return;
       }
-      int n = Math.min(c.remaining(), in.remaining());
-      c.put(in.duplicate().limit(in.position() + n));
+      int n = Math.min(r.remaining(), in.remaining());
+      r.put(in.duplicate().limit(in.position() + n));
       in.position(in.position() + n);
     }
   }
@@ -146,13 +167,93 @@ public final class Payload {
     return length;
   }
 
-  /** Returns the SHA-256 digest of the bytes. */
+  /**
+   * Returns the SHA-256 digest of the bytes. The same pass computes the {@link #blockChecks()}, one block at
+   * a time while it is in the processor's cache, so that the root never reads its binary twice.
+   */
   public byte[] sha256() {
     MessageDigest md = sha256Digest();
-    for (ByteBuffer c : chunks()) {
-      md.update(c);
+    int[] c = new int[blockCount(length)];
+    for (int b = 0; b < c.length; b++) {
+      long start = (long) b * CHECK_BLOCK_BYTES;
+      int off = (int) (start % REGION_BYTES);
+      ByteBuffer block = regions[(int) (start / REGION_BYTES)].duplicate().limit(off + blockBytes(b)).position(off);
+      CRC32C crc = new CRC32C();
+      crc.update(block.duplicate());
+      md.update(block);
+      c[b] = (int) crc.getValue();
     }
+    checks = c;
     return md.digest();
+  }
+
+  /** How many check blocks a payload of {@code length} bytes has. */
+  public static int blockCount(long length) {
+    long n = (length + CHECK_BLOCK_BYTES - 1) / CHECK_BLOCK_BYTES;
+    if (n > Integer.MAX_VALUE / 4) {
+      throw new IllegalArgumentException("payload of " + length + " bytes has too many check blocks");
+    }
+    return (int) n;
+  }
+
+  /** The CRC32C of every {@link #CHECK_BLOCK_BYTES} block, in order; computed once. */
+  public int[] blockChecks() {
+    int[] c = checks;
+    if (c == null) {
+      c = new int[blockCount(length)];
+      for (int b = 0; b < c.length; b++) {
+        c[b] = blockCheck(b, 0, blockBytes(b));
+      }
+      checks = c;
+    }
+    return c.clone();
+  }
+
+  /** The length of block {@code b}. */
+  int blockBytes(int b) {
+    return (int) Math.min(CHECK_BLOCK_BYTES, length - (long) b * CHECK_BLOCK_BYTES);
+  }
+
+  /** The CRC32C of bytes {@code from} to {@code to} of block {@code b}, continuing {@code crc} (0 to start). */
+  int blockCheck(int b, int from, int to) {
+    return blockCheck(b, from, to, new CRC32C());
+  }
+
+  int blockCheck(int b, int from, int to, CRC32C crc) {
+    long start = (long) b * CHECK_BLOCK_BYTES + from;
+    ByteBuffer r = regions[(int) (start / REGION_BYTES)].duplicate();
+    int off = (int) (start % REGION_BYTES);
+    crc.update(r.limit(off + (to - from)).position(off));
+    return (int) crc.getValue();
+  }
+
+  /** The check table as sent: every block's CRC32C, big-endian, then the CRC32C of those bytes. */
+  static byte[] encodeChecks(int[] checks) {
+    ByteBuffer out = ByteBuffer.allocate(4 * checks.length + 4).order(ByteOrder.BIG_ENDIAN);
+    for (int c : checks) {
+      out.putInt(c);
+    }
+    CRC32C crc = new CRC32C();
+    crc.update(out.array(), 0, 4 * checks.length);
+    return out.putInt((int) crc.getValue()).array();
+  }
+
+  /** Bytes of the check table for a payload of {@code length} bytes. */
+  static long checksBytes(long length) {
+    return 4L * blockCount(length) + 4;
+  }
+
+  /** Reads a check table; null if its own CRC32C does not match. */
+  static int[] decodeChecks(ByteBuffer table) {
+    ByteBuffer in = table.duplicate().order(ByteOrder.BIG_ENDIAN);
+    int n = (in.remaining() - 4) / 4;
+    CRC32C crc = new CRC32C();
+    crc.update(in.duplicate().limit(in.position() + 4 * n));
+    int[] out = new int[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = in.getInt();
+    }
+    return in.getInt() == (int) crc.getValue() ? out : null;
   }
 
   /** Copies the bytes into one array. */
@@ -162,9 +263,9 @@ public final class Payload {
     }
     byte[] out = new byte[(int) length];
     int offset = 0;
-    for (ByteBuffer c : chunks()) {
-      int n = c.remaining();
-      c.get(out, offset, n);
+    for (ByteBuffer r : regions()) {
+      int n = r.remaining();
+      r.get(out, offset, n);
       offset += n;
     }
     return out;

@@ -17,8 +17,9 @@ final class RequestAgreement {
   private RequestAgreement() {}
 
   /** Returns when every rank passed {@code mine}'s equal; else throws the same exception on every rank. */
-  static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Supplier<String> what) {
-    agree(comm, mine, deadline, what, "ranks asked for different kernels", "whose request is invalid");
+  static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Waiting waiting,
+      Supplier<String> what) {
+    agree(comm, mine, deadline, waiting, what, "ranks asked for different kernels", "whose request is invalid");
   }
 
   /**
@@ -33,13 +34,13 @@ final class RequestAgreement {
     shaping.put("MPI_BUILD_PROGRESS", s.progress().name());
     String note = "its settings: " + shaping.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
         .collect(java.util.stream.Collectors.joining(", "));
-    agree(comm, RequestFingerprint.of(shaping, note), s.collectiveTimeout(), () -> "the opening of mpi-build",
+    agree(comm, RequestFingerprint.of(shaping, note), s.collectiveTimeout(), s.waiting(), () -> "the opening of mpi-build",
         "ranks run with different settings that decide which collectives a build makes", "with");
   }
 
-  private static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Supplier<String> what,
-      String subject, String noteIntro) {
-    if (RequestFingerprint.agreed(Arrival.allReduceMax(comm, mine.agreementVector(), deadline, what))) {
+  private static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Waiting waiting,
+      Supplier<String> what, String subject, String noteIntro) {
+    if (RequestFingerprint.agreed(Arrival.allReduceMax(comm, mine.agreementVector(), deadline, waiting, what))) {
       return;
     }
     byte[][] gathered = comm.allGather(mine.toBytes());

@@ -55,7 +55,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
     MPI
   }
 
-  public static final int DEFAULT_CHUNK_BYTES = 64 << 20;
+  public static final int DEFAULT_CHUNK_BYTES = 4 << 20;
   public static final long DEFAULT_MAX_BINARY_BYTES = 16L << 30;
   public static final java.time.Duration DEFAULT_COMPILE_TIMEOUT = java.time.Duration.ofMinutes(10);
   public static final java.time.Duration DEFAULT_COLLECTIVE_TIMEOUT = java.time.Duration.ofMinutes(10);
@@ -104,6 +104,11 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
         CoreSettings.MAX_BINARY_BYTES.read(s), CacheSettings.from(s), CoreSettings.COMPILE_TIMEOUT.read(s),
         CoreSettings.BATCH_RANKS.read(s), CoreSettings.PROGRESS.read(s), CoreSettings.RECORD.read(s),
         CoreSettings.COLLECTIVE_TIMEOUT.read(s));
+  }
+
+  /** How this rank waits for MPI ({@code MPI_BUILD_SPIN_US}). */
+  public Waiting waiting() {
+    return new Waiting(java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(CoreSettings.SPIN_MICROS.read(source)));
   }
 
   public Settings withChunkBytes(int bytes) {

@@ -111,6 +111,23 @@ public interface Backend extends AutoCloseable {
    */
   LoadedProgram load(byte[] binary, List<String> kernelNames);
 
+  /**
+   * Loads a binary that lies in direct memory, as received: override it where the device's API takes a
+   * pointer, so that the binary is never copied into the Java heap. The buffer is read-only, holds the
+   * binary between its position and its limit, and is valid only during this call. By default the bytes
+   * are copied into an array for {@link #load(byte[], List)}.
+   *
+   * @param binary the binary, already checked
+   * @param kernelNames the kernels to create
+   * @return the loaded program
+   * @throws RuntimeException with a message for a person if the device refuses the binary
+   */
+  default LoadedProgram load(java.nio.ByteBuffer binary, List<String> kernelNames) {
+    byte[] bytes = new byte[binary.remaining()];
+    binary.duplicate().get(bytes);
+    return load(bytes, kernelNames);
+  }
+
   /** Releases the device context. Programs loaded by this backend must be closed first. */
   @Override
   void close();

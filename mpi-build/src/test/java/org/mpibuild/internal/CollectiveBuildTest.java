@@ -366,8 +366,46 @@ public class CollectiveBuildTest {
       return new CollectiveBuild(c, backend, SETTINGS).run(KernelSource.of(SOURCE), 0);
     });
     KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
-    assertTrue(e.failures().get(2).contains("SHA-256"), e.getMessage());
+    assertTrue(e.failures().get(2).contains("CRC32C"), e.getMessage());
     assertEquals(0, backends.get(2).loads.get(), "the corrupt binary reached the backend");
+  }
+
+  /** A binary of several pieces and check blocks: whichever piece a bad link flips, no rank loads it. */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(ints = {2, 3, 4})
+  void corruptionInAnyPieceOfALargeBinaryIsCaughtBeforeLoading(int piece) throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
+    List<FakeBackend> backends = new ArrayList<>();
+    for (int r = 0; r < 3; r++) {
+      FakeBackend b = new FakeBackend();
+      b.binaryBytes = 3 * Payload.CHECK_BLOCK_BYTES + 5;
+      backends.add(b);
+    }
+    Settings settings = SETTINGS.withChunkBytes(Payload.CHECK_BLOCK_BYTES);
+    List<RankResult> results = onRanks(world, 3, backends::get, (rank, comm, backend) -> {
+      Communicator c = rank == 1 ? new CorruptingCommunicator(comm, piece) : comm;
+      return new CollectiveBuild(c, backend, settings).run(KernelSource.of(SOURCE), 0);
+    });
+    KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
+    assertTrue(e.failures().get(1).contains("failed its CRC32C check"), e.getMessage());
+    assertEquals(0, backends.get(1).loads.get(), "the corrupt binary reached the backend");
+    assertEquals(1, backends.get(2).loads.get(), "the intact rank loaded its binary");
+  }
+
+  @Test
+  void aLargeBinaryArrivesIntactInPieces() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
+    int bytes = 3 * Payload.CHECK_BLOCK_BYTES + 5;
+    Settings settings = SETTINGS.withChunkBytes(700_000); // pieces that straddle check blocks
+    List<RankResult> results = onRanks(world, 3, r -> {
+      FakeBackend b = new FakeBackend();
+      b.binaryBytes = bytes;
+      return b;
+    }, (rank, comm, backend) -> new CollectiveBuild(comm, backend, settings).run(KernelSource.of(SOURCE), 0));
+    for (RankResult r : results) {
+      assertNull(r.error());
+      assertTrue(FakeBackend.sameBinary(r.outcome().program(), SOURCE, bytes));
+    }
   }
 
   @Test

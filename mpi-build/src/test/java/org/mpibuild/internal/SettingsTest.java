@@ -14,7 +14,8 @@ class SettingsTest {
     Settings s = Settings.from(new Properties(), Map.of());
     assertEquals(Settings.Mode.AUTO, s.mode());
     assertEquals(null, s.backend());
-    assertEquals(64 << 20, s.chunkBytes());
+    assertEquals(4 << 20, s.chunkBytes());
+    assertEquals(new Waiting(1_000_000), s.waiting());
   }
 
   @Test

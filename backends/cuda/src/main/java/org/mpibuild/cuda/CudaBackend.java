@@ -222,6 +222,16 @@ final class CudaBackend implements Backend {
 
   @Override
   public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+    return load(Pointer.to(binary), kernelNames);
+  }
+
+  /** The driver reads the binary where it lies: a received binary is never copied into the heap. */
+  @Override
+  public LoadedProgram load(java.nio.ByteBuffer binary, List<String> kernelNames) {
+    return binary.isDirect() ? load(Pointer.to(binary), kernelNames) : Backend.super.load(binary, kernelNames);
+  }
+
+  private LoadedProgram load(Pointer binary, List<String> kernelNames) {
     if (device == null) {
       throw new IllegalStateException("this rank has no GPU: " + deviceProblem);
     }
@@ -231,7 +241,7 @@ final class CudaBackend implements Backend {
     byte[] errors = new byte[16384];
     jit.putBytes(CUjit_option.CU_JIT_ERROR_LOG_BUFFER, errors);
     jit.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, errors.length);
-    int rc = cuModuleLoadDataJIT(module, Pointer.to(binary), jit);
+    int rc = cuModuleLoadDataJIT(module, binary, jit);
     if (rc != CUresult.CUDA_SUCCESS) {
       String jitLog = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
       throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)

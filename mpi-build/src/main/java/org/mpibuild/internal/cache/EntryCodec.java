@@ -158,7 +158,7 @@ public final class EntryCodec {
     }
     // Accidents first (lengths, SHA-256, metadata checksum), so that they are reported as such; then intent.
     Envelope envelope = Envelope.fromBytes(Arrays.copyOfRange(bytes, HEADER_BYTES,
-        bytes.length - EntrySigning.TRAILER_BYTES), Long.MAX_VALUE, Settings.DEFAULT_CHUNK_BYTES);
+        bytes.length - EntrySigning.TRAILER_BYTES), Long.MAX_VALUE);
     if (signing != null) {
       signing.verify(bytes);
     }

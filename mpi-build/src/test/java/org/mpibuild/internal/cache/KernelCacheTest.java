@@ -27,7 +27,7 @@ public class KernelCacheTest {
     for (int i = 0; i < size; i++) {
       b[i] = (byte) (i * 7);
     }
-    return Envelope.ok(new Envelope.Metadata("fake", "device A", List.of("k"), "-O2", "", ""), Payload.copyOf(b, 64));
+    return Envelope.ok(new Envelope.Metadata("fake", "device A", List.of("k"), "-O2", "", ""), Payload.copyOf(b));
   }
 
   static List<Path> files(Path dir) throws Exception {
