@@ -18,16 +18,21 @@ final class Programs {
     throw new IllegalArgumentException("unknown benchmark program '" + name + "'");
   }
 
+  /** The tile size (and work-group edge) of kernel {@code mm_k}. */
+  static int tile(int k) {
+    int[] tiles = {4, 8, 16};
+    return tiles[k % tiles.length];
+  }
+
   /**
    * K tiled matrix-multiply kernels, each with its own tile size, unrolling and epilogue, so that each
    * needs its own code generation (the field notes measured 24 such kernels at about 11 s with PoCL).
    */
   static String matmul(int kernels) {
-    int[] tiles = {4, 8, 16};
     StringBuilder sb = new StringBuilder();
     for (int k = 0; k < kernels; k++) {
-      int t = tiles[k % tiles.length];
-      int unroll = 1 + (k / tiles.length) % 4;
+      int t = tile(k);
+      int unroll = 1 + (k / 3) % 4;
       String epilogue = switch (k % 4) {
         case 0 -> "acc";
         case 1 -> "alpha * acc + beta * C[row * n + col]";

@@ -13,7 +13,7 @@ class BenchJsonTest {
     String jsonl = BenchJson.line("n", 4, "program", "saxpy \"quoted\"", "strategy", "limit", "rep", 0,
         "ms", BenchJson.round(12.34567, 3), "binary_bytes", 49152L)
         + BenchJson.line("n", 8, "program", "p", "strategy", "naive", "rep", 1, "ms", 3.0, "binary_bytes", 1L);
-    List<Map<String, String>> cells = BenchReport.parse(jsonl);
+    List<Map<String, String>> cells = BenchJson.readLines(jsonl);
     assertEquals(2, cells.size());
     assertEquals("4", cells.get(0).get("n"));
     assertEquals("saxpy \"quoted\"", cells.get(0).get("program"));

@@ -1,0 +1,138 @@
+package org.mpibuild.bench;
+
+import java.awt.BasicStroke;
+import java.awt.Color;
+import java.awt.Font;
+import java.awt.Graphics2D;
+import java.awt.geom.Rectangle2D;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.jfree.chart.ChartUtils;
+import org.jfree.chart.JFreeChart;
+import org.jfree.chart.axis.AxisState;
+import org.jfree.chart.axis.LogAxis;
+import org.jfree.chart.axis.NumberTick;
+import org.jfree.chart.axis.TickType;
+import org.jfree.chart.plot.CombinedDomainXYPlot;
+import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.xy.DeviationRenderer;
+import org.jfree.chart.ui.RectangleEdge;
+import org.jfree.chart.ui.TextAnchor;
+import org.jfree.data.xy.YIntervalSeries;
+import org.jfree.data.xy.YIntervalSeriesCollection;
+
+/**
+ * The chart of the main comparison: two panels sharing the x axis (ranks), time until ready and
+ * CPU-seconds, each strategy's median as a line and its min-max as a band. Ticks only at the N that were
+ * run, and at round values (1, 2, 5 x 10^k) on the log y axes.
+ */
+final class Chart {
+  private Chart() {}
+
+  static final Color[] COLORS = {new Color(0xd62728), new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x2ca02c),
+      new Color(0x7f7f7f), new Color(0x8c564b), new Color(0x9467bd)};
+
+  static void write(Comparison.Mode mode, List<Map<String, String>> cells, Map<String, Object> machine, Path png)
+      throws IOException {
+    List<Double> xs = new ArrayList<>();
+    mode.ranks().forEach(n -> xs.add((double) n));
+    FixedTicksAxis x = new FixedTicksAxis("ranks (N), log scale", xs, 2);
+    CombinedDomainXYPlot plot = new CombinedDomainXYPlot(x);
+    plot.add(panel(mode, cells, "ms", "ms until every rank is ready (log)", 1), 3);
+    plot.add(panel(mode, cells, "cpu_s", "CPU-seconds, all ranks (log)", 1e-3), 2);
+    plot.setGap(12);
+    String title = "Time until every rank holds a ready kernel (" + mode.program() + ", PoCL, " + machine.get("cores")
+        + " cores: " + machine.get("cpu") + ")";
+    JFreeChart chart = new JFreeChart(title, new Font("SansSerif", Font.BOLD, 14), plot, true);
+    chart.setBackgroundPaint(Color.WHITE);
+    ChartUtils.saveChartAsPNG(png.toFile(), chart, 1000, 760);
+  }
+
+  static XYPlot panel(Comparison.Mode mode, List<Map<String, String>> cells, String field, String label, double floor) {
+    YIntervalSeriesCollection data = new YIntervalSeriesCollection();
+    double lo = Double.MAX_VALUE;
+    double hi = 0;
+    for (Map.Entry<String, String> s : Comparison.LABELS.entrySet()) {
+      YIntervalSeries series = new YIntervalSeries(s.getValue());
+      for (int n : mode.ranks()) {
+        List<Double> v = Comparison.series(cells, n, s.getKey(), field);
+        double min = Math.max(floor, Stats.min(v));
+        double max = Math.max(floor, Stats.max(v));
+        series.add(n, Math.max(floor, Stats.median(v)), min, max);
+        lo = Math.min(lo, min);
+        hi = Math.max(hi, max);
+      }
+      data.addSeries(series);
+    }
+    FixedTicksAxis y = new FixedTicksAxis(label, roundTicks(lo, hi), 10);
+    XYPlot plot = new XYPlot(data, null, y, renderer());
+    plot.setBackgroundPaint(Color.WHITE);
+    plot.setDomainGridlinePaint(Color.LIGHT_GRAY);
+    plot.setRangeGridlinePaint(Color.LIGHT_GRAY);
+    return plot;
+  }
+
+  static DeviationRenderer renderer() {
+    DeviationRenderer r = new DeviationRenderer(true, true);
+    r.setAlpha(0.15f);
+    for (int i = 0; i < COLORS.length; i++) {
+      r.setSeriesPaint(i, COLORS[i]);
+      r.setSeriesFillPaint(i, COLORS[i]);
+      r.setSeriesStroke(i, new BasicStroke(2f));
+    }
+    return r;
+  }
+
+  /** 1, 2, 5 x 10^k, from the largest at or below {@code lo} to the first at or above {@code hi}. */
+  static List<Double> roundTicks(double lo, double hi) {
+    List<Double> out = new ArrayList<>();
+    for (double decade = Math.pow(10, Math.floor(Math.log10(lo))); ; decade *= 10) {
+      for (double m : new double[] {1, 2, 5}) {
+        double t = m * decade;
+        if (out.isEmpty() || t <= lo) {
+          out.clear();
+        }
+        out.add(t);
+        if (t >= hi) {
+          return out;
+        }
+      }
+    }
+  }
+
+  /** A log axis whose ticks are exactly the given values, labelled as plain numbers. */
+  static final class FixedTicksAxis extends LogAxis {
+    private final List<Double> ticks;
+
+    FixedTicksAxis(String label, List<Double> ticks, double base) {
+      super(label);
+      this.ticks = ticks;
+      setBase(base);
+      setSmallestValue(ticks.get(0) / 2);
+      setAutoRange(false);
+      setRange(ticks.get(0) / 1.3, ticks.get(ticks.size() - 1) * 1.3);
+    }
+
+    @Override
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    public List refreshTicks(Graphics2D g2, AxisState state, Rectangle2D dataArea, RectangleEdge edge) {
+      boolean vertical = RectangleEdge.isLeftOrRight(edge);
+      List out = new ArrayList();
+      for (double t : ticks) {
+        out.add(new NumberTick(TickType.MAJOR, t, label(t), vertical ? TextAnchor.CENTER_RIGHT : TextAnchor.TOP_CENTER,
+            vertical ? TextAnchor.CENTER_RIGHT : TextAnchor.TOP_CENTER, 0));
+      }
+      return out;
+    }
+
+    static String label(double t) {
+      if (t >= 1) {
+        return String.format(java.util.Locale.ROOT, "%,.0f", t);
+      }
+      return new java.math.BigDecimal(t).round(new java.math.MathContext(1)).stripTrailingZeros().toPlainString();
+    }
+  }
+}
