@@ -16,7 +16,7 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build image demo test bench bench-main bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -35,14 +35,21 @@ demo: build
 test: provision
 	$(MVN) install
 
-# The benchmark: every strategy side by side at N = 1, 2, 4, 8, 16 ranks (quick mode: under 10 minutes on
-# 2 cores). Writes benchmarks/target/bench/{results.md,time-to-ready.png,results.json}.
+# The benchmarks: the batch build, stream-ordered messages, the FFM binding, signed cache entries, then the
+# main comparison, whose bench: line ends the output: every strategy side by side at N = 1, 2, 4, 8, 16
+# ranks, 7 paired repetitions after a warm-up, and the broadcast at 4 and 2 ranks (about 45 minutes on 2
+# cores). Writes benchmarks/target/bench/{results.md,time-to-ready.png,results.json} and the others' files.
+# BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=7".
 bench: build
-	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
+
+# The main comparison alone (about 35 minutes).
+bench-main: build
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
 bench-batch: build
@@ -61,7 +68,7 @@ bench-ffm: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 
 bench-full: build
-	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full $(BENCH_ARGS)
 
 # The runtime image (docker/Dockerfile) from this build: a JRE, Open MPI, PoCL and the jars; no Maven inside.
 # Uses DOCKER_HOST if set (scripts/container-engine serves Podman's Docker API on machines without Docker)

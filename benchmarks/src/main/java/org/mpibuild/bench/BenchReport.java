@@ -28,7 +28,7 @@ public final class BenchReport {
     Path out = repo.resolve("benchmarks/target/bench");
     Files.createDirectories(out);
     if (args.length > 1 && args[1].equals("ffm")) {
-      ffm(repo, out, 5);
+      ffm(repo, out, 5, ffmJava(repo));
       return;
     }
     if (args.length > 1 && args[1].equals("signing")) {
@@ -171,7 +171,17 @@ public final class BenchReport {
    * The FFM binding's broadcast against a plain C {@code MPI_Bcast} of the same bytes (Open MPI, 2 ranks),
    * 1 MiB to 64 MiB, alternating, {@code reps} jobs of each, 51 broadcasts per job; medians of medians.
    */
-  static void ffm(Path repo, Path out, int reps) throws Exception {
+  /** The JDK 22+ that provisioning found for the FFM binding ({@code -Dffm.jdk} in .mvn/maven.config). */
+  static String ffmJava(Path repo) throws IOException {
+    Path config = repo.resolve(".mvn/maven.config");
+    Matcher m = Pattern.compile("-Dffm\\.jdk=(\\S+)").matcher(Files.exists(config) ? Files.readString(config) : "");
+    if (!m.find()) {
+      throw new IllegalStateException("no JDK 22+ for the FFM binding: scripts/provision found none (set MPI_BUILD_FFM_JDK)");
+    }
+    return m.group(1) + "/bin/java";
+  }
+
+  static void ffm(Path repo, Path out, int reps, String java) throws Exception {
     Path bcast = out.resolve("bcast");
     run(List.of("mpicc", "-O2", "-o", bcast.toString(), repo.resolve("benchmarks/src/main/c/bcast.c").toString()),
         Map.of(), 120);
@@ -188,7 +198,7 @@ public final class BenchReport {
         c.add(Double.parseDouble(mc.group(1)));
         Matcher mf = median.matcher(run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp", System.getProperty("java.class.path"),
             "org.mpibuild.bench.FfmBcastBench", Integer.toString(bytes), "51"),
-            Map.of("MPI_BUILD_JAVA", "/usr/lib/jvm/temurin-25-jdk-amd64/bin/java", "MPI_BUILD_BINDING", "ffm",
+            Map.of("MPI_BUILD_JAVA", java, "MPI_BUILD_BINDING", "ffm",
                 "JAVA_TOOL_OPTIONS", "--enable-native-access=ALL-UNNAMED",
                 "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g"), 600));
         mf.find();

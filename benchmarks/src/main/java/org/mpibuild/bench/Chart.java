@@ -41,8 +41,10 @@ final class Chart {
     mode.ranks().forEach(n -> xs.add((double) n));
     FixedTicksAxis x = new FixedTicksAxis("ranks (N), log scale", xs, 2);
     CombinedDomainXYPlot plot = new CombinedDomainXYPlot(x);
-    plot.add(panel(mode, cells, "ms", "ms until every rank is ready (log)", 1), 3);
+    XYPlot time = panel(mode, cells, "ms", "ms until every rank is ready (log)", 1);
+    plot.add(time, 3);
     plot.add(panel(mode, cells, "cpu_s", "CPU-seconds, all ranks (log)", 1e-3), 2);
+    plot.setFixedLegendItems(time.getLegendItems()); // one legend for both panels
     plot.setGap(12);
     String title = "Time until every rank holds a ready kernel (" + mode.program() + ", PoCL, " + machine.get("cores")
         + " cores: " + machine.get("cpu") + ")";
