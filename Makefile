@@ -16,7 +16,7 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build image demo test bench bench-main bench-publish scale-model bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -50,6 +50,15 @@ bench: build
 # The main comparison alone (about 35 minutes).
 bench-main: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
+
+# Puts the last main comparison where the README shows it: docs/bench-results.json, docs/bench-time-to-ready.png
+# and the README's tables (made again from that JSON; a test checks that they match).
+bench-publish:
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.Publish .
+
+# The cost model of docs/scale.md: its table (written into the page) and docs/scale-model.png.
+scale-model: build
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.ScaleModel docs
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
 bench-batch: build

@@ -170,7 +170,7 @@ class FaultTableIT {
   @Test
   void case07PayloadCorruptedInTransit() {
     sameErrorEverywhere(fault("payload-corrupted", 60), "1", "KernelLoadException",
-        "could not be loaded on 1 of 4 ranks [2]", "rank 2: binary SHA-256");
+        "could not be loaded on 1 of 4 ranks [2]", "rank 2: binary block 0 (bytes 0 to ");
   }
 
   @Test

@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 import org.mpibuild.spi.Communicator;
 import org.slf4j.Logger;
@@ -57,7 +56,7 @@ final class Arrival {
             what.get());
         nextWarning = now + interval;
       }
-      pause.pause();
+      pause.pause(all);
     }
     arrivals.forEach(Communicator.Request::await); // every rank has sent its message: they all complete
     return result;

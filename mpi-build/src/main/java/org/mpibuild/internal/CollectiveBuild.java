@@ -181,7 +181,7 @@ public final class CollectiveBuild {
       long b1 = System.nanoTime();
       EnvelopeBroadcast.Received received;
       try {
-        received = broadcaster.broadcast(dist, sent, owners[i]);
+        received = broadcaster.broadcast(dist, sent, owners[i], load); // a loaded binary's kernel releases it
       } finally {
         if (owner) {
           obtained[i].afterBroadcast().run();

@@ -62,13 +62,17 @@ final class EnvelopeBroadcast {
     }
   }
 
-  /** Sends {@code sent} from {@code root}, or receives it; null on the root. Collective. */
-  Received broadcast(Communicator comm, Envelope sent, int root) {
+  /**
+   * Sends {@code sent} from {@code root}, or receives it; null on the root. Collective. With {@code lend},
+   * a receiver's binary may live in the pool's buffer, which the payload's holder must release when done
+   * (a kernel, when it closes); without, it has memory of its own (binary data that the caller keeps).
+   */
+  Received broadcast(Communicator comm, Envelope sent, int root, boolean lend) {
     int first = firstMessageBytes();
     ByteBuffer pooled = take(firstBuffer, first);
     ByteBuffer message = pooled.duplicate().clear().limit(first).slice();
     try {
-      return comm.rank() == root ? send(comm, sent, root, message, first) : receive(comm, root, message, first);
+      return comm.rank() == root ? send(comm, sent, root, message, first) : receive(comm, root, message, first, lend);
     } finally {
       give(firstBuffer, pooled);
     }
@@ -96,7 +100,7 @@ final class EnvelopeBroadcast {
     return null;
   }
 
-  private Received receive(Communicator comm, int root, ByteBuffer message, int first) {
+  private Received receive(Communicator comm, int root, ByteBuffer message, int first, boolean lend) {
     // The first message may wait for a compile: the wait sleeps, leaving the cores to the compiles.
     waiting.await(comm.iBroadcast(message.clear(), root));
     Received r = new Received();
@@ -135,7 +139,7 @@ final class EnvelopeBroadcast {
           + " (MPI_BUILD_MAX_BINARY_BYTES)";
       return r;
     }
-    Payload payload = receiveBuffer(length);
+    Payload payload = lend ? receiveBuffer(length) : Payload.allocate(length);
     payload.copyFrom(inlinePayload);
     List<Communicator.Request> pieces = new ArrayList<>();
     payload.pieces(inline.payload(), settings.chunkBytes()).forEach(p -> pieces.add(comm.iBroadcast(p, root)));

@@ -1,7 +1,6 @@
 package org.mpibuild.internal;
 
 import java.util.function.BooleanSupplier;
-import java.util.concurrent.locks.LockSupport;
 import org.mpibuild.spi.Communicator;
 
 /**
@@ -46,7 +45,7 @@ public record Waiting(long spinNanos) {
     Pause pause = start();
     while (!request.test()) {
       if (!work.getAsBoolean()) {
-        pause.pause();
+        pause.pause(request);
       }
     }
   }
@@ -64,13 +63,16 @@ public record Waiting(long spinNanos) {
       this.start = start;
     }
 
-    /** Spins once or sleeps once, according to how long this wait has lasted. */
-    void pause() {
+    /**
+     * Spins once or sleeps once, according to how long this wait has lasted; a sleep ends early if the
+     * binding can tell that {@code request} completed.
+     */
+    void pause(Communicator.Request request) {
       long waited = System.nanoTime() - start;
       if (waited < spinNanos) {
         Thread.onSpinWait();
       } else {
-        LockSupport.parkNanos(sleepAfter(waited));
+        request.await(sleepAfter(waited));
       }
     }
   }

@@ -184,6 +184,19 @@ public interface Communicator extends AutoCloseable {
 
     /** Blocks until the operation has completed ({@code MPI_Wait}). */
     void await();
+
+    /**
+     * Sleeps for at most {@code nanos}, then tests. A binding that can be woken when the operation
+     * completes (an in-process one, an MPI with a progress thread) overrides it to return as soon as it
+     * has; by default it sleeps the whole time, which is what a rank that waits idly for MPI must do.
+     *
+     * @param nanos the longest sleep
+     * @return true once complete
+     */
+    default boolean await(long nanos) {
+      java.util.concurrent.locks.LockSupport.parkNanos(nanos);
+      return test();
+    }
   }
 
   /**

@@ -392,6 +392,19 @@ public class CollectiveBuildTest {
     assertEquals(1, backends.get(2).loads.get(), "the intact rank loaded its binary");
   }
 
+  /** Only a loaded binary, which a kernel will own and release, lives in the reused receive buffer. */
+  @Test
+  void receiveBuffersAreLentOnlyToKernels() throws Exception {
+    for (boolean load : new boolean[] {true, false}) {
+      InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
+      List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(),
+          (rank, comm, backend) -> new CollectiveBuild(comm, backend, SETTINGS).run(KernelSource.of(SOURCE), 0, load));
+      assertNull(results.get(1).error());
+      assertEquals(load, results.get(1).outcome().envelope().payload().isLent(), "load " + load);
+      assertEquals(false, results.get(1).outcome().envelope().detached().payload().isLent());
+    }
+  }
+
   @Test
   void aLargeBinaryArrivesIntactInPieces() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);

@@ -80,9 +80,19 @@ public final class InProcessCommunicator implements Communicator {
     }
 
     private Object[] exchange(int rank, Object mine) {
+      return exchange(rank, mine, all -> { });
+    }
+
+    /**
+     * Every rank's contribution; {@code during} runs while every rank is still inside the call, so that a
+     * broadcast's receivers copy the root's bytes before the root may touch its buffer again (as in MPI,
+     * where a completed broadcast leaves the root free to reuse it).
+     */
+    private Object[] exchange(int rank, Object mine, java.util.function.Consumer<Object[]> during) {
       slots[rank] = mine;
       await();
       Object[] all = slots.clone();
+      during.accept(all);
       await();
       return all;
     }
@@ -133,6 +143,23 @@ public final class InProcessCommunicator implements Communicator {
       public boolean test() {
         if (!f.isDone()) {
           return false;
+        }
+        await();
+        return true;
+      }
+
+      /** Woken when the collective completes, so slices of 1 ms cost nothing and spare a thousand threads. */
+      @Override
+      public boolean await(long nanos) {
+        try {
+          f.get(Math.max(nanos, 1_000_000), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+          return false;
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted in a collective", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+          // reported by await() below
         }
         await();
         return true;
@@ -233,14 +260,18 @@ public final class InProcessCommunicator implements Communicator {
       throw new IllegalArgumentException("MPI_ERR_ROOT: root " + root + " used in a broadcast");
     }
     world.calls.add(new Call(rank, "broadcast", root, buffer.remaining()));
-    Object[] all = world.exchange(rank, rank == root ? buffer.duplicate() : null);
-    ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
-    if (src.remaining() != buffer.remaining()) {
-      throw new IllegalStateException("MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining()
-          + " bytes, root " + root + " sent " + src.remaining());
-    }
-    if (rank != root) {
-      buffer.duplicate().put(src);
+    String[] truncated = {null};
+    world.exchange(rank, rank == root ? buffer.duplicate() : null, all -> {
+      ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
+      if (src.remaining() != buffer.remaining()) {
+        truncated[0] = "MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining() + " bytes, root " + root
+            + " sent " + src.remaining();
+      } else if (rank != root) {
+        buffer.duplicate().put(src);
+      }
+    });
+    if (truncated[0] != null) {
+      throw new IllegalStateException(truncated[0]);
     }
   }
 
