@@ -30,6 +30,8 @@ public final class InProcessCommunicator implements Communicator {
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final int[] nodeOfRank;
     private final java.util.Map<String, World> groups = new java.util.HashMap<>();
+    private World top = this;
+    private int[] topRankOf;
     private volatile String abortMessage;
     private volatile ThreadLevel threadLevel = ThreadLevel.MULTIPLE;
 
@@ -45,15 +47,28 @@ public final class InProcessCommunicator implements Communicator {
       this.slots = new Object[size];
       this.timeoutMillis = timeoutMillis;
       this.nodeOfRank = nodeOfRank.clone();
+      this.topRankOf = java.util.stream.IntStream.range(0, size).toArray();
     }
 
     /** The world of the ranks that passed {@code color} to the split numbered {@code split}. */
-    private synchronized World group(int split, int color, int members) {
+    /** The world of a split's group; its calls are also counted, by job rank, in the job's world. */
+    private synchronized World group(int split, int color, int[] memberRanks) {
       return groups.computeIfAbsent(split + ":" + color, k -> {
-        World w = new World(members, timeoutMillis);
+        World w = new World(memberRanks.length, timeoutMillis);
         w.threadLevel = threadLevel;
+        w.top = top;
+        for (int i = 0; i < memberRanks.length; i++) {
+          w.topRankOf[i] = topRankOf[memberRanks[i]];
+        }
         return w;
       });
+    }
+
+    private void record(int rank, String operation, int root, int bytes) {
+      calls.add(new Call(rank, operation, root, bytes));
+      if (top != this) {
+        top.calls.add(new Call(topRankOf[rank], operation + " (split)", root, bytes));
+      }
     }
 
     /** Makes every communicator of this job report {@code level}, as if MPI had provided it. */
@@ -148,11 +163,11 @@ public final class InProcessCommunicator implements Communicator {
         return true;
       }
 
-      /** Woken when the collective completes, so slices of 1 ms cost nothing and spare a thousand threads. */
+      /** Woken when the collective completes: slices of 50 ms cost nothing, and spare a thousand threads. */
       @Override
       public boolean await(long nanos) {
         try {
-          f.get(Math.max(nanos, 1_000_000), TimeUnit.NANOSECONDS);
+          f.get(Math.max(nanos, 50_000_000), TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
           return false;
         } catch (InterruptedException e) {
@@ -216,22 +231,22 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public Communicator split(int color) {
-    world.calls.add(new Call(rank, "split", -1, 0));
+    world.record(rank, "split", -1, 0);
     return ordered(() -> splitBy(color));
   }
 
   private Communicator splitBy(int color) {
     int split = splits++;
     Object[] colors = world.exchange(rank, color);
-    int members = 0;
+    List<Integer> members = new ArrayList<>();
     int subRank = 0;
     for (int r = 0; r < colors.length; r++) {
       if ((Integer) colors[r] == color) {
         subRank += r < rank ? 1 : 0;
-        members++;
+        members.add(r);
       }
     }
-    return world.group(split, color, members).rank(subRank);
+    return world.group(split, color, members.stream().mapToInt(Integer::intValue).toArray()).rank(subRank);
   }
 
   @Override
@@ -259,7 +274,7 @@ public final class InProcessCommunicator implements Communicator {
     if (root < 0 || root >= world.size) {
       throw new IllegalArgumentException("MPI_ERR_ROOT: root " + root + " used in a broadcast");
     }
-    world.calls.add(new Call(rank, "broadcast", root, buffer.remaining()));
+    world.record(rank, "broadcast", root, buffer.remaining());
     String[] truncated = {null};
     world.exchange(rank, rank == root ? buffer.duplicate() : null, all -> {
       ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
@@ -281,7 +296,7 @@ public final class InProcessCommunicator implements Communicator {
   }
 
   private int[] doAllReduceMax(int[] values) {
-    world.calls.add(new Call(rank, "allReduceMax", -1, values.length * 4));
+    world.record(rank, "allReduceMax", -1, values.length * 4);
     return reduce(values, all -> {
       int[] out = ((int[]) all[0]).clone();
       for (Object o : all) {
@@ -300,7 +315,7 @@ public final class InProcessCommunicator implements Communicator {
   }
 
   private byte[][] doAllGather(byte[] mine) {
-    world.calls.add(new Call(rank, "allGather", -1, mine.length));
+    world.record(rank, "allGather", -1, mine.length);
     Object[] all = world.exchange(rank, mine.clone());
     byte[][] out = new byte[all.length][];
     for (int i = 0; i < all.length; i++) {
@@ -311,7 +326,7 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public Communicator splitByNode() {
-    world.calls.add(new Call(rank, "splitByNode", -1, 0));
+    world.record(rank, "splitByNode", -1, 0);
     return ordered(() -> splitBy(world.nodeOfRank[rank]));
   }
 
