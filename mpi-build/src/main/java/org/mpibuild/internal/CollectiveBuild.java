@@ -89,8 +89,8 @@ public final class CollectiveBuild {
     this.targets = targets;
     this.recorder = recorder;
     this.source = new BinarySource(backend, settings, caches);
-    this.broadcaster = new EnvelopeBroadcast(settings);
     this.waiting = settings.waiting();
+    this.broadcaster = new EnvelopeBroadcast(settings, waiting);
   }
 
   /** The same protocol, carried by another communicator over the same ranks (for asynchronous builds). */

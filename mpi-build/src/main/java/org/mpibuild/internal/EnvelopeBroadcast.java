@@ -31,9 +31,9 @@ final class EnvelopeBroadcast {
   private final AtomicReference<ByteBuffer> firstBuffer = new AtomicReference<>();
   private final AtomicReference<ByteBuffer> spare = new AtomicReference<>();
 
-  EnvelopeBroadcast(Settings settings) {
+  EnvelopeBroadcast(Settings settings, Waiting waiting) {
     this.settings = settings;
-    this.waiting = settings.waiting();
+    this.waiting = waiting;
   }
 
   /** What a receiver got: the header always, the rest unless it was corrupt. */
@@ -251,11 +251,6 @@ final class EnvelopeBroadcast {
   }
 
   private List<ByteBuffer> piecesOf(ByteBuffer whole) {
-    List<ByteBuffer> out = new ArrayList<>();
-    for (int pos = 0; pos < whole.limit(); pos += settings.chunkBytes()) {
-      int end = (int) Math.min((long) pos + settings.chunkBytes(), whole.limit());
-      out.add(whole.duplicate().position(pos).limit(end).slice());
-    }
-    return out;
+    return Payload.slices(whole, 0, settings.chunkBytes());
   }
 }

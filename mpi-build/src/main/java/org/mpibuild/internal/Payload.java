@@ -118,11 +118,19 @@ public final class Payload {
     long start = 0;
     for (ByteBuffer r : regions()) {
       long end = start + r.limit();
-      for (long p = Math.max(start, from); p < end; p += pieceBytes) {
-        int off = (int) (p - start);
-        out.add(r.duplicate().position(off).limit((int) Math.min(r.limit(), (long) off + pieceBytes)).slice());
+      if (end > from) {
+        out.addAll(slices(r, (int) Math.max(0, from - start), pieceBytes));
       }
       start = end;
+    }
+    return out;
+  }
+
+  /** Slices of {@code whole} from byte {@code from} to its limit, none longer than {@code pieceBytes}. */
+  static List<ByteBuffer> slices(ByteBuffer whole, int from, int pieceBytes) {
+    List<ByteBuffer> out = new ArrayList<>();
+    for (long p = from; p < whole.limit(); p += pieceBytes) {
+      out.add(whole.duplicate().position((int) p).limit((int) Math.min(whole.limit(), p + pieceBytes)).slice());
     }
     return out;
   }
