@@ -16,7 +16,7 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-publish scale-model bench-batch bench-stream bench-ffm bench-signing bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build image demo test bench bench-main bench-publish matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check
 
 all: build
 
@@ -56,6 +56,14 @@ bench-main: build
 bench-publish:
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.Publish .
 
+# Puts the version matrix of the last MatrixIT run (integration-tests/target/matrix/matrix.md) in the README,
+# between its matrix markers.
+matrix-publish:
+	@test -s integration-tests/target/matrix/matrix.md || { echo "no matrix yet: run make test (MatrixIT)" >&2; exit 1; }
+	awk -v src=integration-tests/target/matrix/matrix.md 'BEGIN { while ((getline l < src) > 0) t = t l "\n" } \
+	  /<!-- matrix:end -->/ { printf "%s", t; skip = 0 } !skip { print } /<!-- matrix:begin -->/ { skip = 1 }' \
+	  README.md > README.md.new && mv README.md.new README.md
+
 # The cost model of docs/scale.md: its table (written into the page) and docs/scale-model.png.
 scale-model: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.ScaleModel docs
@@ -72,9 +80,21 @@ bench-stream: build
 bench-signing: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 
-# The FFM binding's MPI_Bcast against C's, 1 to 64 MiB on 2 ranks (needs the JDK 25; about 2 minutes).
+# The FFM binding's MPI_Bcast against C's, 1 to 64 MiB on 2 ranks (needs the JDK 25; about 2 minutes); then,
+# in the version matrix's Debian sid image (Open MPI 6.0 and MPICH 5.0, the MPIs with the MPI 5.0 standard
+# ABI), the binding with the standard ABI and with the implementation's tables against C on the same MPI:
+# broadcasts of 1 to 64 MiB and an 8-byte ping-pong, 7 rotated repetitions (about 5 minutes).
 bench-ffm: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
+	$(MAKE) bench-ffm-abi
+
+# Podman's own CLI where there is one: a docker CLI attached through Podman's API service keeps that service
+# busy (about one core here), which a benchmark on 2 cores cannot afford. --shm-size: MPI's shared-memory
+# transport needs more than the engine's default 64 MB.
+CONTAINER_CLI ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+bench-ffm-abi:
+	image=$$(scripts/matrix-image sid) && $(CONTAINER_CLI) run --rm --network none --shm-size=1g \
+	  -v "$(CURDIR):$(CURDIR)" -w "$(CURDIR)" "$$image" java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm-abi
 
 bench-full: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full $(BENCH_ARGS)

@@ -17,7 +17,7 @@ import java.util.regex.Pattern;
  * The benchmarks behind {@code make bench}: the main comparison ({@link Comparison}), the batch build, the
  * stream-ordered messages, the FFM binding's broadcast and the cost of signed cache entries.
  *
- * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|ffm|signing [ranks=1,2,4] [reps=N] [program=NAME]
+ * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|ffm|ffm-abi|signing [ranks=1,2,4] [reps=N] [program=NAME]
  */
 public final class BenchReport {
 
@@ -29,6 +29,10 @@ public final class BenchReport {
     Files.createDirectories(out);
     if (args.length > 1 && args[1].equals("ffm")) {
       ffm(repo, out, 5, ffmJava(repo));
+      return;
+    }
+    if (args.length > 1 && args[1].equals("ffm-abi")) {
+      FfmAbiReport.run(repo, out, 7);
       return;
     }
     if (args.length > 1 && args[1].equals("signing")) {

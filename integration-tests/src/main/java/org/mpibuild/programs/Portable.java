@@ -4,14 +4,16 @@ import org.mpibuild.examples.Saxpy;
 import java.util.ArrayList;
 import java.util.List;
 import org.mpibuild.Kernel;
+import org.mpibuild.KernelFuture;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.opencl.OpenClKernel;
 
 /**
- * Collective builds through the library's API only (no {@code mpi.jar} class is touched), so that it runs on
- * any binding: under Open MPI's mpirun or MPICH's mpiexec with the FFM binding. The library initializes
- * MPI and finalizes it at exit. Each rank prints one line per scenario:
+ * Collective builds through the library's API only (success with a run-checked kernel, compile failure,
+ * mismatch, a batch, an asynchronous build; no {@code mpi.jar} class is touched), so that it runs on any
+ * binding and any MPI: the FFM binding under Open MPI's mpirun or MPICH's mpiexec, or mpi.jar (the version
+ * matrix, MatrixIT). The library initializes MPI and finalizes it at exit. Each rank prints one line per scenario:
  *
  * <pre>RESULT scenario=NAME rank=R size=N outcome=ok|EXCEPTION verified=B binding=DESCRIPTION message=ONE-LINE</pre>
  */
@@ -50,6 +52,16 @@ public final class Portable {
           }
         }
         return all && world.statistics().compiles() - before == 4;
+      });
+      report(world, "async", () -> {
+        // The build goes on in the background while this thread computes; then every rank runs the kernel.
+        KernelFuture future = world.mpiBuildKernelAsync(Saxpy.REQUEST, 0);
+        while (!future.test()) {
+          Thread.sleep(1);
+        }
+        try (Kernel k = future.join()) {
+          return Saxpy.runAndVerify(k.as(OpenClKernel.class), rank, 1 << 12);
+        }
       });
     }
   }

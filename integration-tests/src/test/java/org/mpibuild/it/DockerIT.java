@@ -38,17 +38,22 @@ class DockerIT {
   private static String noEngine;
   private static long buildMillis;
 
-  @BeforeAll
-  static void buildImage() throws Exception {
+  /** Why no container engine can be used here, or null when one answers. */
+  static String engineMissing() {
     boolean available;
     try {
       available = DockerClientFactory.instance().isDockerAvailable();
     } catch (RuntimeException | LinkageError e) {
       available = false;
     }
-    if (!available) {
-      noEngine = "no container engine reachable (DOCKER_HOST=" + System.getenv("DOCKER_HOST")
-          + "); scripts/container-engine sets one up";
+    return available ? null : "no container engine reachable (DOCKER_HOST=" + System.getenv("DOCKER_HOST")
+        + "); scripts/container-engine sets one up";
+  }
+
+  @BeforeAll
+  static void buildImage() throws Exception {
+    noEngine = engineMissing();
+    if (noEngine != null) {
       return;
     }
     Path context = Files.createTempDirectory("mpi-build-image");

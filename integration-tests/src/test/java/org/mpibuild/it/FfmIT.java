@@ -1,7 +1,6 @@
 package org.mpibuild.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -10,10 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -27,11 +23,6 @@ class FfmIT {
   static final String FFM_JDK = System.getProperty("mpibuild.it.ffmjdk", "");
   static final Path JDK = Path.of(FFM_JDK.isBlank() || FFM_JDK.startsWith("${") ? "/nonexistent-jdk" : FFM_JDK);
   static final Path MPIEXEC_MPICH = Path.of("/usr/bin/mpiexec.mpich");
-  private static final Pattern RESULT = Pattern.compile(
-      "^(?:\\[(\\d+)\\] )?RESULT scenario=(\\S+) rank=(\\d+) size=(\\d+) outcome=(\\S+) verified=(\\S+) binding=(\\S+) message=(.*)$");
-
-  record Result(String scenario, int rank, String outcome, boolean verified, String binding, String message) {}
-
   static Map<String, String> env() {
     Map<String, String> env = new HashMap<>();
     env.put("MPI_BUILD_JAVA", JDK.resolve("bin/java").toString());
@@ -77,19 +68,6 @@ class FfmIT {
     }
   }
 
-  static Map<Integer, Result> results(List<String> lines, String scenario, int ranks) {
-    Map<Integer, Result> out = new TreeMap<>();
-    for (String line : lines) {
-      Matcher m = RESULT.matcher(line);
-      if (m.matches() && m.group(2).equals(scenario)) {
-        out.put(Integer.parseInt(m.group(3)), new Result(m.group(2), Integer.parseInt(m.group(3)), m.group(5),
-            Boolean.parseBoolean(m.group(6)), m.group(7), m.group(8)));
-      }
-    }
-    assertEquals(ranks, out.size(), "every rank reports " + scenario + ":\n" + String.join("\n", lines));
-    return out;
-  }
-
   @ParameterizedTest(name = "{0}, {1} ranks")
   @CsvSource({"openmpi, 1", "openmpi, 2", "openmpi, 4", "mpich, 1", "mpich, 2", "mpich, 4"})
   void theProtocolRunsOnTheFfmBinding(String mpi, int ranks) throws Exception {
@@ -101,24 +79,8 @@ class FfmIT {
       skip("MPICH is not installed (" + MPIEXEC_MPICH + "; scripts/provision installs it)");
     }
     List<String> lines = mpi.equals("openmpi") ? openMpi(ranks) : mpich(ranks);
-    String kind = mpi.equals("openmpi") ? "FFM_(OPEN_MPI)" : "FFM_(MPICH)";
-    for (Result r : results(lines, "success", ranks).values()) {
-      assertEquals("ok", r.outcome(), r.toString());
-      assertTrue(r.verified(), "rank " + r.rank() + " ran the kernel and checked it: " + r);
-      assertTrue(r.binding().startsWith(kind), "carried by " + kind + ": " + r.binding());
-    }
-    Map<Integer, Result> failed = results(lines, "compile-failure", ranks);
-    for (Result r : failed.values()) {
-      assertEquals("CompileException", r.outcome(), r.toString());
-      assertEquals(failed.get(0).message(), r.message(), "the same message on every rank");
-    }
-    for (Result r : results(lines, "mismatch", ranks).values()) {
-      assertEquals(ranks > 1 ? "RequestMismatchException" : "ok", r.outcome(), r.toString());
-    }
-    for (Result r : results(lines, "batch", ranks).values()) {
-      assertEquals("ok", r.outcome(), r.toString());
-      assertTrue(r.verified(), "4 kernels, each compiled once in the job, run on every rank: " + r);
-    }
+    // This machine's MPIs (Open MPI 4.1, MPICH 4.0) predate the standard ABI: the implementations' tables.
+    PortableResults.check(lines, ranks, mpi.equals("openmpi") ? "FFM_(OPEN_MPI)" : "FFM_(MPICH)");
   }
 
   static void skip(String why) {

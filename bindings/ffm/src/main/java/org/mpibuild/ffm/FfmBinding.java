@@ -5,8 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.mpibuild.CommunicationException;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.MpiBinding;
@@ -17,10 +17,12 @@ import org.mpibuild.spi.SettingSource;
  * The FFM binding: the library's MPI interface over the MPI C library, for Open MPI and MPICH, with no
  * {@code mpi.jar} and no JNI. Java 22 or later.
  *
- * <p>Which library: {@code MPI_BUILD_MPI_LIBRARY} if set; else the launcher's (Open MPI's
- * {@code libmpi.so.40} under Open MPI's mpirun, MPICH's {@code libmpich.so.12} under Hydra); else the first
- * of those that loads. The implementation is told by {@code MPI_Get_library_version}, and its handle and
- * constant table is used. An MPI that the program initialized is used and never finalized; one that this
+ * <p>Which library: {@code MPI_BUILD_MPI_LIBRARY} if set; else the launcher's implementation's, its MPI 5.0
+ * standard-ABI library first ({@code libmpi_abi_openmpi.so*} under Open MPI's mpirun, {@code
+ * libmpi_abi_mpich.so*} under Hydra), then its own ({@code libmpi.so.40}, {@code libmpich.so.12});
+ * {@code MPI_BUILD_MPI_ABI} narrows that to one ABI ({@link Libraries}). A library that reports a standard ABI
+ * ({@code MPI_Abi_get_version}) is driven with the standard's constants ({@link MpiC#STANDARD_ABI}); any other
+ * with its implementation's table, told by {@code MPI_Get_library_version}. An MPI that the program initialized is used and never finalized; one that this
  * binding initialized is finalized at JVM exit.
  */
 public final class FfmBinding implements MpiBinding {
@@ -48,42 +50,41 @@ public final class FfmBinding implements MpiBinding {
   @Override
   public String describe() {
     MpiC m = library();
-    return m.version.lines().findFirst().orElse(m.version) + " (" + m.library + ")";
+    return m.version.lines().findFirst().orElse(m.version).strip() + " (" + m.library + "), driven with " + m.mode()
+        + "; why: " + m.choice;
   }
 
   /** The MPI C library of this process, opened once. */
   static synchronized MpiC library() {
     if (mpi == null) {
-      mpi = MpiC.open(candidates().toArray(new String[0]));
+      SettingSource settings = SettingSource.ofProcess();
+      Libraries.Abi abi = ABI.read(settings);
+      String named = LIBRARY.read(settings);
+      Map<String, String> env = System.getenv();
+      if (named != null && !named.isBlank()) {
+        mpi = MpiC.open(List.of(new Libraries.Candidate(named.trim(), false, null)), abi, null,
+            "MPI_BUILD_MPI_LIBRARY names it");
+      } else {
+        Libraries.Implementation launcher = Libraries.launcher(env);
+        mpi = MpiC.open(Libraries.candidates(abi, env, Libraries.searchDirectories(env)), abi, launcher,
+            launcher == null ? "no MPI launcher recognised (Open MPI's first)" : launcher.label + "'s launcher");
+      }
     }
     return mpi;
   }
 
-  static List<String> candidates() {
-    List<String> out = new ArrayList<>();
-    String named = LIBRARY.read(SettingSource.ofProcess());
-    if (named != null && !named.isBlank()) {
-      out.add(named.trim());
-      return out;
-    }
-    boolean openMpi = System.getenv("OMPI_COMM_WORLD_SIZE") != null;
-    boolean hydra = System.getenv("PMI_RANK") != null || System.getenv("MPI_LOCALNRANKS") != null;
-    if (hydra && !openMpi) {
-      out.add("libmpich.so.12");
-      out.add("libmpi.so.40");
-    } else {
-      out.add("libmpi.so.40");
-      out.add("libmpich.so.12");
-    }
-    return out;
-  }
-
   static final Setting<String> LIBRARY = Setting.text("MPI_BUILD_MPI_LIBRARY", null, null, "the launcher's",
-      "the MPI C library the FFM binding opens, e.g. `libmpich.so.12`");
+      "the MPI C library the FFM binding opens, a name or a full path, e.g. `libmpich.so.12` or "
+          + "`/usr/lib/x86_64-linux-gnu/libmpi_abi_mpich.so.1`");
+
+  static final Setting<Libraries.Abi> ABI = Setting.choice("MPI_BUILD_MPI_ABI", null, Libraries.Abi.class,
+      Libraries.Abi.AUTO, "which ABI the FFM binding drives MPI with: `standard` (the MPI 5.0 standard ABI's "
+          + "`libmpi_abi`), `implementation` (Open MPI's or MPICH's own library and constants), or `auto` (the "
+          + "standard ABI where the launcher's implementation ships it)");
 
   @Override
   public List<Setting<?>> settings() {
-    return List.of(LIBRARY);
+    return List.of(LIBRARY, ABI);
   }
 
   @Override
@@ -101,7 +102,7 @@ public final class FfmBinding implements MpiBinding {
           return null;
         }
         MemorySegment provided = arena.allocate(JAVA_INT);
-        check(m, m.mpi("MPI_Init_thread", ADDRESS, MemorySegment.NULL, ADDRESS, MemorySegment.NULL, JAVA_INT, 3,
+        check(m, m.mpi("MPI_Init_thread", ADDRESS, MemorySegment.NULL, ADDRESS, MemorySegment.NULL, JAVA_INT, m.table.threadLevel(3),
             ADDRESS, provided), "MPI_Init_thread");
         initializedHere = true;
         Runtime.getRuntime().addShutdownHook(new Thread(FfmBinding::finalizeAtExit, "mpi-build-ffm-finalize"));

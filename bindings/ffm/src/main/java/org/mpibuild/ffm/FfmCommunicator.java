@@ -75,8 +75,7 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public Request iBroadcast(ByteBuffer buffer, int root) {
-    String what = "MPI_Ibcast";
-    return start(what, buffer, req -> mpi.ibcast(segment(buffer), buffer.remaining(), mpi.byteType, root, comm, req),
+    return start(() -> "MPI_Ibcast", buffer, req -> mpi.ibcast(segment(buffer), buffer.remaining(), mpi.byteType, root, comm, req),
         null);
   }
 
@@ -94,8 +93,7 @@ final class FfmCommunicator implements Communicator {
     Arena arena = Arena.ofAuto();
     MemorySegment in = arena.allocateFrom(JAVA_INT, values);
     MemorySegment out = arena.allocate(JAVA_INT, values.length);
-    String what = "MPI_Iallreduce(MAX)";
-    return start(what, arena, req -> mpi.iallreduce(in, out, values.length, mpi.intType, mpi.opMax, comm, req),
+    return start(() -> "MPI_Iallreduce(MAX)", arena, req -> mpi.iallreduce(in, out, values.length, mpi.intType, mpi.opMax, comm, req),
         () -> MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length));
   }
 
@@ -125,16 +123,17 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public Request iSend(ByteBuffer buffer, int dest, int tag) {
-    String what = "MPI_Isend of " + buffer.remaining() + " bytes to rank " + dest + " (tag " + tag + ")";
-    return start(what, buffer, req -> mpi.mpi("MPI_Isend", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(),
-        H, mpi.h(mpi.byteType), JAVA_INT, dest, JAVA_INT, tag, H, mpi.h(comm), ADDRESS, req), null);
+    int bytes = buffer.remaining();
+    // The message is built only on failure: a ping-pong of small messages must not pay for it every call.
+    return start(() -> "MPI_Isend of " + bytes + " bytes to rank " + dest + " (tag " + tag + ")", buffer,
+        req -> mpi.isend(segment(buffer), bytes, mpi.byteType, dest, tag, comm, req), null);
   }
 
   @Override
   public Request iReceive(ByteBuffer buffer, int source, int tag) {
-    String what = "MPI_Irecv of " + buffer.remaining() + " bytes from rank " + source + " (tag " + tag + ")";
-    return start(what, buffer, req -> mpi.mpi("MPI_Irecv", ADDRESS, segment(buffer), JAVA_INT, buffer.remaining(),
-        H, mpi.h(mpi.byteType), JAVA_INT, source, JAVA_INT, tag, H, mpi.h(comm), ADDRESS, req), null);
+    int bytes = buffer.remaining();
+    return start(() -> "MPI_Irecv of " + bytes + " bytes from rank " + source + " (tag " + tag + ")", buffer,
+        req -> mpi.irecv(segment(buffer), bytes, mpi.byteType, source, tag, comm, req), null);
   }
 
   @Override
@@ -167,7 +166,7 @@ final class FfmCommunicator implements Communicator {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = arena.allocate(JAVA_INT);
       check(mpi.mpi("MPI_Query_thread", ADDRESS, out), "MPI_Query_thread");
-      return ThreadLevel.values()[Math.max(0, Math.min(3, out.get(JAVA_INT, 0)))];
+      return ThreadLevel.values()[mpi.table.ordinalOf(out.get(JAVA_INT, 0))];
     }
   }
 
@@ -181,7 +180,8 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public String description() {
-    return "FFM (" + mpi.kind.name().replace('_', ' ') + ") " + name + " (duplicate), " + size + " rank"
+    return "FFM (" + mpi.kind.name().replace('_', ' ')
+        + (mpi.kind == MpiC.Kind.STANDARD_ABI ? " " + mpi.abiVersion + ", " + mpi.implementation() : "") + ") " + name + " (duplicate), " + size + " rank"
         + (size == 1 ? "" : "s");
   }
 
@@ -196,22 +196,21 @@ final class FfmCommunicator implements Communicator {
     }
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment slot = mpi.handleSlot(arena);
-      if (mpi.kind == MpiC.Kind.OPEN_MPI) {
-        slot.set(ADDRESS, 0, MemorySegment.ofAddress(comm));
-      } else {
-        slot.set(JAVA_INT, 0, (int) comm);
-      }
+      mpi.write(slot, comm);
       check(mpi.mpi("MPI_Comm_free", ADDRESS, slot), "MPI_Comm_free");
     }
   }
 
   /** Starts a non-blocking call that fills in a request; {@code keep} stays reachable until it completes. */
-  private Request start(String what, Object keep, java.util.function.Function<MemorySegment, Integer> call,
+  private Request start(java.util.function.Supplier<String> what, Object keep, java.util.function.Function<MemorySegment, Integer> call,
       Runnable onCompletion) {
     Arena arena = Arena.ofAuto();
     MemorySegment request = mpi.handleSlot(arena);
     MemorySegment flag = arena.allocate(JAVA_INT);
-    check(call.apply(request), what);
+    int started = call.apply(request);
+    if (started != MpiC.SUCCESS) {
+      check(started, what.get());
+    }
     return new Request() {
       private boolean completed;
       @SuppressWarnings("unused")
@@ -224,7 +223,7 @@ final class FfmCommunicator implements Communicator {
         }
         int rc = mpi.test(request, flag);
         if (rc != MpiC.SUCCESS) {
-          check(rc, what + " (MPI_Test)");
+          check(rc, what.get() + " (MPI_Test)");
         }
         if (flag.get(JAVA_INT, 0) != 0) {
           complete();
@@ -237,7 +236,7 @@ final class FfmCommunicator implements Communicator {
         if (!completed) {
           int rc = mpi.waitFor(request);
           if (rc != MpiC.SUCCESS) {
-            check(rc, what + " (MPI_Wait)");
+            check(rc, what.get() + " (MPI_Wait)");
           }
           complete();
         }

@@ -13,25 +13,83 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
- * The MPI C library as seen through the Foreign Function and Memory API, for one implementation. Handles
- * differ: Open MPI's are pointers to exported objects ({@code MPI_COMM_WORLD} is {@code &ompi_mpi_comm_world}),
- * MPICH's are integer constants. Both are kept here as {@code long}s and passed with the implementation's
- * layout; the constant table is chosen from {@code MPI_Get_library_version}.
+ * The MPI C library as seen through the Foreign Function and Memory API, driven with one of three handle and
+ * constant tables ({@link Kind}):
+ *
+ * <ul>
+ *   <li>{@link Kind#STANDARD_ABI}: the MPI 5.0 standard ABI ({@link #STANDARD_ABI}): handles are pointers,
+ *       built-in handles small integers cast to pointers, {@code MPI_Status} 32 bytes. Any implementation's
+ *       {@code libmpi_abi} library; the table is the standard's, not the implementation's.
+ *   <li>{@link Kind#OPEN_MPI}: Open MPI's own ABI ({@code libmpi.so.40}): handles are pointers to exported
+ *       objects ({@code MPI_COMM_WORLD} is {@code &ompi_mpi_comm_world}).
+ *   <li>{@link Kind#MPICH}: MPICH's own ABI ({@code libmpich.so.12}): handles are 32-bit integer constants.
+ * </ul>
+ *
+ * <p>A library that answers {@code MPI_Abi_get_version} with a major version of 1 or more is a standard-ABI
+ * library; any other is told apart by {@code MPI_Get_library_version}. Handles are kept as {@code long}s and
+ * passed with the table's layout.
  */
 final class MpiC {
-  /** An MPI implementation and its constants. */
+  /** The handle and constant table a library is driven with. */
   enum Kind {
-    OPEN_MPI, MPICH
+    OPEN_MPI("Open MPI's own ABI"), MPICH("MPICH's own ABI"), STANDARD_ABI("the MPI 5.0 standard ABI");
+
+    final String description;
+
+    Kind(String description) {
+      this.description = description;
+    }
   }
+
+  /**
+   * The version of the standard ABI whose constants {@link #STANDARD} holds, and where they come from: the MPI
+   * 5.0 standard's Appendix A as written in the MPI Forum's mpi-abi-stubs ({@code mpi.h}, commit e5f65c7 of
+   * 2026-07-20: {@code MPI_ABI_VERSION 1}, {@code MPI_ABI_SUBVERSION 0}) and MPICH 5.0's
+   * {@code src/binding/abi/mpi_abi.h}, which agree on every value used here.
+   */
+  static final String STANDARD_ABI = "MPI 5.0 standard ABI 1.0";
+
+  /** The major version of the standard ABI that {@link #STANDARD} follows; another major is refused. */
+  static final int STANDARD_ABI_MAJOR = 1;
+
+  /** One implementation's (or the standard's) handles and constants, as the binding uses them. */
+  record Table(ValueLayout handle, long commWorld, long byteType, long intType, long opMax, long infoNull,
+      long errorsReturn, int commTypeShared, MemorySegment statusIgnore, int[] threadLevels) {
+    /** {@code MPI_THREAD_SINGLE} to {@code MPI_THREAD_MULTIPLE} as this table numbers them. */
+    int threadLevel(int ordinal) {
+      return threadLevels[ordinal];
+    }
+
+    /** The ordinal (0 single to 3 multiple) of a thread level that MPI returned. */
+    int ordinalOf(int level) {
+      for (int i = threadLevels.length - 1; i >= 0; i--) {
+        if (level >= threadLevels[i]) {
+          return i;
+        }
+      }
+      return 0;
+    }
+  }
+
+  /** The standard ABI's table (mpi-abi-stubs' {@code mpi.h}; see {@link #STANDARD_ABI}). */
+  static final Table STANDARD = new Table(ADDRESS, 0x101, 0x247, 0x209, 0x23, 0x130, 0x143, 221,
+      MemorySegment.NULL, new int[] {0, 1024, 2048, 4096});
+
+  /** MPICH's own table ({@code mpi.h} of MPICH 3 to 5: integer handles). */
+  static final Table MPICH_TABLE = new Table(JAVA_INT, 0x44000000, 0x4c00010d, 0x4c000405, 0x58000001, 0x1c000000,
+      0x54000001, 1, MemorySegment.ofAddress(1), new int[] {0, 1, 2, 3});
 
   static final int SUCCESS = 0;
 
   final String library;
   final Kind kind;
   final String version;
+  /** {@code MPI_Abi_get_version} as "major.minor", or null where the library has no standard ABI. */
+  final String abiVersion;
   final ValueLayout handle;
   final long commWorld;
   final long byteType;
@@ -40,8 +98,10 @@ final class MpiC {
   final long infoNull;
   final long errorsReturn;
   final int commTypeShared;
-  /** {@code MPI_STATUS_IGNORE}: NULL in Open MPI, (MPI_Status *) 1 in MPICH. */
+  /** {@code MPI_STATUS_IGNORE}: NULL in Open MPI and the standard ABI, (MPI_Status *) 1 in MPICH. */
   final MemorySegment statusIgnore;
+  final Table table;
+  private final boolean pointerHandles;
 
   private final Linker linker = Linker.nativeLinker();
   private final SymbolLookup lookup;
@@ -52,6 +112,8 @@ final class MpiC {
   private MethodHandle bcast;
   private MethodHandle ibcast;
   private MethodHandle iallreduce;
+  private MethodHandle isend;
+  private MethodHandle irecv;
   private MethodHandle test;
   private MethodHandle waitFor;
 
@@ -59,36 +121,76 @@ final class MpiC {
     this.library = library;
     this.lookup = lookup;
     this.version = libraryVersion();
-    if (version.contains("Open MPI")) {
+    int[] abi = standardAbiVersion();
+    if (abi != null && abi[0] >= 1) {
+      if (abi[0] != STANDARD_ABI_MAJOR) {
+        throw new IllegalStateException(library + " has standard ABI " + abi[0] + "." + abi[1]
+            + "; this binding follows " + STANDARD_ABI);
+      }
+      kind = Kind.STANDARD_ABI;
+      abiVersion = abi[0] + "." + abi[1];
+      table = STANDARD;
+    } else if (version.contains("Open MPI")) {
       kind = Kind.OPEN_MPI;
-      handle = ADDRESS;
-      commWorld = symbol("ompi_mpi_comm_world");
-      byteType = symbol("ompi_mpi_byte");
-      intType = symbol("ompi_mpi_int");
-      opMax = symbol("ompi_mpi_op_max");
-      infoNull = symbol("ompi_mpi_info_null");
-      errorsReturn = symbol("ompi_mpi_errors_return");
-      commTypeShared = 0;
-      statusIgnore = MemorySegment.NULL;
+      abiVersion = null;
+      table = new Table(ADDRESS, symbol("ompi_mpi_comm_world"), symbol("ompi_mpi_byte"), symbol("ompi_mpi_int"),
+          symbol("ompi_mpi_op_max"), symbol("ompi_mpi_info_null"), symbol("ompi_mpi_errors_return"), 0,
+          MemorySegment.NULL, new int[] {0, 1, 2, 3});
     } else if (version.contains("MPICH")) {
       kind = Kind.MPICH;
-      handle = JAVA_INT;
-      commWorld = 0x44000000;
-      byteType = 0x4c00010d;
-      intType = 0x4c000405;
-      opMax = 0x58000001;
-      infoNull = 0x1c000000;
-      errorsReturn = 0x54000001;
-      commTypeShared = 1;
-      statusIgnore = MemorySegment.ofAddress(1);
+      abiVersion = null;
+      table = MPICH_TABLE;
     } else {
-      throw new IllegalStateException(library + " is neither Open MPI nor MPICH: " + version);
+      throw new IllegalStateException(library + " is neither Open MPI nor MPICH, and has no standard ABI: "
+          + version.lines().findFirst().orElse(version));
     }
+    handle = table.handle();
+    pointerHandles = handle == ADDRESS;
+    commWorld = table.commWorld();
+    byteType = table.byteType();
+    intType = table.intType();
+    opMax = table.opMax();
+    infoNull = table.infoNull();
+    errorsReturn = table.errorsReturn();
+    commTypeShared = table.commTypeShared();
+    statusIgnore = table.statusIgnore();
     bcast = exact("MPI_Bcast", ADDRESS, JAVA_INT, null, JAVA_INT, null);
     ibcast = exact("MPI_Ibcast", ADDRESS, JAVA_INT, null, JAVA_INT, null, ADDRESS);
     iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
+    isend = exact("MPI_Isend", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
+    irecv = exact("MPI_Irecv", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     test = exact("MPI_Test", ADDRESS, ADDRESS, ADDRESS);
     waitFor = exact("MPI_Wait", ADDRESS, ADDRESS);
+  }
+
+  /** The implementation behind the library, from {@code MPI_Get_library_version}: "Open MPI", "MPICH" or "". */
+  String implementation() {
+    return implementationOf(version);
+  }
+
+  static String implementationOf(String libraryVersion) {
+    return libraryVersion.contains("Open MPI") ? "Open MPI" : libraryVersion.contains("MPICH") ? "MPICH" : "";
+  }
+
+  /** How this library is driven, for doctor and logs: e.g. "the MPI 5.0 standard ABI (ABI 1.0 of the library)". */
+  String mode() {
+    return kind == Kind.STANDARD_ABI ? kind.description + " (the library reports ABI " + abiVersion + ")"
+        : kind.description + " (implementation tables)";
+  }
+
+  /** {@code MPI_Abi_get_version}'s answer, or null where the library lacks the function. */
+  private int[] standardAbiVersion() {
+    if (lookup.find("MPI_Abi_get_version").isEmpty()) {
+      return null;
+    }
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment major = arena.allocate(JAVA_INT);
+      MemorySegment minor = arena.allocate(JAVA_INT);
+      major.set(JAVA_INT, 0, -1);
+      minor.set(JAVA_INT, 0, -1);
+      int rc = (int) call("MPI_Abi_get_version", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), major, minor);
+      return rc == SUCCESS ? new int[] {major.get(JAVA_INT, 0), minor.get(JAVA_INT, 0)} : null;
+    }
   }
 
   /** A downcall returning int whose handle parameters (null layouts) take a {@code long}. */
@@ -104,7 +206,7 @@ final class MpiC {
         FunctionDescriptor.of(JAVA_INT, real));
     for (int i = 0; i < layouts.length; i++) {
       if (layouts[i] == null) {
-        mh = kind == Kind.OPEN_MPI ? java.lang.invoke.MethodHandles.filterArguments(mh, i, OF_ADDRESS)
+        mh = pointerHandles ? java.lang.invoke.MethodHandles.filterArguments(mh, i, OF_ADDRESS)
             : java.lang.invoke.MethodHandles.explicitCastArguments(mh, mh.type().changeParameterType(i, long.class));
       }
     }
@@ -146,6 +248,22 @@ final class MpiC {
     }
   }
 
+  int isend(MemorySegment buffer, int count, long type, int dest, int tag, long comm, MemorySegment request) {
+    try {
+      return (int) isend.invokeExact(buffer, count, type, dest, tag, comm, request);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Isend", t);
+    }
+  }
+
+  int irecv(MemorySegment buffer, int count, long type, int source, int tag, long comm, MemorySegment request) {
+    try {
+      return (int) irecv.invokeExact(buffer, count, type, source, tag, comm, request);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Irecv", t);
+    }
+  }
+
   int test(MemorySegment request, MemorySegment flag) {
     try {
       return (int) test.invokeExact(request, flag, statusIgnore);
@@ -172,18 +290,40 @@ final class MpiC {
     return new IllegalStateException(name + " failed: " + t, t);
   }
 
-  /** Opens the first library of {@code candidates} that loads; throws naming them all if none does. */
-  static MpiC open(String... candidates) {
+  /**
+   * Opens the first candidate that loads and suits ({@link Libraries#refusal}); throws naming every candidate
+   * and why it was passed over if none does. The result's {@link #choice} says why it was taken.
+   */
+  static MpiC open(List<Libraries.Candidate> candidates, Libraries.Abi abi, Libraries.Implementation launcher,
+      String origin) {
     StringBuilder why = new StringBuilder();
-    for (String name : candidates) {
+    for (Libraries.Candidate c : candidates) {
+      // A library passed over is closed again (dlclose): only the one taken stays in the process.
+      Arena arena = Arena.ofShared();
+      MpiC m;
       try {
-        return new MpiC(name, SymbolLookup.libraryLookup(name, Arena.global()));
+        m = new MpiC(c.library(), SymbolLookup.libraryLookup(c.library(), arena));
       } catch (IllegalArgumentException | IllegalStateException e) {
-        why.append("\n  ").append(name).append(": ").append(e.getMessage());
+        arena.close();
+        why.append("\n  ").append(c.library()).append(": ").append(e.getMessage());
+        continue;
       }
+      String refusal = Libraries.refusal(c, abi, m.kind == Kind.STANDARD_ABI, m.implementation(), launcher);
+      if (refusal != null) {
+        arena.close();
+        why.append("\n  ").append(c.library()).append(": ").append(refusal);
+        continue;
+      }
+      m.choice = origin + "; MPI_BUILD_MPI_ABI=" + abi.name().toLowerCase(java.util.Locale.ROOT)
+          + (why.isEmpty() ? "" : "; passed over:" + why.toString().replace("\n ", ""));
+      return m;
     }
-    throw new IllegalStateException("no MPI C library could be opened:" + why);
+    throw new IllegalStateException("no MPI C library could be opened (MPI_BUILD_MPI_ABI="
+        + abi.name().toLowerCase(java.util.Locale.ROOT) + "):" + why);
   }
+
+  /** Why this library was taken: the launcher, the ABI wanted, and the candidates passed over before it. */
+  String choice = "";
 
   private long symbol(String name) {
     return lookup.find(name).orElseThrow(() -> new IllegalStateException(library + " lacks " + name)).address();
@@ -204,12 +344,21 @@ final class MpiC {
 
   /** A handle value as the argument the C function takes. */
   Object h(long value) {
-    return kind == Kind.OPEN_MPI ? MemorySegment.ofAddress(value) : (Object) (int) value;
+    return pointerHandles ? MemorySegment.ofAddress(value) : (Object) (int) value;
   }
 
   /** Reads a handle that MPI wrote into {@code out}. */
   long read(MemorySegment out) {
-    return kind == Kind.OPEN_MPI ? out.get(ADDRESS, 0).address() : out.get(JAVA_INT, 0);
+    return pointerHandles ? out.get(ADDRESS, 0).address() : out.get(JAVA_INT, 0);
+  }
+
+  /** Writes a handle into {@code slot} (from {@link #handleSlot}). */
+  void write(MemorySegment slot, long value) {
+    if (pointerHandles) {
+      slot.set(ADDRESS, 0, MemorySegment.ofAddress(value));
+    } else {
+      slot.set(JAVA_INT, 0, (int) value);
+    }
   }
 
   /** Memory for one handle, for functions that return one. */

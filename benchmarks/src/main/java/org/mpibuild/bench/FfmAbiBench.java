@@ -1,0 +1,87 @@
+package org.mpibuild.bench;
+
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.Locale;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.MpiBinding;
+
+/**
+ * The Java side of the FFM binding's benchmark on one MPI (BenchReport's ffm-abi mode): what {@code
+ * abi_bench.c} measures in C, through the library's MPI interface on the binding {@code MPI_BUILD_BINDING}
+ * names (the FFM binding, with the standard ABI or the implementation's tables as {@code MPI_BUILD_MPI_ABI}
+ * says). Warm-up first, so that steady-state calls are compared (C has no JIT to warm).
+ *
+ * <pre>mpirun -np 2 ... FfmAbiBench REPS BYTES...</pre> prints on rank 0 the same lines as the C program:
+ * {@code bcast bytes=B median_us=M} per size, then {@code pingpong bytes=8 median_half_rtt_us=M}, and
+ * {@code binding DESCRIPTION}.
+ */
+public final class FfmAbiBench {
+  private FfmAbiBench() {}
+
+  public static void main(String[] args) {
+    int reps = Integer.parseInt(args[0]);
+    String id = System.getenv().getOrDefault("MPI_BUILD_BINDING", "ffm");
+    MpiBinding binding = MpiBinding.find(id);
+    if (binding == null || binding.unavailable() != null) {
+      throw new IllegalStateException("MPI binding '" + id + "' cannot run: "
+          + (binding == null ? "not on the class path" : binding.unavailable()));
+    }
+    try (Communicator comm = binding.openWorld(true)) {
+      if (comm.size() < 2) {
+        throw new IllegalStateException("FfmAbiBench needs 2 ranks, not " + comm.size());
+      }
+      int rank = comm.rank();
+      ByteBuffer small = ByteBuffer.allocateDirect(8);
+      for (int i = 0; i < 2000; i++) {
+        comm.allReduceMax(new int[] {0});
+        comm.broadcast(small, 0);
+      }
+      double[] times = new double[reps];
+      for (int a = 1; a < args.length; a++) {
+        int bytes = Integer.parseInt(args[a]);
+        ByteBuffer buffer = ByteBuffer.allocateDirect(bytes);
+        comm.broadcast(buffer, 0);
+        for (int r = 0; r < reps; r++) {
+          comm.allReduceMax(new int[] {0});
+          long t0 = System.nanoTime();
+          comm.broadcast(buffer, 0);
+          int hundredthsOfUs = (int) Math.min(Integer.MAX_VALUE, (System.nanoTime() - t0) / 10);
+          times[r] = comm.allReduceMax(new int[] {hundredthsOfUs})[0] / 100.0;
+        }
+        if (rank == 0) {
+          System.out.printf(Locale.ROOT, "bcast bytes=%d median_us=%.2f%n", bytes, Stats.median(box(times)));
+        }
+      }
+      // 8-byte ping-pong between ranks 0 and 1: 10^4 round trips to warm the JIT, then REPS batches of 1000.
+      pingPong(comm, small, 10_000);
+      for (int r = 0; r < reps; r++) {
+        comm.allReduceMax(new int[] {0});
+        long t0 = System.nanoTime();
+        pingPong(comm, small, 1000);
+        times[r] = (System.nanoTime() - t0) / 2000.0 / 1000.0;
+      }
+      if (rank == 0) {
+        System.out.printf(Locale.ROOT, "pingpong bytes=8 median_half_rtt_us=%.3f%n", Stats.median(box(times)));
+        System.out.println("binding " + comm.description().replace(' ', '_'));
+      }
+    }
+  }
+
+  static void pingPong(Communicator comm, ByteBuffer msg, int rounds) {
+    int rank = comm.rank();
+    for (int i = 0; i < rounds; i++) {
+      if (rank == 0) {
+        comm.iSend(msg.clear(), 1, 7).await();
+        comm.iReceive(msg.clear(), 1, 7).await();
+      } else if (rank == 1) {
+        comm.iReceive(msg.clear(), 0, 7).await();
+        comm.iSend(msg.clear(), 0, 7).await();
+      }
+    }
+  }
+
+  static java.util.List<Double> box(double[] xs) {
+    return Arrays.stream(xs).boxed().toList();
+  }
+}

@@ -1,0 +1,100 @@
+package org.mpibuild.ffm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.ffm.Libraries.Abi;
+import org.mpibuild.ffm.Libraries.Candidate;
+import org.mpibuild.ffm.Libraries.Implementation;
+
+/** Which MPI libraries the FFM binding tries, in which order, and which it refuses: no MPI needed. */
+class LibrariesTest {
+  static final Map<String, String> OPEN_MPI = Map.of("OMPI_COMM_WORLD_SIZE", "2");
+  static final Map<String, String> HYDRA = Map.of("PMI_RANK", "0");
+
+  /** A library directory as Debian sid lays it out: both standard-ABI libraries, links, one dangling. */
+  static Path sid(Path dir) throws Exception {
+    Files.createFile(dir.resolve("libmpi_abi_openmpi.so.1.0.0"));
+    Files.createFile(dir.resolve("libmpi_abi_mpich.so.1.0.0"));
+    Files.createSymbolicLink(dir.resolve("libmpi_abi_mpich.so.1"), Path.of("libmpi_abi_mpich.so.1.0.0"));
+    Files.createSymbolicLink(dir.resolve("libmpi_abi.so.1"), Path.of("libmpi_abi_openmpi.so.1.0.0"));
+    Files.createSymbolicLink(dir.resolve("libmpi_abi_mpich.so"), Path.of("gone.so.1"));
+    return dir;
+  }
+
+  static List<String> names(List<Candidate> cs) {
+    return cs.stream().map(c -> Path.of(c.library()).getFileName() + (c.standard() ? "" : " (tables)")).toList();
+  }
+
+  @Test
+  void underOpenMpisLauncherItsStandardLibraryComesFirstThenTheSharedNameThenItsOwn(@TempDir Path dir) throws Exception {
+    List<Candidate> cs = Libraries.candidates(Abi.AUTO, OPEN_MPI, List.of(sid(dir)));
+    assertEquals(List.of("libmpi_abi_openmpi.so.1.0.0", "libmpi_abi.so.1", "libmpi.so.40 (tables)",
+        "libmpi_abi_mpich.so.1", "libmpich.so.12 (tables)"), names(cs));
+    assertEquals(dir.resolve("libmpi_abi_openmpi.so.1.0.0").toString(), cs.get(0).library(), "by full path");
+  }
+
+  @Test
+  void underHydraMpichsComeFirstAndOneFileIsTriedOnceWhateverItsLinks(@TempDir Path dir) throws Exception {
+    List<Candidate> cs = Libraries.candidates(Abi.AUTO, HYDRA, List.of(sid(dir), dir));
+    assertEquals(List.of("libmpi_abi_mpich.so.1", "libmpi_abi.so.1", "libmpich.so.12 (tables)",
+        "libmpi_abi_openmpi.so.1.0.0", "libmpi.so.40 (tables)"), names(cs));
+  }
+
+  @Test
+  void theAbiSettingNarrowsTheCandidates(@TempDir Path dir) throws Exception {
+    sid(dir);
+    assertEquals(List.of("libmpi.so.40 (tables)", "libmpich.so.12 (tables)"),
+        names(Libraries.candidates(Abi.IMPLEMENTATION, OPEN_MPI, List.of(dir))));
+    assertEquals(List.of("libmpi_abi_openmpi.so.1.0.0", "libmpi_abi.so.1", "libmpi_abi_mpich.so.1"),
+        names(Libraries.candidates(Abi.STANDARD, OPEN_MPI, List.of(dir))));
+  }
+
+  @Test
+  void withoutStandardLibrariesTheTablesAreTriedAsBefore(@TempDir Path dir) {
+    assertEquals(List.of("libmpi_abi.so.1", "libmpi.so.40 (tables)", "libmpich.so.12 (tables)"),
+        names(Libraries.candidates(Abi.AUTO, Map.of(), List.of(dir, dir.resolve("missing")))));
+  }
+
+  @Test
+  void aLibraryIsRefusedForTheWrongAbiOrTheWrongImplementation() {
+    Candidate std = new Candidate("/x/libmpi_abi_mpich.so.1", true, Implementation.MPICH);
+    Candidate own = new Candidate("libmpi.so.40", false, Implementation.OPEN_MPI);
+    assertNull(Libraries.refusal(std, Abi.AUTO, true, "MPICH", Implementation.MPICH));
+    assertNull(Libraries.refusal(own, Abi.AUTO, false, "Open MPI", null));
+    assertTrue(Libraries.refusal(std, Abi.AUTO, true, "MPICH", Implementation.OPEN_MPI)
+        .contains("Open MPI's launcher started this process"));
+    assertTrue(Libraries.refusal(std, Abi.IMPLEMENTATION, true, "MPICH", null).contains("standard-ABI library"));
+    assertTrue(Libraries.refusal(own, Abi.STANDARD, false, "Open MPI", null).contains("no MPI 5.0 standard ABI"));
+    assertTrue(Libraries.refusal(std, Abi.AUTO, false, "MPICH", null).contains("does not report a standard ABI"));
+  }
+
+  @Test
+  void theLauncherIsToldByItsVariables() {
+    assertEquals(Implementation.OPEN_MPI, Libraries.launcher(OPEN_MPI));
+    assertEquals(Implementation.MPICH, Libraries.launcher(Map.of("MPI_LOCALNRANKS", "2")));
+    assertNull(Libraries.launcher(Map.of("PATH", "/usr/bin")));
+  }
+
+  @Test
+  void theStandardTableIsTheStandardsAndThreadLevelsMapBothWays() {
+    // mpi-abi-stubs' mpi.h (MPI_ABI_VERSION 1.0): the values the binding passes to a standard-ABI library.
+    assertEquals(0x101, MpiC.STANDARD.commWorld());
+    assertEquals(0x247, MpiC.STANDARD.byteType());
+    assertEquals(0x209, MpiC.STANDARD.intType());
+    assertEquals(0x23, MpiC.STANDARD.opMax());
+    assertEquals(221, MpiC.STANDARD.commTypeShared());
+    assertEquals(4096, MpiC.STANDARD.threadLevel(3));
+    assertEquals(3, MpiC.STANDARD.ordinalOf(4096));
+    assertEquals(1, MpiC.STANDARD.ordinalOf(1024));
+    assertEquals(3, MpiC.MPICH_TABLE.ordinalOf(3));
+    assertEquals(0, MpiC.MPICH_TABLE.ordinalOf(0));
+  }
+}

@@ -1,0 +1,256 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The version matrix: the protocol's scenarios (org.mpibuild.programs.Portable: success with a run-checked
+ * kernel, compile failure, mismatch, a batch, an async build) at 1, 2 and 4 ranks, checked on every rank, on
+ * Debian bookworm, trixie and sid, with Open MPI and MPICH, through mpi.jar, the FFM binding with the
+ * implementations' tables, and the FFM binding with the MPI 5.0 standard ABI.
+ *
+ * <p>One image per suite (docker/matrix/Containerfile, provisioned by scripts/provision), built once by
+ * scripts/matrix-image and kept under a tag that names its recipe's hash; this build's jars are mounted read-only into every cell, so every
+ * cell runs the same bytes (each cell prints their SHA-256 and the test compares them with the host's). Cells
+ * run one after another (2 cores). Without a container engine, or without the suite's base image, a cell is
+ * skipped, printing why. Writes target/matrix/matrix.md, which {@code make matrix-publish} puts in the README.
+ */
+class MatrixIT {
+  static final List<Integer> RANKS = List.of(1, 2, 4);
+  /**
+   * Podman's own CLI where there is one: a docker CLI attached through Podman's API service keeps that service
+   * busy (about one core here) for as long as a cell runs. Else the docker CLI, on DOCKER_HOST's engine.
+   */
+  static final String CLI = Stream.of(System.getenv().getOrDefault("PATH", "").split(":"))
+      .anyMatch(d -> Files.isExecutable(Path.of(d, "podman"))) ? "podman" : "docker";
+  static final Path LIB = Mpirun.REPO.resolve("integration-tests/target/lib");
+  private static final Pattern LAUNCH = Pattern.compile("^LAUNCH ranks=(\\d+) rc=(\\d+) millis=(\\d+)$");
+  private static final Pattern CELL_JAR = Pattern.compile("^CELL jar=(\\S+) sha256=(\\S+)$");
+  private static final Pattern CELL = Pattern.compile("^CELL os=(\\S+) mpi=(\\S+) version=(\\S+) java=(\\S+)$");
+
+  /** A Debian suite (its Java and mpi.jar are scripts/matrix-image's business). */
+  enum Suite {
+    BOOKWORM, TRIXIE, SID;
+
+    String id() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /** One cell: a suite, an MPI, a binding and ABI, and the binding description every rank must report. */
+  record Cell(Suite suite, String mpi, String binding, String abi, String expect) {
+    String label() {
+      return switch (binding + "/" + abi) {
+        case "mpijava/auto" -> "mpi.jar";
+        case "ffm/standard", "ffm/auto" -> expect.contains("STANDARD_ABI") ? "FFM (ABI)" : "FFM (tables)";
+        default -> "FFM (tables)";
+      };
+    }
+
+    @Override
+    public String toString() {
+      return suite.id() + " " + mpi + " " + label() + (abi.equals("auto") ? "" : " [MPI_BUILD_MPI_ABI=" + abi + "]");
+    }
+  }
+
+  static List<Cell> cells() {
+    return List.of(
+        new Cell(Suite.BOOKWORM, "openmpi", "mpijava", "auto", "mpi.jar_COMM_WORLD"),
+        new Cell(Suite.BOOKWORM, "openmpi", "ffm", "auto", "FFM_(OPEN_MPI)"),
+        new Cell(Suite.BOOKWORM, "mpich", "ffm", "auto", "FFM_(MPICH)"),
+        new Cell(Suite.TRIXIE, "openmpi", "mpijava", "auto", "mpi.jar_COMM_WORLD"),
+        new Cell(Suite.TRIXIE, "openmpi", "ffm", "auto", "FFM_(OPEN_MPI)"),
+        new Cell(Suite.TRIXIE, "mpich", "ffm", "auto", "FFM_(MPICH)"),
+        // auto must pick the standard ABI where it is there; implementation forces the tables.
+        new Cell(Suite.SID, "openmpi", "ffm", "auto", "FFM_(STANDARD_ABI_1.0,_Open_MPI)"),
+        new Cell(Suite.SID, "openmpi", "ffm", "implementation", "FFM_(OPEN_MPI)"),
+        new Cell(Suite.SID, "mpich", "ffm", "auto", "FFM_(STANDARD_ABI_1.0,_MPICH)"),
+        new Cell(Suite.SID, "mpich", "ffm", "implementation", "FFM_(MPICH)"));
+  }
+
+  private static String noEngine;
+  private static final Map<Suite, String> images = new LinkedHashMap<>();
+  private static final Map<Suite, String> imageProblems = new LinkedHashMap<>();
+  private static final Map<Suite, Long> buildMillis = new LinkedHashMap<>();
+  private static final List<String> rows = new ArrayList<>();
+
+  @BeforeAll
+  static void engine() {
+    noEngine = DockerIT.engineMissing();
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("cells")
+  void theScenariosPassInTheCell(Cell cell) throws Exception {
+    if (noEngine != null) {
+      skip(cell, noEngine);
+    }
+    String image = image(cell.suite());
+    List<String> cmd = new ArrayList<>(List.of(CLI, "run", "--rm", "--network", "none", "--shm-size=1g", "-v",
+        Mpirun.REPO + ":" + Mpirun.REPO + ":ro"));
+    String hostJdk = "";
+    if (cell.binding().equals("ffm") && cell.suite() == Suite.BOOKWORM) {
+      // bookworm has no Java 22+: the FFM binding runs on the JDK the host's build found, mounted read-only.
+      Path jdk = FfmIT.JDK;
+      if (!Files.isExecutable(jdk.resolve("bin/java"))) {
+        skip(cell, "bookworm has no JDK 22+ and the build found none on this machine (set MPI_BUILD_FFM_JDK and "
+            + "rerun scripts/provision)");
+      }
+      cmd.addAll(List.of("-v", jdk + ":" + jdk + ":ro", "-e", "MPI_BUILD_JAVA=" + jdk.resolve("bin/java")));
+      hostJdk = jdk.toString();
+    }
+    cmd.add(image);
+    cmd.add(Mpirun.REPO.resolve("integration-tests/matrix/run-cell").toString());
+    cmd.addAll(List.of(cell.mpi(), cell.binding(), cell.abi()));
+    RANKS.forEach(n -> cmd.add(Integer.toString(n)));
+
+    long t0 = System.nanoTime();
+    List<String> lines = run(cmd, 900);
+    long cellMillis = (System.nanoTime() - t0) / 1_000_000;
+    String transcript = String.join("\n", lines);
+
+    // The same jars, byte for byte, as this build's.
+    Map<String, String> hostJars = jarHashes();
+    int jarsSeen = 0;
+    for (String line : lines) {
+      Matcher m = CELL_JAR.matcher(line);
+      if (m.matches()) {
+        assertEquals(hostJars.get(m.group(1)), m.group(2), "the cell ran this build's " + m.group(1));
+        jarsSeen++;
+      }
+    }
+    assertEquals(hostJars.size(), jarsSeen, "the cell saw every jar of this build:\n" + transcript);
+
+    Map<Integer, Long> millis = new LinkedHashMap<>();
+    for (String line : lines) {
+      Matcher m = LAUNCH.matcher(line);
+      if (m.matches()) {
+        assertEquals("0", m.group(2), "the launch of " + m.group(1) + " ranks exits 0:\n" + transcript);
+        millis.put(Integer.parseInt(m.group(1)), Long.parseLong(m.group(3)));
+      }
+    }
+    assertEquals(RANKS, new ArrayList<>(millis.keySet()), "one launch per rank count:\n" + transcript);
+    for (int n : RANKS) {
+      PortableResults.check(lines, n, cell.expect());
+    }
+    String jdkNote = hostJdk.isEmpty() ? "" : " (host's)";
+    String info = lines.stream().map(CELL::matcher).filter(Matcher::matches)
+        .map(m -> m.group(3) + " | " + m.group(4) + jdkNote).findFirst().orElse("? | ?");
+    StringBuilder row = new StringBuilder("| " + cell.suite().id() + " | " + (cell.mpi().equals("openmpi")
+        ? "Open MPI " : "MPICH ") + info.replace(" | ", " | JDK ") + " | " + cell.label()
+        + (cell.abi().equals("auto") ? "" : " (`MPI_BUILD_MPI_ABI=" + cell.abi() + "`)") + " | passed |");
+    for (int n : RANKS) {
+      row.append(' ').append(String.format(Locale.ROOT, "%.1f", millis.get(n) / 1000.0)).append(" |");
+    }
+    row.append(' ').append(String.format(Locale.ROOT, "%.0f", cellMillis / 1000.0)).append(" |");
+    synchronized (rows) {
+      rows.add(row.toString());
+    }
+    System.out.println("MatrixIT: " + cell + ": passed at " + RANKS + " ranks in " + cellMillis + " ms");
+  }
+
+  /** The suite's image: scripts/matrix-image builds it once and keeps it while its recipe is unchanged. */
+  static synchronized String image(Suite suite) throws Exception {
+    if (images.containsKey(suite)) {
+      return images.get(suite);
+    }
+    if (imageProblems.containsKey(suite)) {
+      Assumptions.abort(imageProblems.get(suite));
+    }
+    long t0 = System.nanoTime();
+    Process p = new ProcessBuilder(Mpirun.REPO.resolve("scripts/matrix-image").toString(), suite.id())
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+    if (!p.waitFor(1200, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("scripts/matrix-image " + suite.id() + " did not finish in 20 minutes");
+    }
+    if (p.exitValue() == 3) { // no base image: the engine was set up without it
+      String why = "no base image localhost/mpi-build-base:" + suite.id() + " (scripts/container-engine builds it)";
+      imageProblems.put(suite, why);
+      System.out.println("MatrixIT: " + suite.id() + " skipped: " + why);
+      Assumptions.abort(why);
+    }
+    assertEquals(0, p.exitValue(), "scripts/matrix-image " + suite.id() + " failed: " + out);
+    buildMillis.put(suite, (System.nanoTime() - t0) / 1_000_000);
+    images.put(suite, out.lines().reduce((a, b) -> b).orElseThrow());
+    return images.get(suite);
+  }
+
+  static Map<String, String> jarHashes() throws Exception {
+    Map<String, String> out = new LinkedHashMap<>();
+    try (Stream<Path> s = Files.list(LIB)) {
+      for (Path p : s.filter(p -> p.getFileName().toString().matches("mpi-build-.*\\.jar")).sorted().toList()) {
+        out.put(p.getFileName().toString(),
+            HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(Files.readAllBytes(p))));
+      }
+    }
+    return out;
+  }
+
+  @AfterAll
+  static void writeTable() throws IOException {
+    if (rows.isEmpty()) {
+      return;
+    }
+    StringBuilder md = new StringBuilder();
+    md.append("| suite | MPI | Java | binding | scenarios | 1 rank (s) | 2 ranks (s) | 4 ranks (s) | cell (s) |\n");
+    md.append("|---|---|---|---|---|---|---|---|---|\n");
+    rows.forEach(r -> md.append(r).append('\n'));
+    md.append("\nImages: ");
+    List<String> built = new ArrayList<>();
+    for (Suite s : images.keySet()) {
+      built.add("`" + images.get(s) + "` (" + buildMillis.get(s) / 1000 + " s to build or find)");
+    }
+    md.append(String.join(", ", built)).append(".\n");
+    Path out = Mpirun.REPO.resolve("integration-tests/target/matrix/matrix.md");
+    Files.createDirectories(out.getParent());
+    Files.writeString(out, md.toString());
+    System.out.println("MatrixIT: wrote " + out + "\n" + md);
+  }
+
+  static void skip(Cell cell, String why) {
+    System.out.println("MatrixIT: " + cell + " skipped: " + why);
+    Assumptions.abort(why);
+  }
+
+  /** Runs a command, its output to a file; fails with the output unless it exits 0 within the time. */
+  static List<String> run(List<String> cmd, long seconds) throws Exception {
+    Path log = Files.createTempFile("mpi-build-matrix", ".log");
+    try {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+      boolean done = p.waitFor(seconds, TimeUnit.SECONDS);
+      if (!done) {
+        p.descendants().forEach(ProcessHandle::destroyForcibly);
+        p.destroyForcibly();
+      }
+      String out = Files.readString(log, StandardCharsets.UTF_8);
+      assertTrue(done, String.join(" ", cmd) + " did not finish in " + seconds + " s:\n" + out);
+      assertEquals(0, p.exitValue(), String.join(" ", cmd) + " failed:\n" + out);
+      return out.lines().toList();
+    } finally {
+      Files.deleteIfExists(log);
+    }
+  }
+}
