@@ -72,11 +72,11 @@ public final class FfmAbiBench {
     int rank = comm.rank();
     for (int i = 0; i < rounds; i++) {
       if (rank == 0) {
-        comm.iSend(msg.clear(), 1, 7).await();
-        comm.iReceive(msg.clear(), 1, 7).await();
+        comm.send(msg.clear(), 1, 7);
+        comm.receive(msg.clear(), 1, 7);
       } else if (rank == 1) {
-        comm.iReceive(msg.clear(), 0, 7).await();
-        comm.iSend(msg.clear(), 0, 7).await();
+        comm.receive(msg.clear(), 0, 7);
+        comm.send(msg.clear(), 0, 7);
       }
     }
   }

@@ -111,6 +111,33 @@ public interface Communicator extends AutoCloseable {
   }
 
   /**
+   * Sends the bytes between the buffer's position and its limit to {@code dest} and returns when the buffer
+   * may be reused ({@code MPI_Send}). Not collective. By default {@link #iSend} then {@link Request#await};
+   * bindings with a direct call override it (one call instead of two, for small messages).
+   *
+   * @param buffer a direct buffer
+   * @param dest the receiving rank
+   * @param tag the message tag, 0 or more
+   * @throws UnsupportedOperationException if this binding has no point-to-point messages
+   */
+  default void send(ByteBuffer buffer, int dest, int tag) {
+    iSend(buffer, dest, tag).await();
+  }
+
+  /**
+   * Receives a message of exactly the buffer's remaining bytes from {@code source} ({@code MPI_Recv}). Not
+   * collective. By default {@link #iReceive} then {@link Request#await}.
+   *
+   * @param buffer a direct buffer
+   * @param source the sending rank
+   * @param tag the message tag, 0 or more
+   * @throws UnsupportedOperationException if this binding has no point-to-point messages
+   */
+  default void receive(ByteBuffer buffer, int source, int tag) {
+    iReceive(buffer, source, tag).await();
+  }
+
+  /**
    * Splits this communicator: ranks that pass the same {@code color} end up in one new communicator, in
    * the order of their ranks here ({@code MPI_Comm_split}). Collective. The caller closes the result.
    *

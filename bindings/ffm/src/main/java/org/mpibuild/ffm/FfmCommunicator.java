@@ -130,6 +130,22 @@ final class FfmCommunicator implements Communicator {
   }
 
   @Override
+  public void send(ByteBuffer buffer, int dest, int tag) {
+    int rc = mpi.send(segment(buffer), buffer.remaining(), mpi.byteType, dest, tag, comm);
+    if (rc != MpiC.SUCCESS) {
+      check(rc, "MPI_Send of " + buffer.remaining() + " bytes to rank " + dest + " (tag " + tag + ")");
+    }
+  }
+
+  @Override
+  public void receive(ByteBuffer buffer, int source, int tag) {
+    int rc = mpi.recv(segment(buffer), buffer.remaining(), mpi.byteType, source, tag, comm);
+    if (rc != MpiC.SUCCESS) {
+      check(rc, "MPI_Recv of " + buffer.remaining() + " bytes from rank " + source + " (tag " + tag + ")");
+    }
+  }
+
+  @Override
   public Request iReceive(ByteBuffer buffer, int source, int tag) {
     int bytes = buffer.remaining();
     return start(() -> "MPI_Irecv of " + bytes + " bytes from rank " + source + " (tag " + tag + ")", buffer,
@@ -201,14 +217,42 @@ final class FfmCommunicator implements Communicator {
     }
   }
 
+  /** Where MPI writes a request's handle, and its completion flag; reused once the request completes. */
+  private record Slot(MemorySegment request, MemorySegment flag) {}
+
+  // Slots come from one automatic arena per communicator and return to a small free list: a new arena per
+  // request (a Cleaner registration each) cost about a microsecond of every message of a ping-pong.
+  private final Arena slots = Arena.ofAuto();
+  private final java.util.ArrayDeque<Slot> freeSlots = new java.util.ArrayDeque<>();
+
+  private Slot slot() {
+    synchronized (freeSlots) {
+      Slot s = freeSlots.poll();
+      if (s != null) {
+        return s;
+      }
+    }
+    MemorySegment both = slots.allocate(16, 8);
+    return new Slot(both.asSlice(0, mpi.handle.byteSize()), both.asSlice(8, JAVA_INT.byteSize()));
+  }
+
+  private void release(Slot s) {
+    synchronized (freeSlots) {
+      if (freeSlots.size() < 64) {
+        freeSlots.push(s);
+      }
+    }
+  }
+
   /** Starts a non-blocking call that fills in a request; {@code keep} stays reachable until it completes. */
   private Request start(java.util.function.Supplier<String> what, Object keep, java.util.function.Function<MemorySegment, Integer> call,
       Runnable onCompletion) {
-    Arena arena = Arena.ofAuto();
-    MemorySegment request = mpi.handleSlot(arena);
-    MemorySegment flag = arena.allocate(JAVA_INT);
+    Slot slot = slot();
+    MemorySegment request = slot.request();
+    MemorySegment flag = slot.flag();
     int started = call.apply(request);
     if (started != MpiC.SUCCESS) {
+      release(slot);
       check(started, what.get());
     }
     return new Request() {
@@ -244,6 +288,7 @@ final class FfmCommunicator implements Communicator {
 
       private void complete() {
         completed = true;
+        release(slot); // MPI keeps no pointer to the slot: the handle it held is done with
         if (onCompletion != null) {
           onCompletion.run();
         }

@@ -114,6 +114,8 @@ final class MpiC {
   private MethodHandle iallreduce;
   private MethodHandle isend;
   private MethodHandle irecv;
+  private MethodHandle send;
+  private MethodHandle recv;
   private MethodHandle test;
   private MethodHandle waitFor;
 
@@ -159,6 +161,8 @@ final class MpiC {
     iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
     isend = exact("MPI_Isend", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     irecv = exact("MPI_Irecv", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
+    send = exact("MPI_Send", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null);
+    recv = exact("MPI_Recv", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     test = exact("MPI_Test", ADDRESS, ADDRESS, ADDRESS);
     waitFor = exact("MPI_Wait", ADDRESS, ADDRESS);
   }
@@ -261,6 +265,22 @@ final class MpiC {
       return (int) irecv.invokeExact(buffer, count, type, source, tag, comm, request);
     } catch (Throwable t) {
       throw rethrow("MPI_Irecv", t);
+    }
+  }
+
+  int send(MemorySegment buffer, int count, long type, int dest, int tag, long comm) {
+    try {
+      return (int) send.invokeExact(buffer, count, type, dest, tag, comm);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Send", t);
+    }
+  }
+
+  int recv(MemorySegment buffer, int count, long type, int source, int tag, long comm) {
+    try {
+      return (int) recv.invokeExact(buffer, count, type, source, tag, comm, statusIgnore);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Recv", t);
     }
   }
 
