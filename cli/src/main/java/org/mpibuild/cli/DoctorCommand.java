@@ -90,10 +90,46 @@ final class DoctorCommand implements Callable<Integer> {
     return "";
   }
 
+  /**
+   * The Slurm job this process runs in, or null outside Slurm: the launcher (srun through PMIx, or a batch
+   * script), the job and step ids, the task among the step's tasks, and the job's node list.
+   */
+  static String slurm(Map<String, String> env) {
+    String job = env.get("SLURM_JOB_ID");
+    if (job == null) {
+      return null;
+    }
+    String step = env.get("SLURM_STEP_ID");
+    String how = step == null ? "Slurm batch script (no step: start ranks with srun or mpirun)"
+        : env.containsKey("PMIX_RANK") ? "Slurm's srun through PMIx" : "Slurm's srun";
+    StringBuilder b = new StringBuilder(how).append(", job ").append(job);
+    if (step != null) {
+      b.append(" step ").append(step);
+      if (env.containsKey("SLURM_PROCID")) {
+        b.append(", task ").append(env.get("SLURM_PROCID")).append(" of ")
+            .append(env.getOrDefault("SLURM_STEP_NUM_TASKS", env.getOrDefault("SLURM_NTASKS", "?")));
+      }
+    }
+    b.append(", nodes ").append(env.getOrDefault("SLURM_JOB_NODELIST", env.getOrDefault("SLURM_NODELIST", "?")));
+    if (env.containsKey("SLURMD_NODENAME")) {
+      b.append(" (this is ").append(env.get("SLURMD_NODENAME")).append(')');
+    }
+    return b.toString();
+  }
+
   private void mpi() {
     Map<String, String> launcher = MpiBinding.launcherVariables(System.getenv());
     boolean launched = !launcher.isEmpty();
     out.println("  launcher:  " + (launched ? launcher : "none (not started by mpirun)"));
+    String slurm = slurm(System.getenv());
+    if (slurm != null) {
+      out.println("  slurm:     " + slurm);
+      if (System.getenv("SLURM_STEP_ID") != null && !launched && System.getenv("SLURM_STEP_NUM_TASKS") != null
+          && !System.getenv("SLURM_STEP_NUM_TASKS").equals("1")) {
+        warn("started by srun without an MPI plug-in, so every task would be a job of one rank: use srun "
+            + "--mpi=pmix (srun --mpi=list shows what this Slurm offers)");
+      }
+    }
     MpiBinding mpiJava = MpiBinding.find("mpijava");
     String jarWhy = mpiJava == null ? "mpi-build-mpijava is not on the class path" : mpiJava.unavailable();
     if (jarWhy == null) {

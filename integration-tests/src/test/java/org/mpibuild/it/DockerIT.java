@@ -3,7 +3,6 @@ package org.mpibuild.it;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -12,12 +11,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.testcontainers.DockerClientFactory;
 import org.testcontainers.containers.BindMode;
 import org.testcontainers.containers.Container;
 import org.testcontainers.containers.GenericContainer;
@@ -33,49 +30,13 @@ import org.testcontainers.utility.DockerImageName;
  * without one every test is skipped, printing why, and counted as skipped.
  */
 class DockerIT {
-  static final String IMAGE = "localhost/mpi-build:it";
+  static final String IMAGE = RuntimeImage.IMAGE;
   static final String SUMMARY_PREFIX = "summary: ranks=";
   private static String noEngine;
-  private static long buildMillis;
-
-  /** Why no container engine can be used here, or null when one answers. */
-  static String engineMissing() {
-    boolean available;
-    try {
-      available = DockerClientFactory.instance().isDockerAvailable();
-    } catch (RuntimeException | LinkageError e) {
-      available = false;
-    }
-    return available ? null : "no container engine reachable (DOCKER_HOST=" + System.getenv("DOCKER_HOST")
-        + "); scripts/container-engine sets one up";
-  }
 
   @BeforeAll
   static void buildImage() throws Exception {
-    noEngine = engineMissing();
-    if (noEngine != null) {
-      return;
-    }
-    Path context = Files.createTempDirectory("mpi-build-image");
-    try {
-      run(List.of(Mpirun.REPO.resolve("scripts/image-context").toString(), context.toString()), 120);
-      String base = System.getenv().getOrDefault("MPI_BUILD_BASE_IMAGE", "debian:12-slim");
-      int colon = base.lastIndexOf(':');
-      long t0 = System.nanoTime();
-      run(List.of("docker", "build", "-q", "--build-arg", "BASE=" + base.substring(0, colon), "--build-arg",
-          "BASE_TAG=" + base.substring(colon + 1), "-t", IMAGE, context.toString()), 900);
-      buildMillis = (System.nanoTime() - t0) / 1_000_000;
-      System.out.println("DockerIT: image " + IMAGE + " built from " + base + " in " + buildMillis + " ms");
-    } finally {
-      Mpirun.delete(context);
-    }
-  }
-
-  @AfterAll
-  static void removeImage() throws Exception {
-    if (noEngine == null) {
-      run(List.of("docker", "image", "rm", "-f", IMAGE), 120);
-    }
+    noEngine = RuntimeImage.ensure();
   }
 
   /** Each test is skipped, and counted as skipped, without an engine. */
@@ -85,16 +46,6 @@ class DockerIT {
       System.out.println("DockerIT: " + test.getDisplayName() + " skipped: " + noEngine);
       Assumptions.abort(noEngine);
     }
-  }
-
-  static String run(List<String> cmd, long seconds) throws Exception {
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (!p.waitFor(seconds, TimeUnit.SECONDS) || p.exitValue() != 0) {
-      p.destroyForcibly();
-      throw new AssertionError(String.join(" ", cmd) + " failed:\n" + out);
-    }
-    return out;
   }
 
   /** A cluster of nodes node1..nodeN on a fresh internal network, each running sshd. */

@@ -97,7 +97,7 @@ class MatrixIT {
 
   @BeforeAll
   static void engine() {
-    noEngine = DockerIT.engineMissing();
+    noEngine = RuntimeImage.engineMissing();
   }
 
   @ParameterizedTest(name = "{0}")
@@ -224,10 +224,24 @@ class MatrixIT {
       built.add("`" + images.get(s) + "` (" + buildMillis.get(s) / 1000 + " s to build or find)");
     }
     md.append(String.join(", ", built)).append(".\n");
+    md.append("Run of ").append(java.time.LocalDate.now(java.time.ZoneOffset.UTC)).append(", commit ")
+        .append(commit()).append(".\n");
     Path out = Mpirun.REPO.resolve("integration-tests/target/matrix/matrix.md");
     Files.createDirectories(out.getParent());
     Files.writeString(out, md.toString());
     System.out.println("MatrixIT: wrote " + out + "\n" + md);
+  }
+
+  /** The commit of the tree under test, or "unknown" outside a git checkout. */
+  static String commit() {
+    try {
+      Process p = new ProcessBuilder("git", "-C", Mpirun.REPO.toString(), "rev-parse", "--short", "HEAD")
+          .redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+      return p.waitFor() == 0 ? out : "unknown";
+    } catch (IOException | InterruptedException e) {
+      return "unknown";
+    }
   }
 
   static void skip(Cell cell, String why) {
