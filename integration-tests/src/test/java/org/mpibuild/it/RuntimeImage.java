@@ -61,6 +61,9 @@ final class RuntimeImage {
   /** Builds {@code tag} from {@code context} with build arguments, and removes it when the JVM exits. */
   static synchronized void build(String tag, Path context, List<String> buildArgs) throws Exception {
     List<String> cmd = new ArrayList<>(List.of("docker", "build", "-q"));
+    if (Files.exists(context.resolve("Containerfile")) && !Files.exists(context.resolve("Dockerfile"))) {
+      cmd.addAll(List.of("-f", context.resolve("Containerfile").toString()));
+    }
     buildArgs.forEach(a -> cmd.addAll(List.of("--build-arg", a)));
     cmd.addAll(List.of("-t", tag, context.toString()));
     run(cmd, 900);

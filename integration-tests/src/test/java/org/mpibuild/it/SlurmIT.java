@@ -36,6 +36,12 @@ class SlurmIT {
   static final Pattern JOB_ID = Pattern.compile("Submitted batch job (\\d+)");
   /** The shared cache directory the README's job script names; each test gives its jobs their own. */
   static final String README_CACHE = "/shared/mpi-build-cache";
+  static final String README_NODE_CACHE = "/tmp/mpi-build-cache";
+
+  /** The README's job script with caches of the test's own (name), shared and node-local. */
+  static String readmeJob(String name) throws Exception {
+    return readmeJob().replace(README_CACHE, "/shared/cache-" + name).replace(README_NODE_CACHE, "/tmp/cache-" + name);
+  }
   private static String unavailable;
   private static SlurmCluster cluster;
   private static Path shared;
@@ -94,15 +100,19 @@ class SlurmIT {
 
   @Test
   void theReadmesJobScriptRunsTheDemoOnTwoNodesWithSrun() throws Exception {
-    String out = cluster.sbatch("demo-srun", readmeJob().replace(README_CACHE, "/shared/cache-srun"), Map.of());
+    String out = cluster.sbatch("demo-srun", readmeJob("srun"), Map.of());
     assertEquals("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl cache_hits=0", DockerIT.summary(out),
         out);
     twoRanksOnEachNode(out);
+    // The same script again: the caches it names serve the next job, which compiles nothing.
+    String again = cluster.sbatch("demo-srun-again", readmeJob("srun"), Map.of());
+    assertEquals("summary: ranks=4 compiles=0 loaded=4 verified=4 backend=opencl cache_hits=1",
+        DockerIT.summary(again), again);
   }
 
   @Test
   void theReadmesMpirunVariantRunsInTheAllocation() throws Exception {
-    String script = readmeJob().replace(README_CACHE, "/shared/cache-mpirun").replaceAll("(?s)srun --mpi=pmix .*?org\\.mpibuild\\.examples\\.Demo\\n",
+    String script = readmeJob("mpirun").replaceAll("(?s)srun --mpi=pmix .*?org\\.mpibuild\\.examples\\.Demo\\n",
         java.util.regex.Matcher.quoteReplacement(readmeMpirunLine()));
     assertTrue(script.contains("mpirun"), script);
     String out = cluster.sbatch("demo-mpirun", script, Map.of());
@@ -140,12 +150,16 @@ class SlurmIT {
   }
 
   @Test
-  void precompileAsAStepMakesTheNextStepWarm() throws Exception {
+  void precompileAsAStepSpreadsTheCompilesAndTheNextStepStartsWarm() throws Exception {
+    String programs = "'integration-tests/target/mpi-build-programs.jar:integration-tests/target/lib/*'";
     String script = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\nset -e\n"
         + "cd /opt/mpi-build\n"
+        // A first job records its kernels: the demo's, and a batch of 8.
         + "export MPI_BUILD_RECORD=/shared/precompile/kernels.jsonl MPI_BUILD_CACHE_DIR=/shared/precompile/record\n"
         + "srun --mpi=pmix bin/mpi-build-rank -cp 'examples/target/mpi-build-examples.jar:examples/target/lib/*' "
         + "org.mpibuild.examples.Demo | grep summary:\n"
+        + "srun --mpi=pmix bin/mpi-build-rank -cp " + programs + " org.mpibuild.programs.Scale batch 8 slurm "
+        + "| grep 'RESULT mode=batch rank=0'\n"
         + "unset MPI_BUILD_RECORD\n"
         + "echo step: precompile\n"
         + "srun --mpi=pmix bin/mpi-build precompile /shared/precompile/kernels.jsonl --dir /shared/precompile/cache "
@@ -156,10 +170,18 @@ class SlurmIT {
     Files.createDirectories(shared.resolve("precompile"));
     String out = cluster.sbatch("precompile", script, Map.of());
     String precompile = out.substring(out.indexOf("step: precompile"), out.indexOf("step: warm"));
-    assertTrue(precompile.matches("(?s).*compiled\\s+1\\n.*failed\\s+0\\n.*"), "the step compiled the kernel once:\n"
-        + out);
+    assertTrue(precompile.matches("(?s).*compiled\\s+9\\n.*failed\\s+0\\n.*"),
+        "the step compiled the 9 recorded kernels once each:\n" + out);
+    java.util.Set<String> ranks = new java.util.TreeSet<>();
+    Matcher m = Pattern.compile("precompile: \\[\\d+/9\\] kernels \\S+ ok \\(rank (\\d+),").matcher(precompile);
+    while (m.find()) {
+      ranks.add(m.group(1));
+    }
+    assertEquals(java.util.Set.of("0", "1", "2", "3"), ranks, "the compiles were spread over the step's 4 ranks:\n"
+        + precompile);
     String warm = DockerIT.summary(out.substring(out.indexOf("step: warm")));
     assertEquals("summary: ranks=4 compiles=0 loaded=4 verified=4 backend=opencl cache_hits=1", warm, out);
+    System.out.println("SlurmIT: precompile step: 9 kernels compiled on ranks " + ranks + "; the next step: " + warm);
   }
 
   @Test
@@ -170,6 +192,7 @@ class SlurmIT {
         + "\\(this is c1\\)").matcher(out);
     assertTrue(m.find(), "doctor names the launcher, the job and step, and the node list:\n" + out);
     assertTrue(out.contains("PMIX_RANK"), "the launcher's variables:\n" + out);
+    System.out.println("SlurmIT: doctor in a job step: " + m.group().replaceAll(" +", " "));
   }
 
   @Test
@@ -189,13 +212,13 @@ class SlurmIT {
       Thread.sleep(200);
     }
     assertTrue(hasLock(cache.resolve("locks")), "the root never started its compile (no cache lock)");
+    assertTrue(ranksRunning(), "the job's ranks run before scancel");
     long cancelled = System.nanoTime();
     cluster.onController("scancel " + id.group(1));
     long endMillis;
     while (true) {
       boolean queued = !cluster.onController("squeue -h -j " + id.group(1) + " 2>/dev/null || true").isBlank();
-      boolean running = !cluster.onNode(1, "pgrep -f mpi-build-rank || true").isBlank()
-          || !cluster.onNode(2, "pgrep -f mpi-build-rank || true").isBlank();
+      boolean running = ranksRunning();
       endMillis = (System.nanoTime() - cancelled) / 1_000_000;
       if (!queued && !running) {
         break;
@@ -208,11 +231,17 @@ class SlurmIT {
       assertEquals(List.of(), s.toList(), "no torn or half-written entry");
     }
     // The next job takes over the cancelled root's lock and builds.
-    String next = cluster.sbatch("after-cancel", readmeJob().replace(README_CACHE, "/shared/cancel-cache"), Map.of());
+    String next = cluster.sbatch("after-cancel", readmeJob("cancel").replace("/shared/cache-cancel", "/shared/cancel-cache"), Map.of());
     assertEquals("summary: ranks=4 compiles=1 loaded=4 verified=4 backend=opencl cache_hits=0", DockerIT.summary(next),
         next);
     System.out.println("SlurmIT: scancel during the root's compile: every rank gone " + endMillis
         + " ms after; the next job built and verified on 4 ranks");
+  }
+
+  /** Whether a rank of the Faults program runs on c1 or c2 ([o]: the pattern must not match pgrep's shell). */
+  private static boolean ranksRunning() throws Exception {
+    return !cluster.onNode(1, "pgrep -f '[o]rg.mpibuild.programs.Faults' || true").isBlank()
+        || !cluster.onNode(2, "pgrep -f '[o]rg.mpibuild.programs.Faults' || true").isBlank();
   }
 
   private static boolean hasLock(Path locks) throws java.io.IOException {
@@ -286,9 +315,9 @@ class SlurmIT {
     }
 
     /**
-     * Submits {@code script} with {@code sbatch --wait} from the controller in a directory of its own under
-     * /shared, with {@code env} exported; returns the job's output file once the job ends, failing unless
-     * it ended well.
+     * Submits {@code script} with {@code sbatch} from the controller in a directory of its own under /shared,
+     * with {@code env} exported; returns the job's output file once the job ends, failing unless it
+     * completed with exit code 0.
      */
     synchronized String sbatch(String name, String script, Map<String, String> env) throws Exception {
       String dir = "/shared/jobs/" + (++jobs) + "-" + name;
@@ -298,11 +327,21 @@ class SlurmIT {
       StringBuilder exports = new StringBuilder();
       env.forEach((k, v) -> exports.append("export ").append(k).append("='").append(v).append("'; "));
       long t0 = System.nanoTime();
-      Container.ExecResult r = containers.get(0).execInContainer("bash", "-c", exports + "cd " + dir
-          + " && timeout 600 sbatch --wait --output=" + dir + "/job.out job.sbatch");
+      String id = onController(exports + "cd " + dir + " && sbatch --parsable --output=" + dir + "/job.out job.sbatch")
+          .strip();
+      assertTrue(id.matches("\\d+"), "sbatch " + name + " answered: " + id);
+      // sbatch --wait polls every few seconds; squeue every 200 ms tells the job's end to within that.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(600);
+      while (!onController("squeue -h -j " + id + " 2>/dev/null || true").isBlank()) {
+        assertTrue(System.nanoTime() < deadline, "job " + name + " (" + id + ") still queued or running after 600 s");
+        Thread.sleep(200);
+      }
+      long millis = (System.nanoTime() - t0) / 1_000_000;
+      String state = onController("scontrol -o show job " + id + " | grep -o 'JobState=[A-Z_]* .*ExitCode=[0-9:]*' || true");
       String out = Files.exists(host.resolve("job.out")) ? Files.readString(host.resolve("job.out")) : "(no output file)";
-      assertEquals(0, r.getExitCode(), "sbatch " + name + ": " + r.getStdout() + r.getStderr() + "\n" + out);
-      System.out.println("SlurmIT: job " + name + " ended well in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+      assertTrue(state.contains("JobState=COMPLETED") && state.contains("ExitCode=0:0"), "job " + name + " (" + id
+          + ") ended " + state + ":\n" + out);
+      System.out.println("SlurmIT: job " + name + " (" + id + ") completed in " + millis + " ms");
       return out;
     }
 
