@@ -154,6 +154,15 @@ class MatrixIT {
     for (int n : RANKS) {
       PortableResults.check(lines, n, cell.expect());
     }
+    if (cell.binding().equals("ffm")) {
+      // doctor names the library, the tables it is driven with, and why (the launcher, the setting).
+      String doctor = lines.stream().filter(l -> l.startsWith("DOCTOR ")).findFirst()
+          .orElseThrow(() -> new AssertionError("doctor reported no FFM binding:\n" + transcript));
+      assertTrue(doctor.contains(cell.expect().contains("STANDARD_ABI") ? "driven with the MPI 5.0 standard ABI"
+          : "own ABI (implementation tables)") && doctor.contains("why: ")
+          && doctor.contains("MPI_BUILD_MPI_ABI=" + cell.abi()), doctor);
+      System.out.println("MatrixIT: " + cell + ": doctor: " + doctor.substring("DOCTOR ".length()));
+    }
     String jdkNote = hostJdk.isEmpty() ? "" : " (host's)";
     String info = lines.stream().map(CELL::matcher).filter(Matcher::matches)
         .map(m -> m.group(3) + " | " + m.group(4) + jdkNote).findFirst().orElse("? | ?");

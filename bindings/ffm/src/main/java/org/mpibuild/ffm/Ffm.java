@@ -8,7 +8,8 @@ import org.mpibuild.spi.Communicator;
  * {@code mpi.jar}.
  *
  * <pre>{@code
- * long handle = ...; // the program's MPI_Comm: an address with Open MPI, an int with MPICH
+ * long handle = ...; // the program's MPI_Comm: a pointer's value with the MPI 5.0 standard ABI
+ *                    // (MPI_COMM_WORLD is 0x101) and Open MPI, an int with MPICH's own ABI
  * try (Communicator comm = Ffm.communicator(handle);
  *      MpiBuild mpiBuild = MpiBuild.builder().communicator(comm).build()) {
  *   Kernel kernel = mpiBuild.mpiBuildKernel(source, 0);
@@ -23,7 +24,8 @@ public final class Ffm {
    * MPI must be initialized. Closing the result frees the duplicate, never {@code handle} and never MPI; the
    * program closes it (the library does not close a communicator it was given).
    *
-   * @param handle the program's {@code MPI_Comm}, as a long
+   * @param handle the program's {@code MPI_Comm}, as a long, from the same library and ABI the binding drives
+   *     (see {@code bin/mpi-build doctor}, or set {@code MPI_BUILD_MPI_LIBRARY} and {@code MPI_BUILD_MPI_ABI})
    * @return the communicator to pass to {@code MpiBuildBuilder#communicator}
    * @throws IllegalStateException if the binding cannot run here (the reason says why)
    */

@@ -50,7 +50,8 @@ public final class FfmBinding implements MpiBinding {
   @Override
   public String describe() {
     MpiC m = library();
-    return m.version.lines().findFirst().orElse(m.version).strip() + " (" + m.library + "), driven with " + m.mode()
+    String version = m.version.lines().findFirst().orElse(m.version).strip().replaceAll("\\s+", " ");
+    return version + " (" + m.library + "), driven with " + m.mode()
         + "; why: " + m.choice;
   }
 
