@@ -358,7 +358,9 @@ final class MpiC {
         throw new IllegalStateException("MPI_Get_library_version failed with " + rc);
       }
       byte[] bytes = text.asSlice(0, length.get(JAVA_INT, 0)).toArray(ValueLayout.JAVA_BYTE);
-      return new String(bytes, StandardCharsets.UTF_8).strip();
+      String version = new String(bytes, StandardCharsets.UTF_8);
+      int nul = version.indexOf('\0'); // Open MPI counts the terminating NUL in the length
+      return (nul >= 0 ? version.substring(0, nul) : version).strip();
     }
   }
 
