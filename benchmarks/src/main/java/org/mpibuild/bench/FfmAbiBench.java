@@ -1,10 +1,10 @@
 package org.mpibuild.bench;
 
 import java.nio.ByteBuffer;
-import java.util.Arrays;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.MpiBinding;
 
 /**
  * The Java side of the FFM binding's benchmark on one MPI (BenchReport's ffm-abi mode): what {@code
@@ -21,48 +21,31 @@ public final class FfmAbiBench {
 
   public static void main(String[] args) {
     int reps = Integer.parseInt(args[0]);
-    String id = System.getenv().getOrDefault("MPI_BUILD_BINDING", "ffm");
-    MpiBinding binding = MpiBinding.find(id);
-    if (binding == null || binding.unavailable() != null) {
-      throw new IllegalStateException("MPI binding '" + id + "' cannot run: "
-          + (binding == null ? "not on the class path" : binding.unavailable()));
-    }
-    try (Communicator comm = binding.openWorld(true)) {
+    try (Communicator comm = FfmBcastBench.openWorld()) {
       if (comm.size() < 2) {
         throw new IllegalStateException("FfmAbiBench needs 2 ranks, not " + comm.size());
       }
       int rank = comm.rank();
-      ByteBuffer small = ByteBuffer.allocateDirect(8);
-      for (int i = 0; i < 2000; i++) {
-        comm.allReduceMax(new int[] {0});
-        comm.broadcast(small, 0);
-      }
-      double[] times = new double[reps];
+      FfmBcastBench.warmUp(comm);
       for (int a = 1; a < args.length; a++) {
         int bytes = Integer.parseInt(args[a]);
-        ByteBuffer buffer = ByteBuffer.allocateDirect(bytes);
-        comm.broadcast(buffer, 0);
-        for (int r = 0; r < reps; r++) {
-          comm.allReduceMax(new int[] {0});
-          long t0 = System.nanoTime();
-          comm.broadcast(buffer, 0);
-          int hundredthsOfUs = (int) Math.min(Integer.MAX_VALUE, (System.nanoTime() - t0) / 10);
-          times[r] = comm.allReduceMax(new int[] {hundredthsOfUs})[0] / 100.0;
-        }
+        double median = FfmBcastBench.broadcastMedianMicros(comm, ByteBuffer.allocateDirect(bytes), reps);
         if (rank == 0) {
-          System.out.printf(Locale.ROOT, "bcast bytes=%d median_us=%.2f%n", bytes, Stats.median(box(times)));
+          System.out.printf(Locale.ROOT, "bcast bytes=%d median_us=%.2f%n", bytes, median);
         }
       }
       // 8-byte ping-pong between ranks 0 and 1: 10^4 round trips to warm the JIT, then REPS batches of 1000.
-      pingPong(comm, small, 10_000);
+      ByteBuffer msg = ByteBuffer.allocateDirect(8);
+      pingPong(comm, msg, 10_000);
+      List<Double> halfRoundTrips = new ArrayList<>();
       for (int r = 0; r < reps; r++) {
         comm.allReduceMax(new int[] {0});
         long t0 = System.nanoTime();
-        pingPong(comm, small, 1000);
-        times[r] = (System.nanoTime() - t0) / 2000.0 / 1000.0;
+        pingPong(comm, msg, 1000);
+        halfRoundTrips.add((System.nanoTime() - t0) / 2000.0 / 1000.0);
       }
       if (rank == 0) {
-        System.out.printf(Locale.ROOT, "pingpong bytes=8 median_half_rtt_us=%.3f%n", Stats.median(box(times)));
+        System.out.printf(Locale.ROOT, "pingpong bytes=8 median_half_rtt_us=%.3f%n", Stats.median(halfRoundTrips));
         System.out.println("binding " + comm.description().replace(' ', '_'));
       }
     }
@@ -81,7 +64,4 @@ public final class FfmAbiBench {
     }
   }
 
-  static java.util.List<Double> box(double[] xs) {
-    return Arrays.stream(xs).boxed().toList();
-  }
 }

@@ -126,7 +126,7 @@ class MatrixIT {
     RANKS.forEach(n -> cmd.add(Integer.toString(n)));
 
     long t0 = System.nanoTime();
-    List<String> lines = run(cmd, 900);
+    List<String> lines = RuntimeImage.run(cmd, 900).lines().toList();
     long cellMillis = (System.nanoTime() - t0) / 1_000_000;
     String transcript = String.join("\n", lines);
 
@@ -258,22 +258,4 @@ class MatrixIT {
     Assumptions.abort(why);
   }
 
-  /** Runs a command, its output to a file; fails with the output unless it exits 0 within the time. */
-  static List<String> run(List<String> cmd, long seconds) throws Exception {
-    Path log = Files.createTempFile("mpi-build-matrix", ".log");
-    try {
-      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-      boolean done = p.waitFor(seconds, TimeUnit.SECONDS);
-      if (!done) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-      }
-      String out = Files.readString(log, StandardCharsets.UTF_8);
-      assertTrue(done, String.join(" ", cmd) + " did not finish in " + seconds + " s:\n" + out);
-      assertEquals(0, p.exitValue(), String.join(" ", cmd) + " failed:\n" + out);
-      return out.lines().toList();
-    } finally {
-      Files.deleteIfExists(log);
-    }
-  }
 }

@@ -82,19 +82,21 @@ class SlurmIT {
 
   /** The job script of the README's "On a Slurm cluster" section, between its markers. */
   static String readmeJob() throws Exception {
-    String readme = Files.readString(Mpirun.REPO.resolve("README.md"));
-    Matcher m = Pattern.compile("(?s)<!-- slurm:job:begin -->\\s*```sh\\n(.*?)```\\s*<!-- slurm:job:end -->")
-        .matcher(readme);
-    assertTrue(m.find(), "the README has a job script between <!-- slurm:job:begin --> and <!-- slurm:job:end -->");
-    return m.group(1);
+    return readmeBlock("slurm:job");
   }
 
   /** The README's mpirun line, the alternative to the job script's srun line. */
   static String readmeMpirunLine() throws Exception {
+    return readmeBlock("slurm:mpirun");
+  }
+
+  /** The shell block of the README between {@code <!-- NAME:begin -->} and {@code <!-- NAME:end -->}. */
+  static String readmeBlock(String name) throws Exception {
     String readme = Files.readString(Mpirun.REPO.resolve("README.md"));
-    Matcher m = Pattern.compile("(?s)<!-- slurm:mpirun:begin -->\\s*```sh\\n(.*?)```\\s*<!-- slurm:mpirun:end -->")
-        .matcher(readme);
-    assertTrue(m.find(), "the README has the mpirun variant between its slurm:mpirun markers");
+    Matcher m = Pattern.compile("(?s)<!-- " + Pattern.quote(name) + ":begin -->\\s*```sh\\n(.*?)```\\s*<!-- "
+        + Pattern.quote(name) + ":end -->").matcher(readme);
+    assertTrue(m.find(), "the README has a shell block between <!-- " + name + ":begin --> and <!-- " + name
+        + ":end -->");
     return m.group(1);
   }
 
