@@ -207,12 +207,7 @@ class DockerIT {
       java.util.concurrent.Future<Container.ExecResult> job = pool.submit(() -> cluster.nodes.get(0).execInContainer(
           "bash", "-c", Cluster.job(env, 3, "run -np 6 -cp 'integration-tests/target/mpi-build-programs.jar:"
               + "integration-tests/target/lib/*' org.mpibuild.programs.Faults slow-compile")));
-      Path locks = shared.resolve("cache/locks");
-      long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-      while (!hasLock(locks) && System.nanoTime() < waitUntil) {
-        Thread.sleep(200);
-      }
-      assertTrue(hasLock(locks), "the root never started its compile (no cache lock)");
+      awaitRootCompile(shared.resolve("cache/locks"), 90);
       GenericContainer<?> node3 = cluster.nodes.get(2);
       long killed = System.nanoTime();
       node3.getDockerClient().killContainerCmd(node3.getContainerId()).exec();
@@ -234,6 +229,15 @@ class DockerIT {
       pool.shutdownNow();
       Mpirun.delete(shared);
     }
+  }
+
+  /** Waits until a root holds a cache lock in {@code locks} (its compile has started); fails after the time. */
+  static void awaitRootCompile(Path locks, long seconds) throws Exception {
+    long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (!hasLock(locks) && System.nanoTime() < waitUntil) {
+      Thread.sleep(200);
+    }
+    assertTrue(hasLock(locks), "the root never started its compile (no cache lock)");
   }
 
   private static boolean hasLock(Path locks) throws java.io.IOException {

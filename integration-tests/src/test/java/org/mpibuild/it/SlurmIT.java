@@ -209,11 +209,7 @@ class SlurmIT {
     String submitted = cluster.onController("cd /shared && sbatch cancel.sbatch");
     Matcher id = JOB_ID.matcher(submitted);
     assertTrue(id.find(), submitted);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    while (!hasLock(cache.resolve("locks")) && System.nanoTime() < deadline) {
-      Thread.sleep(200);
-    }
-    assertTrue(hasLock(cache.resolve("locks")), "the root never started its compile (no cache lock)");
+    DockerIT.awaitRootCompile(cache.resolve("locks"), 120);
     assertTrue(ranksRunning(), "the job's ranks run before scancel");
     long cancelled = System.nanoTime();
     cluster.onController("scancel " + id.group(1));
@@ -244,15 +240,6 @@ class SlurmIT {
   private static boolean ranksRunning() throws Exception {
     return !cluster.onNode(1, "pgrep -f '[o]rg.mpibuild.programs.Faults' || true").isBlank()
         || !cluster.onNode(2, "pgrep -f '[o]rg.mpibuild.programs.Faults' || true").isBlank();
-  }
-
-  private static boolean hasLock(Path locks) throws java.io.IOException {
-    if (!Files.isDirectory(locks)) {
-      return false;
-    }
-    try (java.util.stream.Stream<Path> s = Files.list(locks)) {
-      return s.anyMatch(f -> f.getFileName().toString().endsWith(".lock"));
-    }
   }
 
   /** The controller and compute nodes, each started in its role once every container knows the others. */

@@ -109,7 +109,7 @@ public final class FfmBinding implements MpiBinding {
         Runtime.getRuntime().addShutdownHook(new Thread(FfmBinding::finalizeAtExit, "mpi-build-ffm-finalize"));
       }
     }
-    return FfmCommunicator.duplicate(m, m.commWorld, "MPI_COMM_WORLD");
+    return FfmCommunicator.duplicate(m, m.table.commWorld(), "MPI_COMM_WORLD");
   }
 
   /** Whether MPI has been finalized (then communicators are not freed). */

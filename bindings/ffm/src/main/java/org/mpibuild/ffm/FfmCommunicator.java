@@ -42,7 +42,7 @@ final class FfmCommunicator implements Communicator {
       MemorySegment out = mpi.handleSlot(arena);
       checkStatic(mpi, mpi.mpi("MPI_Comm_dup", H, mpi.h(parent), ADDRESS, out), "MPI_Comm_dup of " + name, -1);
       long dup = mpi.read(out);
-      checkStatic(mpi, mpi.mpi("MPI_Comm_set_errhandler", H, mpi.h(dup), H, mpi.h(mpi.errorsReturn)),
+      checkStatic(mpi, mpi.mpi("MPI_Comm_set_errhandler", H, mpi.h(dup), H, mpi.h(mpi.table.errorsReturn())),
           "MPI_Comm_set_errhandler", -1);
       return new FfmCommunicator(mpi, dup, name);
     }
@@ -67,7 +67,7 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public void broadcast(ByteBuffer buffer, int root) {
-    int rc = mpi.bcast(segment(buffer), buffer.remaining(), mpi.byteType, root, comm);
+    int rc = mpi.bcast(segment(buffer), buffer.remaining(), mpi.table.byteType(), root, comm);
     if (rc != MpiC.SUCCESS) {
       check(rc, "MPI_Bcast of " + buffer.remaining() + " bytes from root " + root);
     }
@@ -75,7 +75,7 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public Request iBroadcast(ByteBuffer buffer, int root) {
-    return start(() -> "MPI_Ibcast", buffer, req -> mpi.ibcast(segment(buffer), buffer.remaining(), mpi.byteType, root, comm, req),
+    return start(() -> "MPI_Ibcast", buffer, req -> mpi.ibcast(segment(buffer), buffer.remaining(), mpi.table.byteType(), root, comm, req),
         null);
   }
 
@@ -93,7 +93,7 @@ final class FfmCommunicator implements Communicator {
     Arena arena = Arena.ofAuto();
     MemorySegment in = arena.allocateFrom(JAVA_INT, values);
     MemorySegment out = arena.allocate(JAVA_INT, values.length);
-    return start(() -> "MPI_Iallreduce(MAX)", arena, req -> mpi.iallreduce(in, out, values.length, mpi.intType, mpi.opMax, comm, req),
+    return start(() -> "MPI_Iallreduce(MAX)", arena, req -> mpi.iallreduce(in, out, values.length, mpi.table.intType(), mpi.table.opMax(), comm, req),
         () -> MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length));
   }
 
@@ -102,17 +102,17 @@ final class FfmCommunicator implements Communicator {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment length = arena.allocateFrom(JAVA_INT, mine.length);
       MemorySegment lengths = arena.allocate(JAVA_INT, size);
-      check(mpi.mpi("MPI_Allgather", ADDRESS, length, JAVA_INT, 1, H, mpi.h(mpi.intType), ADDRESS, lengths, JAVA_INT, 1,
-          H, mpi.h(mpi.intType), H, mpi.h(comm)), "MPI_Allgather of lengths");
+      check(mpi.mpi("MPI_Allgather", ADDRESS, length, JAVA_INT, 1, H, mpi.h(mpi.table.intType()), ADDRESS, lengths, JAVA_INT, 1,
+          H, mpi.h(mpi.table.intType()), H, mpi.h(comm)), "MPI_Allgather of lengths");
       int[] counts = lengths.toArray(JAVA_INT);
       int[] displs = Communicator.displacements(counts);
       long total = (long) displs[size - 1] + counts[size - 1];
       MemorySegment send = arena.allocate(Math.max(1, mine.length));
       MemorySegment.copy(mine, 0, send, JAVA_BYTE, 0, mine.length);
       MemorySegment all = arena.allocate(Math.max(1, total));
-      check(mpi.mpi("MPI_Allgatherv", ADDRESS, send, JAVA_INT, mine.length, H, mpi.h(mpi.byteType), ADDRESS, all,
+      check(mpi.mpi("MPI_Allgatherv", ADDRESS, send, JAVA_INT, mine.length, H, mpi.h(mpi.table.byteType()), ADDRESS, all,
           ADDRESS, arena.allocateFrom(JAVA_INT, counts), ADDRESS, arena.allocateFrom(JAVA_INT, displs),
-          H, mpi.h(mpi.byteType), H, mpi.h(comm)), "MPI_Allgatherv of " + mine.length + " bytes");
+          H, mpi.h(mpi.table.byteType()), H, mpi.h(comm)), "MPI_Allgatherv of " + mine.length + " bytes");
       byte[][] out = new byte[size][];
       for (int r = 0; r < size; r++) {
         out[r] = all.asSlice(displs[r], counts[r]).toArray(JAVA_BYTE);
@@ -126,12 +126,12 @@ final class FfmCommunicator implements Communicator {
     int bytes = buffer.remaining();
     // The message is built only on failure: a ping-pong of small messages must not pay for it every call.
     return start(() -> "MPI_Isend of " + bytes + " bytes to rank " + dest + " (tag " + tag + ")", buffer,
-        req -> mpi.isend(segment(buffer), bytes, mpi.byteType, dest, tag, comm, req), null);
+        req -> mpi.isend(segment(buffer), bytes, mpi.table.byteType(), dest, tag, comm, req), null);
   }
 
   @Override
   public void send(ByteBuffer buffer, int dest, int tag) {
-    int rc = mpi.send(segment(buffer), buffer.remaining(), mpi.byteType, dest, tag, comm);
+    int rc = mpi.send(segment(buffer), buffer.remaining(), mpi.table.byteType(), dest, tag, comm);
     if (rc != MpiC.SUCCESS) {
       check(rc, "MPI_Send of " + buffer.remaining() + " bytes to rank " + dest + " (tag " + tag + ")");
     }
@@ -139,7 +139,7 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public void receive(ByteBuffer buffer, int source, int tag) {
-    int rc = mpi.recv(segment(buffer), buffer.remaining(), mpi.byteType, source, tag, comm);
+    int rc = mpi.recv(segment(buffer), buffer.remaining(), mpi.table.byteType(), source, tag, comm);
     if (rc != MpiC.SUCCESS) {
       check(rc, "MPI_Recv of " + buffer.remaining() + " bytes from rank " + source + " (tag " + tag + ")");
     }
@@ -149,7 +149,7 @@ final class FfmCommunicator implements Communicator {
   public Request iReceive(ByteBuffer buffer, int source, int tag) {
     int bytes = buffer.remaining();
     return start(() -> "MPI_Irecv of " + bytes + " bytes from rank " + source + " (tag " + tag + ")", buffer,
-        req -> mpi.irecv(segment(buffer), bytes, mpi.byteType, source, tag, comm, req), null);
+        req -> mpi.irecv(segment(buffer), bytes, mpi.table.byteType(), source, tag, comm, req), null);
   }
 
   @Override
@@ -166,14 +166,14 @@ final class FfmCommunicator implements Communicator {
   public Communicator splitByNode() {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = mpi.handleSlot(arena);
-      check(mpi.mpi("MPI_Comm_split_type", H, mpi.h(comm), JAVA_INT, mpi.commTypeShared, JAVA_INT, rank,
-          H, mpi.h(mpi.infoNull), ADDRESS, out), "MPI_Comm_split_type(SHARED)");
+      check(mpi.mpi("MPI_Comm_split_type", H, mpi.h(comm), JAVA_INT, mpi.table.commTypeShared(), JAVA_INT, rank,
+          H, mpi.h(mpi.table.infoNull()), ADDRESS, out), "MPI_Comm_split_type(SHARED)");
       return owned(mpi.read(out), name + " node");
     }
   }
 
   private Communicator owned(long handle, String newName) {
-    check(mpi.mpi("MPI_Comm_set_errhandler", H, mpi.h(handle), H, mpi.h(mpi.errorsReturn)), "MPI_Comm_set_errhandler");
+    check(mpi.mpi("MPI_Comm_set_errhandler", H, mpi.h(handle), H, mpi.h(mpi.table.errorsReturn())), "MPI_Comm_set_errhandler");
     return new FfmCommunicator(mpi, handle, newName);
   }
 
@@ -190,7 +190,7 @@ final class FfmCommunicator implements Communicator {
   public void abort(String message, int errorCode) {
     System.err.println(message);
     System.err.flush();
-    mpi.mpi("MPI_Abort", H, mpi.h(mpi.commWorld), JAVA_INT, errorCode);
+    mpi.mpi("MPI_Abort", H, mpi.h(mpi.table.commWorld()), JAVA_INT, errorCode);
     Runtime.getRuntime().halt(errorCode);
   }
 
@@ -233,7 +233,7 @@ final class FfmCommunicator implements Communicator {
       }
     }
     MemorySegment both = slots.allocate(16, 8);
-    return new Slot(both.asSlice(0, mpi.handle.byteSize()), both.asSlice(8, JAVA_INT.byteSize()));
+    return new Slot(both.asSlice(0, mpi.table.handle().byteSize()), both.asSlice(8, JAVA_INT.byteSize()));
   }
 
   private void release(Slot s) {

@@ -75,13 +75,16 @@ final class MpiC {
     }
   }
 
+  /** {@code MPI_THREAD_SINGLE} to {@code MPI_THREAD_MULTIPLE} in Open MPI's and MPICH's own ABIs. */
+  private static final int[] IMPLEMENTATION_THREAD_LEVELS = {0, 1, 2, 3};
+
   /** The standard ABI's table (mpi-abi-stubs' {@code mpi.h}; see {@link #STANDARD_ABI}). */
   static final Table STANDARD = new Table(ADDRESS, 0x101, 0x247, 0x209, 0x23, 0x130, 0x143, 221,
       MemorySegment.NULL, new int[] {0, 1024, 2048, 4096});
 
   /** MPICH's own table ({@code mpi.h} of MPICH 3 to 5: integer handles). */
   static final Table MPICH_TABLE = new Table(JAVA_INT, 0x44000000, 0x4c00010d, 0x4c000405, 0x58000001, 0x1c000000,
-      0x54000001, 1, MemorySegment.ofAddress(1), new int[] {0, 1, 2, 3});
+      0x54000001, 1, MemorySegment.ofAddress(1), IMPLEMENTATION_THREAD_LEVELS);
 
   static final int SUCCESS = 0;
 
@@ -90,16 +93,7 @@ final class MpiC {
   final String version;
   /** {@code MPI_Abi_get_version} as "major.minor", or null where the library has no standard ABI. */
   final String abiVersion;
-  final ValueLayout handle;
-  final long commWorld;
-  final long byteType;
-  final long intType;
-  final long opMax;
-  final long infoNull;
-  final long errorsReturn;
-  final int commTypeShared;
-  /** {@code MPI_STATUS_IGNORE}: NULL in Open MPI and the standard ABI, (MPI_Status *) 1 in MPICH. */
-  final MemorySegment statusIgnore;
+  /** The handles and constants this library is driven with. */
   final Table table;
   private final boolean pointerHandles;
 
@@ -132,13 +126,13 @@ final class MpiC {
       kind = Kind.STANDARD_ABI;
       abiVersion = abi[0] + "." + abi[1];
       table = STANDARD;
-    } else if (version.contains("Open MPI")) {
+    } else if (implementation().equals(Libraries.Implementation.OPEN_MPI.label)) {
       kind = Kind.OPEN_MPI;
       abiVersion = null;
       table = new Table(ADDRESS, symbol("ompi_mpi_comm_world"), symbol("ompi_mpi_byte"), symbol("ompi_mpi_int"),
           symbol("ompi_mpi_op_max"), symbol("ompi_mpi_info_null"), symbol("ompi_mpi_errors_return"), 0,
-          MemorySegment.NULL, new int[] {0, 1, 2, 3});
-    } else if (version.contains("MPICH")) {
+          MemorySegment.NULL, IMPLEMENTATION_THREAD_LEVELS);
+    } else if (implementation().equals(Libraries.Implementation.MPICH.label)) {
       kind = Kind.MPICH;
       abiVersion = null;
       table = MPICH_TABLE;
@@ -146,16 +140,7 @@ final class MpiC {
       throw new IllegalStateException(library + " is neither Open MPI nor MPICH, and has no standard ABI: "
           + version.lines().findFirst().orElse(version));
     }
-    handle = table.handle();
-    pointerHandles = handle == ADDRESS;
-    commWorld = table.commWorld();
-    byteType = table.byteType();
-    intType = table.intType();
-    opMax = table.opMax();
-    infoNull = table.infoNull();
-    errorsReturn = table.errorsReturn();
-    commTypeShared = table.commTypeShared();
-    statusIgnore = table.statusIgnore();
+    pointerHandles = table.handle() == ADDRESS;
     bcast = exact("MPI_Bcast", ADDRESS, JAVA_INT, null, JAVA_INT, null);
     ibcast = exact("MPI_Ibcast", ADDRESS, JAVA_INT, null, JAVA_INT, null, ADDRESS);
     iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
@@ -173,7 +158,12 @@ final class MpiC {
   }
 
   static String implementationOf(String libraryVersion) {
-    return libraryVersion.contains("Open MPI") ? "Open MPI" : libraryVersion.contains("MPICH") ? "MPICH" : "";
+    for (Libraries.Implementation i : Libraries.Implementation.values()) {
+      if (libraryVersion.contains(i.label)) {
+        return i.label;
+      }
+    }
+    return "";
   }
 
   /** How this library is driven, for doctor and logs: e.g. "the MPI 5.0 standard ABI (ABI 1.0 of the library)". */
@@ -202,7 +192,7 @@ final class MpiC {
     MemoryLayout[] real = layouts.clone();
     for (int i = 0; i < real.length; i++) {
       if (real[i] == null) {
-        real[i] = handle;
+        real[i] = table.handle();
       }
     }
     MethodHandle mh = linker.downcallHandle(
@@ -278,7 +268,7 @@ final class MpiC {
 
   int recv(MemorySegment buffer, int count, long type, int source, int tag, long comm) {
     try {
-      return (int) recv.invokeExact(buffer, count, type, source, tag, comm, statusIgnore);
+      return (int) recv.invokeExact(buffer, count, type, source, tag, comm, table.statusIgnore());
     } catch (Throwable t) {
       throw rethrow("MPI_Recv", t);
     }
@@ -286,7 +276,7 @@ final class MpiC {
 
   int test(MemorySegment request, MemorySegment flag) {
     try {
-      return (int) test.invokeExact(request, flag, statusIgnore);
+      return (int) test.invokeExact(request, flag, table.statusIgnore());
     } catch (Throwable t) {
       throw rethrow("MPI_Test", t);
     }
@@ -294,7 +284,7 @@ final class MpiC {
 
   int waitFor(MemorySegment request) {
     try {
-      return (int) waitFor.invokeExact(request, statusIgnore);
+      return (int) waitFor.invokeExact(request, table.statusIgnore());
     } catch (Throwable t) {
       throw rethrow("MPI_Wait", t);
     }
@@ -385,7 +375,7 @@ final class MpiC {
 
   /** Memory for one handle, for functions that return one. */
   MemorySegment handleSlot(Arena arena) {
-    return arena.allocate((MemoryLayout) handle);
+    return arena.allocate((MemoryLayout) table.handle());
   }
 
   /** Calls a C function of the library with this descriptor; the handle is made once per name and descriptor. */
@@ -408,7 +398,7 @@ final class MpiC {
     Object[] args = new Object[n];
     for (int i = 0; i < n; i++) {
       Object layout = argsAndLayouts[2 * i];
-      layouts[i] = layout == H ? handle : (MemoryLayout) layout;
+      layouts[i] = layout == H ? table.handle() : (MemoryLayout) layout;
       args[i] = argsAndLayouts[2 * i + 1];
     }
     return (int) call(name, FunctionDescriptor.of(JAVA_INT, layouts), args);
