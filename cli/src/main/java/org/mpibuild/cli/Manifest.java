@@ -10,10 +10,13 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 
 /**
  * A manifest that {@code MPI_BUILD_RECORD} wrote: one JSON object per line,
- * {@code {"backend":..., "targets":[...], "kernels":[...], "options":..., "source":...}}.
+ * {@code {"backend":..., "targets":[...], "kernels":[...], "options":..., "source":..., "launch":[...]}}, where
+ * each launch shape is {@code {"kernel":..., "local":[...], "global":[...], "offset":[...]}} (global and
+ * offset optional).
  */
 final class Manifest {
   /** One recorded request, with its line number. */
@@ -50,7 +53,7 @@ final class Manifest {
           throw new IllegalArgumentException("no \"source\"");
         }
         KernelSource request = KernelSource.of(source).withKernels(strings(o, "kernels"))
-            .withOptions(text(o, "options", ""));
+            .withOptions(text(o, "options", "")).withLaunchShapes(shapes(o));
         out.add(new Entry(n + 1, text(o, "backend", ""), strings(o, "targets"), request));
       } catch (JsonProcessingException e) {
         throw new IllegalArgumentException(file + ":" + (n + 1) + ": not a manifest entry: "
@@ -58,6 +61,47 @@ final class Manifest {
       } catch (IllegalArgumentException e) {
         throw new IllegalArgumentException(file + ":" + (n + 1) + ": not a manifest entry: " + e.getMessage(), e);
       }
+    }
+    return out;
+  }
+
+  private static List<LaunchShape> shapes(JsonNode o) {
+    JsonNode v = o.get("launch");
+    List<LaunchShape> out = new ArrayList<>();
+    if (v == null || v.isNull()) {
+      return out;
+    }
+    if (!v.isArray()) {
+      throw new IllegalArgumentException("\"launch\" is not a list of launch shapes");
+    }
+    for (JsonNode s : v) {
+      if (!s.isObject()) {
+        throw new IllegalArgumentException("\"launch\" holds " + s + ", not a launch shape object");
+      }
+      LaunchShape shape = LaunchShape.of(text(s, "kernel", null), longs(s, "local"));
+      if (s.has("global")) {
+        shape = shape.withGlobalSize(longs(s, "global"));
+      }
+      if (s.has("offset")) {
+        shape = shape.withGlobalOffset(longs(s, "offset"));
+      }
+      out.add(shape);
+    }
+    return out;
+  }
+
+  private static long[] longs(JsonNode o, String key) {
+    JsonNode v = o.get(key);
+    if (v == null || !v.isArray()) {
+      throw new IllegalArgumentException("launch shape " + o + ": \"" + key + "\" is not a list of integers");
+    }
+    long[] out = new long[v.size()];
+    for (int i = 0; i < out.length; i++) {
+      if (!v.get(i).canConvertToLong() || !v.get(i).isIntegralNumber()) {
+        throw new IllegalArgumentException("launch shape " + o + ": \"" + key + "\" holds " + v.get(i)
+            + ", not an integer");
+      }
+      out[i] = v.get(i).longValue();
     }
     return out;
   }

@@ -6,12 +6,15 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -19,11 +22,14 @@ import org.slf4j.LoggerFactory;
  * A record of the kernel requests a run made, for {@code mpi-build precompile}: one JSON object per line,
  * for example
  *
- * <pre>{"backend":"opencl","targets":["..."],"kernels":["saxpy"],"options":"-DN=4","source":"__kernel ..."}</pre>
+ * <pre>{"backend":"opencl","targets":["..."],"kernels":["saxpy"],"options":"-DN=4","source":"__kernel ...",
+ *  "launch":[{"kernel":"saxpy","local":[256]}]}</pre>
  *
  * <p>{@code source} is the full source text, so a manifest needs nothing else to rebuild its kernels.
  * {@code targets} are the distinct targets of the ranks that made the request, for information: the
- * precompiling job builds for its own targets. Lines are appended, never rewritten, and a request is
+ * precompiling job builds for its own targets. {@code launch} lists the request's launch shapes (present only
+ * when it named some; {@code global} and {@code offset} only where given), so that a precompiled binary
+ * holds the same finished code. Lines are appended, never rewritten, and a request is
  * recorded once per file.
  */
 public final class Manifest {
@@ -85,6 +91,26 @@ public final class Manifest {
     o.put("kernels", r.kernelNames());
     o.put("options", r.options());
     o.put("source", r.source());
+    if (!r.launchShapes().isEmpty()) {
+      List<Object> shapes = new ArrayList<>();
+      for (LaunchShape shape : r.launchShapes()) {
+        Map<String, Object> s = new LinkedHashMap<>();
+        s.put("kernel", shape.kernel());
+        s.put("local", numbers(shape.localSize()));
+        if (shape.globalSize().length > 0) {
+          s.put("global", numbers(shape.globalSize()));
+        }
+        if (shape.globalOffset().length > 0) {
+          s.put("offset", numbers(shape.globalOffset()));
+        }
+        shapes.add(s);
+      }
+      o.put("launch", shapes);
+    }
     return Json.write(o);
+  }
+
+  private static List<Long> numbers(long[] values) {
+    return Arrays.stream(values).boxed().toList();
   }
 }

@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.regex.Pattern;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 
 /** Checks a build request on one rank, without communicating. */
 final class RequestCheck {
@@ -52,6 +53,59 @@ final class RequestCheck {
       if (Character.isISOControl(c) && c != '\t') {
         return "build options " + quote(options) + " contain control character U+"
             + String.format("%04X", (int) c) + " at index " + i;
+      }
+    }
+    return shapeProblem(request.launchShapes(), names);
+  }
+
+  /** What is wrong with the launch shapes of a request that creates {@code names} (empty: every kernel). */
+  private static String shapeProblem(List<LaunchShape> shapes, List<String> names) {
+    if (shapes == null) {
+      return "launch shape list is null";
+    }
+    Set<LaunchShape> seen = new HashSet<>();
+    for (LaunchShape s : shapes) {
+      if (s == null) {
+        return "a launch shape is null";
+      }
+      String what = "launch shape '" + s + "'";
+      if (s.kernel() == null || !IDENTIFIER.matcher(s.kernel()).matches()) {
+        return what + ": kernel name " + quote(s.kernel()) + " is not a valid identifier";
+      }
+      if (!names.isEmpty() && !names.contains(s.kernel())) {
+        return what + ": kernel '" + s.kernel() + "' is not among the requested kernels " + names;
+      }
+      long[] local = s.localSize();
+      if (local == null || local.length < 1 || local.length > 3) {
+        return what + ": the local size needs 1 to 3 dimensions";
+      }
+      for (long l : local) {
+        if (l < 1) {
+          return what + ": local size " + l + " is not positive";
+        }
+      }
+      long[] global = s.globalSize();
+      if (global == null || (global.length > 0 && global.length != local.length)) {
+        return what + ": the global size needs " + local.length + " dimension" + (local.length == 1 ? "" : "s")
+            + ", as the local size has";
+      }
+      for (int d = 0; d < global.length; d++) {
+        if (global[d] < 1 || global[d] % local[d] != 0) {
+          return what + ": global size " + global[d] + " is not a positive multiple of local size " + local[d];
+        }
+      }
+      long[] offset = s.globalOffset();
+      if (offset == null || (offset.length > 0 && offset.length != local.length)) {
+        return what + ": the global offset needs " + local.length + " dimension" + (local.length == 1 ? "" : "s")
+            + ", as the local size has";
+      }
+      for (long o : offset) {
+        if (o < 0) {
+          return what + ": global offset " + o + " is negative";
+        }
+      }
+      if (!seen.add(s)) {
+        return what + " is listed twice";
       }
     }
     return null;

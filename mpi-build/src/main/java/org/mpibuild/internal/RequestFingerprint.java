@@ -17,7 +17,7 @@ import org.mpibuild.KernelSource;
 final class RequestFingerprint {
   /** The compared fields, in wire order. */
   static final List<String> FIELDS = List.of("source", "options", "kernels", "backend", "root", "chunk-size",
-      "validity");
+      "validity", "launch-shapes");
   private static final int FIELD_HASH_BYTES = 8;
 
   private final List<String> names;
@@ -80,6 +80,7 @@ final class RequestFingerprint {
       hash(shape == Shape.BATCH ? "batch" : "root " + root),
       hash(Integer.toString(chunkBytes)),
       hash(problem == null ? "ok" : "invalid"),
+      hash(each(requests, r -> r.launchShapes() == null ? null : r.launchShapes().toString())),
     };
     return new RequestFingerprint(FIELDS, fields, digestOf(fields), problem);
   }

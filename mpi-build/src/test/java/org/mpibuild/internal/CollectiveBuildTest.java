@@ -23,6 +23,7 @@ import org.mpibuild.CompileException;
 import org.mpibuild.KernelBuildException;
 import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 import org.mpibuild.RequestMismatchException;
 import org.mpibuild.testkit.InProcessCommunicator;
 import org.mpibuild.spi.Communicator;
@@ -272,6 +273,44 @@ public class CollectiveBuildTest {
         r -> r == 4 ? 1 : 0);
     RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
     assertEquals(Map.of(1, List.of("options"), 3, List.of("kernels"), 4, List.of("root")), e.differingRanks());
+  }
+
+  @Test
+  void differentLaunchShapesAreNamed() throws Exception {
+    KernelSource base = KernelSource.of(SOURCE).withLaunchShapes(LaunchShape.of("main", 16, 16));
+    List<RankResult> results = build(3, r -> new FakeBackend(),
+        r -> r == 2 ? base.withLaunchShapes(LaunchShape.of("main", 8, 8)) : base, r -> 0);
+    RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
+    assertEquals(Map.of(2, List.of("launch-shapes")), e.differingRanks());
+  }
+
+  @Test
+  void badLaunchShapesGiveTheSameErrorNamingTheValue() throws Exception {
+    String[][] cases = {
+      {"main 0x16", "launch shape 'main 0x16': local size 0 is not positive"},
+      {"main 16x16 global 100x16", "launch shape 'main 16x16 global 100x16': global size 100 is not a positive "
+          + "multiple of local size 16"},
+      {"other 16", "launch shape 'other 16': kernel 'other' is not among the requested kernels [main]"},
+      {"main 1x1x1x1", "launch shape 'main 1x1x1x1': the local size needs 1 to 3 dimensions"},
+      {"main 16 global 16x16", "launch shape 'main 16 global 16x16': the global size needs 1 dimension, as the "
+          + "local size has"},
+    };
+    LaunchShape[] shapes = {
+      LaunchShape.of("main", 0, 16),
+      LaunchShape.of("main", 16, 16).withGlobalSize(100, 16),
+      LaunchShape.of("other", 16),
+      LaunchShape.of("main", 1, 1, 1, 1),
+      LaunchShape.of("main", 16).withGlobalSize(16, 16),
+    };
+    for (int i = 0; i < shapes.length; i++) {
+      LaunchShape shape = shapes[i];
+      assertEquals(cases[i][0], shape.toString());
+      List<RankResult> results = build(2, r -> new FakeBackend(),
+          r -> KernelSource.of(SOURCE).withKernels("main").withLaunchShapes(shape), r -> 0);
+      Throwable e = sameErrorEverywhere(results);
+      assertInstanceOf(IllegalArgumentException.class, e);
+      assertEquals(cases[i][1], e.getMessage());
+    }
   }
 
   @Test

@@ -54,6 +54,7 @@ import org.jocl.cl_queue_properties;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
@@ -71,14 +72,21 @@ final class OpenClBackend implements Backend {
   private final cl_command_queue queue;
   private final String target;
   private final String compiler;
+  /** Where this device is, for a compile in a child process: the platform's and the device's index. */
+  private final int platformIndex;
+  private final int deviceIndex;
+  private final boolean pocl;
 
   private OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target,
-      String compiler) {
+      String compiler, int platformIndex, int deviceIndex, boolean pocl) {
     this.device = device;
     this.context = context;
     this.queue = queue;
     this.target = target;
     this.compiler = compiler;
+    this.platformIndex = platformIndex;
+    this.deviceIndex = deviceIndex;
+    this.pocl = pocl;
   }
 
   static OpenClBackend open(String platformSelector, String deviceSelector) {
@@ -91,7 +99,8 @@ final class OpenClBackend implements Backend {
     }
     cl_platform_id[] platforms = new cl_platform_id[count[0]];
     check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
-    for (cl_platform_id platform : platforms) {
+    for (int p = 0; p < platforms.length; p++) {
+      cl_platform_id platform = platforms[p];
       String name = platformInfo(platform, CL_PLATFORM_NAME);
       if (platformSelector != null && !name.toLowerCase(Locale.ROOT).contains(platformSelector.toLowerCase(Locale.ROOT))) {
         continue;
@@ -115,13 +124,28 @@ final class OpenClBackend implements Backend {
               + devices.length + " device(s)", null);
         }
       }
-      return onDevice(platform, devices[index]);
+      return onDevice(platform, devices[index], p, index);
     }
     throw unavailable(platformSelector == null ? "no OpenCL device on any platform"
         : "no OpenCL platform with a device matches MPI_BUILD_OPENCL_PLATFORM='" + platformSelector + "'", null);
   }
 
-  private static OpenClBackend onDevice(cl_platform_id platform, cl_device_id device) {
+  /** The backend on the device at the given indexes: what a compile in a child process opens. */
+  static OpenClBackend open(int platformIndex, int deviceIndex) {
+    loadNatives();
+    int[] count = new int[1];
+    check(clGetPlatformIDs(0, null, count), "clGetPlatformIDs");
+    cl_platform_id[] platforms = new cl_platform_id[count[0]];
+    check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
+    int[] n = new int[1];
+    check(clGetDeviceIDs(platforms[platformIndex], CL_DEVICE_TYPE_ALL, 0, null, n), "clGetDeviceIDs");
+    cl_device_id[] devices = new cl_device_id[n[0]];
+    check(clGetDeviceIDs(platforms[platformIndex], CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
+    return onDevice(platforms[platformIndex], devices[deviceIndex], platformIndex, deviceIndex);
+  }
+
+  private static OpenClBackend onDevice(cl_platform_id platform, cl_device_id device, int platformIndex,
+      int deviceIndex) {
     String target = "platform=" + platformInfo(platform, CL_PLATFORM_NAME) + " " + platformInfo(platform, CL_PLATFORM_VERSION)
         + "; device=" + deviceInfo(device, CL_DEVICE_NAME) + "; device-version=" + deviceInfo(device, CL_DEVICE_VERSION)
         + "; driver=" + deviceInfo(device, CL_DRIVER_VERSION);
@@ -135,7 +159,8 @@ final class OpenClBackend implements Backend {
     }
     String compiler = "JOCL " + JOCL_LIBRARY + "; platform=" + platformInfo(platform, CL_PLATFORM_NAME) + " "
         + platformInfo(platform, CL_PLATFORM_VERSION) + "; driver=" + deviceInfo(device, CL_DRIVER_VERSION);
-    return new OpenClBackend(device, context, queue, target, compiler);
+    boolean pocl = platformInfo(platform, CL_PLATFORM_NAME).startsWith(PoclSpecialization.PLATFORM_NAME);
+    return new OpenClBackend(device, context, queue, target, compiler, platformIndex, deviceIndex, pocl);
   }
 
   @Override
@@ -155,28 +180,59 @@ final class OpenClBackend implements Backend {
 
   @Override
   public Compilation compile(KernelSource request) {
-    int[] err = new int[1];
-    cl_program program = clCreateProgramWithSource(context, 1, new String[] {request.source()}, null, err);
-    check(err[0], "clCreateProgramWithSource");
+    if (pocl && !request.launchShapes().isEmpty()) {
+      // PoCL puts specialized work-group functions into a binary only when its environment names them, and
+      // it reads its environment once per process: the compile runs in a child process.
+      PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex);
+      OpenClKernel kernels = (OpenClKernel) load(r.binary(), request.kernelNames());
+      return finished(request, kernels, r.binary(), r.buildLog());
+    }
+    cl_program program = build(request.source(), request.options());
     try {
-      int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, request.options(), null, null);
       String log = buildLog(program);
-      if (rc == CL_INVALID_BUILD_OPTIONS) {
-        throw new IllegalArgumentException("invalid build options '" + request.options() + "' ("
-            + CL.stringFor_errorCode(rc) + ")" + (log.isBlank() ? "" : ": " + log.strip()));
-      }
-      if (rc != CL_SUCCESS) {
-        throw new CompileException("clBuildProgram failed: " + CL.stringFor_errorCode(rc), log);
-      }
       // Asking for the binary makes PoCL generate the machine code of every kernel now, so that the
       // kernels are ready to launch here and the binary is ready to load elsewhere.
       byte[] binary = programBinary(program);
-      OpenClKernel kernels = createKernels(program, request.kernelNames());
-      return new Compilation(kernels, binary, log);
+      return finished(request, createKernels(program, request.kernelNames()), binary, log);
     } catch (RuntimeException e) {
       clReleaseProgram(program);
       throw e;
     }
+  }
+
+  /** The compilation, once every launch shape is known to name a kernel of the program. */
+  private static Compilation finished(KernelSource request, OpenClKernel kernels, byte[] binary, String log) {
+    for (LaunchShape shape : request.launchShapes()) {
+      if (!kernels.kernelNames().contains(shape.kernel())) {
+        kernels.close();
+        throw new IllegalArgumentException("launch shape '" + shape + "' names kernel '" + shape.kernel()
+            + "', which the program does not define (it defines " + kernels.kernelNames() + ")");
+      }
+    }
+    return new Compilation(kernels, binary, log);
+  }
+
+  /**
+   * Builds a program from source for this device.
+   *
+   * @throws CompileException with the build log if the compiler rejects the source
+   * @throws IllegalArgumentException if the options are invalid
+   */
+  cl_program build(String source, String options) {
+    int[] err = new int[1];
+    cl_program program = clCreateProgramWithSource(context, 1, new String[] {source}, null, err);
+    check(err[0], "clCreateProgramWithSource");
+    int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, options, null, null);
+    if (rc == CL_SUCCESS) {
+      return program;
+    }
+    String log = buildLog(program);
+    clReleaseProgram(program);
+    if (rc == CL_INVALID_BUILD_OPTIONS) {
+      throw new IllegalArgumentException("invalid build options '" + options + "' ("
+          + CL.stringFor_errorCode(rc) + ")" + (log.isBlank() ? "" : ": " + log.strip()));
+    }
+    throw new CompileException("clBuildProgram failed: " + CL.stringFor_errorCode(rc), log);
   }
 
   @Override
@@ -250,7 +306,7 @@ final class OpenClBackend implements Backend {
     return infoString("clGetKernelInfo", (n, v, r) -> clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, n, v, r));
   }
 
-  private byte[] programBinary(cl_program program) {
+  byte[] programBinary(cl_program program) {
     long[] sizes = new long[1];
     check(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, Sizeof.size_t, Pointer.to(sizes), null),
         "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
@@ -263,7 +319,7 @@ final class OpenClBackend implements Backend {
     return binary;
   }
 
-  private String buildLog(cl_program program) {
+  String buildLog(cl_program program) {
     long[] size = new long[1];
     if (clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, null, size) != CL_SUCCESS || size[0] <= 1) {
       return "";

@@ -28,6 +28,7 @@ import org.mpibuild.CompileException;
 import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 import org.mpibuild.MpiBuild;
 
 /** Local-mode builds on a real OpenCL device (PoCL on the CI machines). */
@@ -104,6 +105,41 @@ class OpenClLocalBuildTest {
     RuntimeException e = assertThrows(RuntimeException.class,
         () -> mpiBuild.mpiBuildKernel(KernelSource.of(ADD).withOptions("-DSCALE=1 --no-such-option"), 0));
     assertTrue(e.getMessage().contains("--no-such-option"), e.getMessage());
+  }
+
+  @Test
+  void namedLaunchShapesTravelInTheBinary() {
+    KernelSource request = KernelSource.of(ADD).withKernels("add").withOptions("-D SCALE=2.0f");
+    String spec = "4-1-1-goffs0-smallgrid";
+    try (Kernel plain = mpiBuild.mpiBuildKernel(request, 0);
+        Kernel shaped = mpiBuild.mpiBuildKernel(request.withLaunchShapes(LaunchShape.of("add", 4)), 0)) {
+      assertFalse(contains(plain.binaryData().toBytes(), spec), "a binary read before any launch has no " + spec);
+      assertTrue(contains(shaped.binaryData().toBytes(), spec), "the shaped binary lacks " + spec);
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(shaped.as(OpenClKernel.class)));
+    }
+  }
+
+  @Test
+  void compileErrorsAndBadOptionsReachTheCallerFromTheShapedCompile() {
+    LaunchShape shape = LaunchShape.of("broken", 4);
+    CompileException e = assertThrows(CompileException.class, () -> mpiBuild.mpiBuildKernel(
+        KernelSource.of("__kernel void broken(__global float* x) { x[0] = undefined_name; }").withLaunchShapes(shape), 0));
+    assertTrue(e.buildLog().contains("undefined_name"), e.buildLog());
+    assertTrue(e.getMessage().contains("CL_BUILD_PROGRAM_FAILURE"), e.getMessage());
+    RuntimeException bad = assertThrows(RuntimeException.class, () -> mpiBuild.mpiBuildKernel(KernelSource.of(ADD)
+        .withOptions("-DSCALE=1 --no-such-option").withLaunchShapes(LaunchShape.of("add", 4)), 0));
+    assertTrue(bad.getMessage().contains("--no-such-option"), bad.getMessage());
+  }
+
+  @Test
+  void aShapeForAKernelTheSourceLacksIsNamed() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> mpiBuild.mpiBuildKernel(
+        KernelSource.of(ADD).withOptions("-DSCALE=1").withLaunchShapes(LaunchShape.of("ad", 4)), 0));
+    assertTrue(e.getMessage().contains("'ad 4'") && e.getMessage().contains("add"), e.getMessage());
+  }
+
+  static boolean contains(byte[] haystack, String needle) {
+    return new String(haystack, java.nio.charset.StandardCharsets.ISO_8859_1).contains(needle);
   }
 
   @Test

@@ -76,6 +76,9 @@ public final class CacheKey {
     field(md, "source", request.source());
     field(md, "options", request.options());
     field(md, "kernels", String.join("\n", request.kernelNames()));
+    if (!request.launchShapes().isEmpty()) { // keys of requests without shapes stay as they were
+      field(md, "launch-shapes", request.launchShapes().toString());
+    }
     List<Path> dirs = includeDirs(request.options());
     includes(md, request.source(), null, dirs, new HashSet<>());
     return HexFormat.of().formatHex(md.digest());

@@ -8,12 +8,24 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 
 class CacheKeyTest {
   static final String SOURCE = "#include \"common.h\"\n__kernel void k(__global float* x) { x[0] = SCALE; }\n";
 
   static String key(KernelSource r) {
     return CacheKey.of(r, "opencl", "compiler 1.0", "device A");
+  }
+
+  @Test
+  void launchShapesArePartOfTheKeyAndNoShapesKeepTheOldKey() {
+    KernelSource plain = KernelSource.of("__kernel void k() {}");
+    KernelSource shaped = plain.withLaunchShapes(LaunchShape.of("k", 16, 16));
+    assertNotEquals(key(plain), key(shaped));
+    assertNotEquals(key(shaped), key(plain.withLaunchShapes(LaunchShape.of("k", 8, 8))));
+    assertNotEquals(key(shaped), key(plain.withLaunchShapes(LaunchShape.of("k", 16, 16).withGlobalSize(1 << 17, 16))));
+    assertEquals(key(shaped), key(plain.withLaunchShapes(LaunchShape.of("k", 16, 16))));
+    assertEquals(key(plain), key(plain.withLaunchShapes()), "no shapes is the key of a request without any");
   }
 
   @Test

@@ -1,0 +1,37 @@
+package org.mpibuild.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
+
+class ManifestTest {
+  @Test
+  void recordedLaunchShapesComeBackAsTheRequestHadThem(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("kernels.jsonl");
+    Files.writeString(file, "{\"backend\":\"opencl\",\"targets\":[\"t\"],\"kernels\":[\"k\"],\"options\":\"-DX\","
+        + "\"source\":\"__kernel void k() {}\",\"launch\":[{\"kernel\":\"k\",\"local\":[16,8]},"
+        + "{\"kernel\":\"k\",\"local\":[64],\"global\":[1048576],\"offset\":[4]}]}\n"
+        + "{\"backend\":\"opencl\",\"kernels\":[],\"source\":\"__kernel void j() {}\"}\n");
+    List<Manifest.Entry> entries = Manifest.read(file);
+    assertEquals(KernelSource.of("__kernel void k() {}").withKernels("k").withOptions("-DX").withLaunchShapes(
+        LaunchShape.of("k", 16, 8), LaunchShape.of("k", 64).withGlobalSize(1 << 20).withGlobalOffset(4)),
+        entries.get(0).request());
+    assertEquals(KernelSource.of("__kernel void j() {}"), entries.get(1).request(), "no launch: no shapes");
+  }
+
+  @Test
+  void aBadShapeNamesTheLineAndTheValue(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("kernels.jsonl");
+    Files.writeString(file, "{\"source\":\"x\",\"launch\":[{\"kernel\":\"k\",\"local\":[16,\"8\"]}]}\n");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Manifest.read(file));
+    assertTrue(e.getMessage().contains(":1: not a manifest entry") && e.getMessage().contains("\"8\""), e.getMessage());
+  }
+}

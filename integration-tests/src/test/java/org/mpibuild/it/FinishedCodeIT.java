@@ -1,0 +1,65 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Ready means ready, under a real mpirun with PoCL: each rank has a private, empty PoCL cache
+ * ({@code bin/mpi-build-rank}), and {@link org.mpibuild.programs.FinishedCode} reports the work-group
+ * functions that cache gained while the rank launched each kernel once at its shape. With the shapes named,
+ * no rank may gain any: the root built them into the binary. Without, every rank gains one per kernel, which
+ * shows that the check sees generated code when there is some.
+ */
+class FinishedCodeIT {
+  private static final Pattern LINE = Pattern.compile(
+      "^FINISHED rank=(\\d+) mode=(\\S+) loadMs=\\S+ launchMs=(\\S+) verified=(\\S+) generated=\\[(.*)]$");
+
+  /** Each rank's generated work-group functions, checking that every rank ran and verified its results. */
+  static List<String> generated(int ranks, String mode) {
+    Mpirun.Job job = Mpirun.run(ranks, 300, "org.mpibuild.programs.FinishedCode", mode);
+    try {
+      assertEquals(0, job.exitCode(), job.describe());
+      String[] out = new String[ranks];
+      for (int r = 0; r < ranks; r++) {
+        for (String line : job.stdoutByRank().get(r)) {
+          Matcher m = LINE.matcher(line);
+          if (m.matches()) {
+            assertEquals(r, Integer.parseInt(m.group(1)));
+            assertEquals("true", m.group(4), "rank " + r + " computed wrong results\n" + job.describe());
+            out[r] = m.group(5);
+            System.out.println("FinishedCodeIT " + mode + ": rank " + r + " first launches " + m.group(3)
+                + " ms, generated [" + m.group(5) + "]");
+          }
+        }
+        assertTrue(out[r] != null, "rank " + r + " did not report\n" + job.describe());
+      }
+      return List.of(out);
+    } finally {
+      Mpirun.delete(job.dir());
+    }
+  }
+
+  @Test
+  void namedShapesGenerateNoCodeOnAnyRankAtTheirFirstLaunch() {
+    List<String> generated = generated(3, "shapes");
+    for (int r = 0; r < generated.size(); r++) {
+      assertEquals("", generated.get(r), "rank " + r + " generated work-group functions at its first launch");
+    }
+  }
+
+  @Test
+  void unnamedShapesAreGeneratedAtTheFirstLaunchOnEveryRank() {
+    List<String> generated = generated(2, "none");
+    for (int r = 0; r < generated.size(); r++) {
+      assertTrue(generated.get(r).contains("mm8/8-8-1-goffs0-smallgrid"), "rank " + r + ": " + generated.get(r));
+      assertTrue(generated.get(r).contains("mm16/16-16-1-goffs0-smallgrid"), "rank " + r + ": " + generated.get(r));
+      assertFalse(generated.get(r).contains("0-0-0"), "the generic code travels in every binary");
+    }
+  }
+}
