@@ -112,6 +112,7 @@ final class PoclSpecialization {
       ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
           .redirectOutput(dir.resolve("output").toFile());
       pb.environment().put("POCL_BINARY_SPECIALIZE_WG", String.join(",", names(request.launchShapes())));
+      chainSignals(pb);
       Process p = pb.start();
       p.getOutputStream().close();
       int exit;
@@ -144,6 +145,19 @@ final class PoclSpecialization {
           // a private temporary directory; nothing else to do
         }
       }
+    }
+  }
+
+  /**
+   * Preloads the JVM's signal-chaining library into the child, as {@code bin/mpi-build-rank} does for the
+   * ranks: LLVM inside PoCL installs signal handlers that delete the compiler's temporary files on any
+   * signal, including those the JVM uses internally.
+   */
+  private static void chainSignals(ProcessBuilder pb) {
+    Path jsig = Path.of(System.getProperty("java.home"), "lib", "libjsig.so");
+    String preload = pb.environment().getOrDefault("LD_PRELOAD", "");
+    if (Files.isRegularFile(jsig) && !preload.contains("libjsig")) {
+      pb.environment().put("LD_PRELOAD", preload.isEmpty() ? jsig.toString() : jsig + ":" + preload);
     }
   }
 
