@@ -175,6 +175,9 @@ final class DoctorCommand implements Callable<Integer> {
         wantedUsable |= p.id().equals(wantedId);
         ok(p.id() + ": device [" + b.target() + "]");
         out.println("        compiler: " + b.compilerIdentity());
+        if (p.id().equals("cuda")) {
+          cudaCode(b);
+        }
       } catch (RuntimeException | LinkageError e) {
         boolean wanted = p.id().equals(wantedId);
         String why = e.getMessage() == null ? e.toString() : e.getMessage();
@@ -193,6 +196,39 @@ final class DoctorCommand implements Callable<Integer> {
     } else if (!wantedUsable) {
       fail("backend '" + wantedId + "' (MPI_BUILD_BACKEND) is not usable here",
           "choose one of the backends listed above");
+    }
+  }
+
+  /**
+   * CUDA: the architectures a build carries as SASS, and whether this rank's GPU runs one of them or would
+   * JIT-compile PTX at every load instead (only when MPI_BUILD_CUDA_ARCH names architectures without it).
+   * Asks the backend only through its SPI: a one-architecture target it can load is SASS it runs.
+   */
+  private void cudaCode(Backend b) {
+    String mine = b.target();
+    String carried;
+    try {
+      carried = b.buildTarget(List.of(mine));
+    } catch (RuntimeException e) {
+      out.println("        sass: unknown (" + e.getMessage() + ")");
+      return;
+    }
+    if (b.buildsForJobTargets()) {
+      out.println("        sass: a build carries SASS for every GPU architecture of the job (here " + carried
+          + "): no rank JIT-compiles PTX");
+      return;
+    }
+    String what = "a build carries SASS for " + carried + " (MPI_BUILD_CUDA_ARCH)";
+    String fix = "add " + mine + " to MPI_BUILD_CUDA_ARCH, or unset it to build for the job's GPUs";
+    if (mine.equals("none")) {
+      out.println("        sass: " + what + "; this rank has no GPU");
+    } else if (java.util.Arrays.stream(carried.split(",")).anyMatch(b::canLoad)) {
+      out.println("        sass: " + what + ": this GPU (" + mine + ") runs SASS, without JIT");
+    } else if (b.canLoad(carried)) {
+      warn("cuda: " + what + ", none for this GPU (" + mine + "): it would JIT-compile the build's PTX at every"
+          + " load; " + fix);
+    } else {
+      fail("cuda: " + what + ": this GPU (" + mine + ") can run neither that SASS nor its PTX", fix);
     }
   }
 

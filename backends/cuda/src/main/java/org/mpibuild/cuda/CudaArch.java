@@ -11,7 +11,8 @@ import java.util.regex.Pattern;
  * CUDA build targets. A rank's target is its GPU's architecture, {@code sm_XY}. A build target is a
  * comma-separated, sorted list of architectures: one ({@code sm_90}) gives a cubin; several
  * ({@code sm_80,sm_90}) give a fatbin with a cubin for each plus PTX of the newest, so every rank loads
- * native code and newer GPUs can JIT the PTX.
+ * native code and newer GPUs can JIT the PTX. A GPU also runs the SASS of an earlier minor revision of
+ * its major version (an sm_80 cubin on sm_86), as the driver does.
  */
 final class CudaArch {
   private static final Pattern ARCH = Pattern.compile("(?:sm_|compute_)?(\\d{2,3})[a-z]?");
@@ -55,16 +56,15 @@ final class CudaArch {
     return String.join(",", archs);
   }
 
-  /** Whether a device of architecture {@code mine} runs a binary built for {@code target}. */
+  /**
+   * Whether a device of architecture {@code mine} runs a binary built for {@code target}: with SASS for its
+   * architecture or a binary-compatible one, or by JIT-compiling the PTX that a fatbin carries for its
+   * newest architecture (see {@link CudaBinaryContents#plan}).
+   */
   static boolean runs(String target, String mine) {
     if (mine == null || target.isBlank()) {
       return false;
     }
-    List<String> archs = parse(target);
-    if (archs.contains(mine)) {
-      return true;
-    }
-    // A fatbin carries PTX of its newest architecture, which the driver compiles for newer GPUs.
-    return archs.size() > 1 && number(archs.get(archs.size() - 1)) <= number(mine);
+    return CudaBinaryContents.ofTarget(parse(target)).plan(mine).runs();
   }
 }

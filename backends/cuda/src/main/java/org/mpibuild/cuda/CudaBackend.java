@@ -12,6 +12,7 @@ import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
 import static jcuda.driver.JCudaDriver.cuModuleUnload;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -57,6 +58,12 @@ import org.slf4j.LoggerFactory;
  * {@code MPI_BUILD_CUDA_ARCH}; loads through the driver API from memory. Native libraries and the driver
  * are probed once; what is missing is reported as "CUDA backend unavailable: reason". The in-process PTX
  * compiler is never used, so no input can crash the JVM through it.
+ *
+ * <p>Receivers should never JIT: after a compile the root reads the binary ({@link CudaBinaryContents}) and
+ * appends to the build log, which travels with the binary to every rank, what it holds and each rank target
+ * that has no SASS in it (those ranks JIT-compile PTX at load, or cannot load it); these are also logged as
+ * warnings. Before loading, a rank whose GPU has no SASS in the binary logs a warning naming its
+ * architecture and the PTX its driver JIT-compiles.
  */
 final class CudaBackend implements Backend {
   private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
@@ -74,6 +81,11 @@ final class CudaBackend implements Backend {
   private final String deviceProblem;
   private final String nvccVersion;
   private final String nvccProblem;
+  /**
+   * The rank targets the last {@link #buildTarget(List)} call was given, and what it returned: the compile
+   * that follows checks the binary against them (a backend is used by one thread at a time).
+   */
+  private volatile JobBuild lastBuild;
 
   private CudaBackend(CudaSettings settings, CUdevice device, CUcontext context, String arch, String deviceProblem,
       String nvccVersion, String nvccProblem) {
@@ -162,6 +174,15 @@ final class CudaBackend implements Backend {
 
   @Override
   public String buildTarget(List<String> rankTargets) {
+    String target = chooseBuildTarget(rankTargets);
+    lastBuild = new JobBuild(target, List.copyOf(rankTargets));
+    return target;
+  }
+
+  /** A build target and the rank targets it was chosen for. */
+  private record JobBuild(String target, List<String> rankTargets) {}
+
+  private String chooseBuildTarget(List<String> rankTargets) {
     if (!settings.explicitArchs().isEmpty()) {
       return CudaArch.target(settings.explicitArchs());
     }
@@ -216,24 +237,37 @@ final class CudaBackend implements Backend {
       binary = nvcc(request, archs, out);
       buildLog = out[0];
     }
+    JobBuild job = lastBuild;
+    List<String> rankTargets = job != null && job.target().equals(buildTarget) ? job.rankTargets() : List.of(target());
+    buildLog = withCoverage(buildLog, coverage(binary, archs, rankTargets));
     LoadedProgram program = canLoad(buildTarget) ? load(binary, request.kernelNames()) : null;
     return new Compilation(program, binary, buildLog);
   }
 
   @Override
   public LoadedProgram load(byte[] binary, List<String> kernelNames) {
-    return load(Pointer.to(binary), kernelNames);
+    return load(ByteBuffer.wrap(binary), Pointer.to(binary), kernelNames);
   }
 
   /** The driver reads the binary where it lies: a received binary is never copied into the heap. */
   @Override
-  public LoadedProgram load(java.nio.ByteBuffer binary, List<String> kernelNames) {
-    return binary.isDirect() ? load(Pointer.to(binary), kernelNames) : Backend.super.load(binary, kernelNames);
+  public LoadedProgram load(ByteBuffer binary, List<String> kernelNames) {
+    return binary.isDirect() ? load(binary, Pointer.to(binary), kernelNames) : Backend.super.load(binary, kernelNames);
   }
 
-  private LoadedProgram load(Pointer binary, List<String> kernelNames) {
+  private LoadedProgram load(ByteBuffer bytes, Pointer binary, List<String> kernelNames) {
     if (device == null) {
       throw new IllegalStateException("this rank has no GPU: " + deviceProblem);
+    }
+    CudaBinaryContents contents = null;
+    try {
+      contents = CudaBinaryContents.read(bytes);
+      String warning = loadWarning(contents, arch);
+      if (warning != null) {
+        log.warn(warning);
+      }
+    } catch (CudaBinaryFormatException e) {
+      log.warn("cannot list what the CUDA binary holds ({}); loading it anyway", e.getMessage());
     }
     CudaKernel.check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
     CUmodule module = new CUmodule();
@@ -245,7 +279,8 @@ final class CudaBackend implements Backend {
     if (rc != CUresult.CUDA_SUCCESS) {
       String jitLog = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
       throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)
-          + (jitLog == null || jitLog.isBlank() ? "" : ": " + jitLog.strip()));
+          + (jitLog == null || jitLog.isBlank() ? "" : ": " + jitLog.strip())
+          + (contents == null ? "" : " (the binary is a " + contents.summary() + "; this GPU is " + arch + ")"));
     }
     Map<String, CUfunction> functions = new LinkedHashMap<>();
     for (String name : kernelNames) {
@@ -266,6 +301,110 @@ final class CudaBackend implements Backend {
     if (device != null) {
       cuDevicePrimaryCtxRelease(device);
     }
+  }
+
+  /**
+   * What a rank of architecture {@code arch} should be told before loading {@code contents}: null when it
+   * runs SASS; else a warning naming its architecture and the PTX it JIT-compiles, or saying that nothing in
+   * the binary runs on it.
+   */
+  static String loadWarning(CudaBinaryContents contents, String arch) {
+    CudaBinaryContents.LoadPlan plan = contents.plan(arch);
+    switch (plan.how()) {
+      case JIT_PTX:
+        return "this GPU (" + arch + ") has no SASS in the binary (" + contents.summary() + "): the driver JIT-compiles"
+            + " the PTX " + plan.code().ptxDescription() + " now; build for " + arch + " (MPI_BUILD_CUDA_ARCH, or unset"
+            + " it to build for the job's GPUs) to load without compiling";
+      case NONE:
+        return "this GPU (" + arch + ") has neither SASS nor PTX it can JIT-compile in the binary ("
+            + contents.summary() + "): the load will fail";
+      default:
+        return null;
+    }
+  }
+
+  /**
+   * What the root found in a binary it just built: one line saying what it holds, then, for each
+   * architecture asked for that has no SASS and for each rank target that would not run SASS, a warning
+   * (JIT-compiled PTX, or nothing to run). Rank targets {@code none} (no GPU) are left out.
+   *
+   * @param info lines for the build log only
+   * @param warnings lines for the build log that are also logged as warnings
+   */
+  record Coverage(List<String> info, List<String> warnings) {
+    List<String> lines() {
+      List<String> all = new ArrayList<>(info);
+      all.addAll(warnings);
+      return all;
+    }
+  }
+
+  /**
+   * Checks a binary against the architectures asked for and the targets of the ranks it is for.
+   *
+   * @param binary the fatbin or cubin
+   * @param requested the architectures of the build target
+   * @param rankTargets the target of every rank the binary is for (duplicates counted, {@code none} skipped)
+   * @return what to report
+   */
+  static Coverage coverage(byte[] binary, List<String> requested, List<String> rankTargets) {
+    List<String> info = new ArrayList<>();
+    List<String> warnings = new ArrayList<>();
+    CudaBinaryContents contents;
+    try {
+      contents = CudaBinaryContents.read(binary);
+    } catch (CudaBinaryFormatException e) {
+      warnings.add("mpi-build: cannot list what the binary holds, so whether ranks JIT-compile PTX is unknown: "
+          + e.getMessage());
+      return new Coverage(info, warnings);
+    }
+    info.add("mpi-build: the binary is a " + contents.summary());
+    for (String a : requested) {
+      if (contents.sass().stream().noneMatch(c -> c.arch() == CudaArch.number(a))) {
+        warnings.add("mpi-build: " + a + " was asked for, but the binary holds no SASS for it (check the build"
+            + " options)");
+      }
+    }
+    Map<String, Integer> ranks = new LinkedHashMap<>();
+    for (String t : rankTargets) {
+      if (t != null && !t.equals("none")) {
+        ranks.merge(t, 1, Integer::sum);
+      }
+    }
+    for (Map.Entry<String, Integer> t : ranks.entrySet()) {
+      CudaBinaryContents.LoadPlan plan = contents.plan(t.getKey());
+      String who = t.getKey() + " (the GPU of " + t.getValue() + (t.getValue() == 1 ? " rank" : " ranks")
+          + " in the job that built it)";
+      switch (plan.how()) {
+        case COMPATIBLE_SASS:
+          info.add("mpi-build: no SASS for " + who + "; those ranks run the binary-compatible SASS for "
+              + plan.code().sassName() + ", without JIT");
+          break;
+        case JIT_PTX:
+          warnings.add("mpi-build: no SASS for " + who + "; those ranks JIT-compile the PTX "
+              + plan.code().ptxDescription() + " at load (add " + t.getKey() + " to MPI_BUILD_CUDA_ARCH, or unset it"
+              + " to build for the job's GPUs)");
+          break;
+        case NONE:
+          warnings.add("mpi-build: no code for " + who + ": neither SASS nor PTX it can JIT-compile; those ranks"
+              + " cannot load the binary");
+          break;
+        default:
+          break;
+      }
+    }
+    return new Coverage(info, warnings);
+  }
+
+  private static String withCoverage(String buildLog, Coverage coverage) {
+    coverage.warnings().forEach(w -> log.warn(w.substring("mpi-build: ".length())));
+    coverage.info().forEach(i -> log.debug(i.substring("mpi-build: ".length())));
+    StringBuilder b = new StringBuilder(buildLog == null ? "" : buildLog);
+    if (b.length() > 0 && b.charAt(b.length() - 1) != '\n') {
+      b.append('\n');
+    }
+    coverage.lines().forEach(l -> b.append(l).append('\n'));
+    return b.toString();
   }
 
   /** The compiler for a build target, following the configured order. */
