@@ -16,7 +16,7 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-publish matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check
+.PHONY: all provision build image demo test bench bench-main bench-publish matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release
 
 all: build
 
@@ -119,6 +119,10 @@ gpu-bundle: build
 # Runs the GPU checks here (they skip, saying why, without a GPU).
 gpu-check: build
 	scripts/gpu-check
+
+# A release for Maven Central, staged in target/staging (scripts/release; MPI_BUILD_GPG_KEY signs it).
+release: provision
+	scripts/release
 
 clean:
 	$(MVN) -q clean

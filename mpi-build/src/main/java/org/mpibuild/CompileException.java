@@ -6,7 +6,9 @@ package org.mpibuild;
  */
 public class CompileException extends KernelBuildException {
   private static final long serialVersionUID = 1L;
+  /** What the compiler printed. */
   private final String buildLog;
+  /** Why the compile failed, without the log. */
   private final String reason;
 
   /**

@@ -7,8 +7,14 @@ import java.nio.ByteBuffer;
  * communicator that is never closed, a test double that corrupts what it carries).
  */
 public abstract class ForwardingCommunicator implements Communicator {
+  /** The communicator every call goes to. */
   protected final Communicator inner;
 
+  /**
+   * Forwards every call to {@code inner}.
+   *
+   * @param inner the communicator to forward to
+   */
   protected ForwardingCommunicator(Communicator inner) {
     this.inner = inner;
   }

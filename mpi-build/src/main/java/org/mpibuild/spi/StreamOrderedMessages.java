@@ -104,6 +104,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * Sends {@code staging} to {@code dest} once {@code filled} has finished (the device copied the data
    * into it behind the work queued before).
    *
+   * @param staging the host buffer the message is sent from
+   * @param dest the destination rank
+   * @param tag the message tag, 0 or more
+   * @param filled the device step that fills {@code staging}
    * @return completes when the message is sent and the device buffer may be reused
    */
   public CompletableFuture<Void> send(ByteBuffer staging, int dest, int tag, DeviceStep filled) {
@@ -115,6 +119,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * Receives into {@code staging} from {@code source}, then opens {@code gate}, behind which the device
    * copies {@code staging} to the device buffer; {@code written} finishes when that copy has.
    *
+   * @param staging the host buffer the message is received into
+   * @param source the source rank
+   * @param tag the message tag, 0 or more
+   * @param gate opened when {@code staging} holds the message
+   * @param written the device step that copies {@code staging} to the device
    * @return completes when the data is on the device
    */
   public CompletableFuture<Void> receive(ByteBuffer staging, int source, int tag, Gate gate, DeviceStep written) {
@@ -158,7 +167,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
     return op.future;
   }
 
-  /** The number of operations not yet complete. */
+  /**
+   * Returns the number of operations not yet complete.
+   *
+   * @return the count
+   */
   public int inFlight() {
     synchronized (ops) {
       return ops.size();
