@@ -91,26 +91,17 @@ final class OpenClBackend implements Backend {
 
   static OpenClBackend open(String platformSelector, String deviceSelector) {
     loadNatives();
-    int[] count = new int[1];
-    int rc = clGetPlatformIDs(0, null, count);
-    if (rc != CL_SUCCESS || count[0] == 0) {
-      throw unavailable("no OpenCL platform (" + CL.stringFor_errorCode(rc)
-          + "); install an ICD such as PoCL (Debian: pocl-opencl-icd)", null);
-    }
-    cl_platform_id[] platforms = new cl_platform_id[count[0]];
-    check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
+    cl_platform_id[] platforms = platforms();
     for (int p = 0; p < platforms.length; p++) {
       cl_platform_id platform = platforms[p];
       String name = platformInfo(platform, CL_PLATFORM_NAME);
       if (platformSelector != null && !name.toLowerCase(Locale.ROOT).contains(platformSelector.toLowerCase(Locale.ROOT))) {
         continue;
       }
-      int[] n = new int[1];
-      if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, null, n) != CL_SUCCESS || n[0] == 0) {
+      cl_device_id[] devices = devices(platform);
+      if (devices.length == 0) {
         continue;
       }
-      cl_device_id[] devices = new cl_device_id[n[0]];
-      check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
       int index = 0;
       if (deviceSelector != null) {
         try {
@@ -130,18 +121,34 @@ final class OpenClBackend implements Backend {
         : "no OpenCL platform with a device matches MPI_BUILD_OPENCL_PLATFORM='" + platformSelector + "'", null);
   }
 
-  /** The backend on the device at the given indexes: what a compile in a child process opens. */
+  /** The backend on the device at the given indexes, as another process of this job found it. */
   static OpenClBackend open(int platformIndex, int deviceIndex) {
     loadNatives();
+    cl_platform_id platform = platforms()[platformIndex];
+    return onDevice(platform, devices(platform)[deviceIndex], platformIndex, deviceIndex);
+  }
+
+  private static cl_platform_id[] platforms() {
     int[] count = new int[1];
-    check(clGetPlatformIDs(0, null, count), "clGetPlatformIDs");
+    int rc = clGetPlatformIDs(0, null, count);
+    if (rc != CL_SUCCESS || count[0] == 0) {
+      throw unavailable("no OpenCL platform (" + CL.stringFor_errorCode(rc)
+          + "); install an ICD such as PoCL (Debian: pocl-opencl-icd)", null);
+    }
     cl_platform_id[] platforms = new cl_platform_id[count[0]];
     check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
+    return platforms;
+  }
+
+  /** The platform's devices; none when it reports none or fails to list them. */
+  private static cl_device_id[] devices(cl_platform_id platform) {
     int[] n = new int[1];
-    check(clGetDeviceIDs(platforms[platformIndex], CL_DEVICE_TYPE_ALL, 0, null, n), "clGetDeviceIDs");
+    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, null, n) != CL_SUCCESS || n[0] == 0) {
+      return new cl_device_id[0];
+    }
     cl_device_id[] devices = new cl_device_id[n[0]];
-    check(clGetDeviceIDs(platforms[platformIndex], CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
-    return onDevice(platforms[platformIndex], devices[deviceIndex], platformIndex, deviceIndex);
+    check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
+    return devices;
   }
 
   private static OpenClBackend onDevice(cl_platform_id platform, cl_device_id device, int platformIndex,
