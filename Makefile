@@ -16,7 +16,7 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-publish matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release
+.PHONY: all provision build image demo test bench bench-main bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
 
 all: build
 
@@ -35,24 +35,32 @@ demo: build
 test: provision
 	$(MVN) install
 
-# The benchmarks: the batch build, stream-ordered messages, the FFM binding, signed cache entries, then the
-# main comparison, whose bench: line ends the output: every strategy side by side at N = 1, 2, 4, 8, 16
-# ranks, 7 paired repetitions after a warm-up, and the broadcast at 4 and 2 ranks (about 45 minutes on 2
-# cores). Writes benchmarks/target/bench/{results.md,time-to-ready.png,results.json} and the others' files.
-# BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=7".
+# The benchmarks: the batch build, stream-ordered messages, the FFM binding, signed cache entries, the cost of
+# generic code, then the main comparison, whose bench: line (with its goals) ends the output: every strategy
+# side by side at N = 1, 2, 4, 8, 16 ranks, 6 repetitions (a multiple of the strategies) after a warm-up, each
+# phase of every rank timed, and the broadcast at 4 and 2 ranks. Writes benchmarks/target/bench/{results.md,
+# time-to-ready.png,phases.png,results.json,generic.md,generic.json} and the others' files; docs/benchmarks.md
+# says what they hold. BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=6".
 bench: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
-# The main comparison alone (about 35 minutes).
+# The main comparison alone.
 bench-main: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
-# Puts the last main comparison where the README shows it: docs/bench-results.json, docs/bench-time-to-ready.png
-# and the README's tables (made again from that JSON; a test checks that they match).
+# What generic code costs: matmul4's kernels at N=512, specialized against generic code (paired, 8 jobs of
+# each), and a receiver's load + first launch with the launch shapes named and without (2 ranks).
+bench-generic: build
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic
+
+# Puts the last main comparison where the docs show it: docs/bench-results.json, docs/bench-time-to-ready.png,
+# docs/bench-phases.png, docs/bench-generic.md (when bench-generic ran), the tables of docs/benchmarks.md and the
+# README's bench: line (made again from that JSON; a test checks that they match).
 bench-publish:
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.Publish .
 
@@ -119,6 +127,11 @@ gpu-bundle: build
 # Runs the GPU checks here (they skip, saying why, without a GPU).
 gpu-check: build
 	scripts/gpu-check
+
+# The release tarball, target/mpi-build-VERSION.tar.gz: bin/, lib/, docs and modulefiles; it runs unpacked
+# anywhere, without root and without Maven (scripts/dist).
+dist: build
+	scripts/dist
 
 # A release for Maven Central, staged in target/staging (scripts/release; MPI_BUILD_GPG_KEY signs it).
 release: provision
