@@ -64,13 +64,13 @@ bench-generic: build
 bench-publish:
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.Publish .
 
-# Puts the version matrix of the last MatrixIT run (integration-tests/target/matrix/matrix.md) in the README,
+# Puts the version matrix of the last MatrixIT run (integration-tests/target/matrix/matrix.md) in docs/mpi.md,
 # between its matrix markers.
 matrix-publish:
 	@test -s integration-tests/target/matrix/matrix.md || { echo "no matrix yet: run make test (MatrixIT)" >&2; exit 1; }
 	awk -v src=integration-tests/target/matrix/matrix.md 'BEGIN { while ((getline l < src) > 0) t = t l "\n" } \
 	  /<!-- matrix:end -->/ { printf "%s", t; skip = 0 } !skip { print } /<!-- matrix:begin -->/ { skip = 1 }' \
-	  README.md > README.md.new && mv README.md.new README.md
+	  docs/mpi.md > docs/mpi.md.new && mv docs/mpi.md.new docs/mpi.md
 
 # The cost model of docs/scale.md: its table (written into the page) and docs/scale-model.png.
 scale-model: build

@@ -34,7 +34,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * scripts/matrix-image and kept under a tag that names its recipe's hash; this build's jars are mounted read-only into every cell, so every
  * cell runs the same bytes (each cell prints their SHA-256 and the test compares them with the host's). Cells
  * run one after another (2 cores). Without a container engine, or without the suite's base image, a cell is
- * skipped, printing why. Writes target/matrix/matrix.md, which {@code make matrix-publish} puts in the README.
+ * skipped, printing why. Writes target/matrix/matrix.md, which {@code make matrix-publish} puts in docs/mpi.md.
  */
 class MatrixIT {
   static final List<Integer> RANKS = List.of(1, 2, 4);

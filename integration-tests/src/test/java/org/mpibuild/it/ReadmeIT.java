@@ -18,39 +18,57 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.spi.Setting;
 
-/** The README cannot drift: its Java snippets compile as shown, and its configuration table is the registry. */
+/**
+ * The documentation cannot drift: the Java snippets of the README and of every page in docs/ compile as
+ * shown, and the configuration table (docs/configuration.md) is the settings registry.
+ */
 class ReadmeIT {
   static final Path README = DistributionIT.REPO.resolve("README.md");
+  static final Path CONFIGURATION = DistributionIT.REPO.resolve("docs/configuration.md");
+
+  /** The README and the pages of docs/, in name order. */
+  static List<Path> pages() throws Exception {
+    List<Path> pages = new ArrayList<>(List.of(README));
+    try (java.util.stream.Stream<Path> docs = Files.list(DistributionIT.REPO.resolve("docs"))) {
+      docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(pages::add);
+    }
+    return pages;
+  }
 
   @Test
   void everyJavaSnippetCompilesAgainstTheDistribution(@TempDir Path dir) throws Exception {
-    Matcher block = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(Files.readString(README));
     String classpath = String.join(":", DistributionIT.classpath()) + ":" + System.getProperty("mpibuild.it.mpijar");
     JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
     int n = 0;
+    int inReadme = 0;
+    for (Path page : pages()) {
+      Matcher block = Pattern.compile("```java\n(.*?)```", Pattern.DOTALL).matcher(Files.readString(page));
+      String where = DistributionIT.REPO.relativize(page).toString();
     while (block.find()) {
       n++;
+      inReadme += page.equals(README) ? 1 : 0;
       String code = block.group(1);
       Matcher name = Pattern.compile("(?m)^(?:public )?(?:final )?class (\\w+)").matcher(code);
-      assertTrue(name.find(), "README Java block " + n + " declares no class:\n" + code);
+      assertTrue(name.find(), where + ": Java block " + n + " declares no class:\n" + code);
       Path src = dir.resolve("block" + n).resolve(name.group(1) + ".java");
       Files.createDirectories(src.getParent());
       Files.writeString(src, code);
       java.io.ByteArrayOutputStream errors = new java.io.ByteArrayOutputStream();
       int rc = javac.run(null, null, errors, "-cp", classpath, "-d", dir.resolve("out" + n).toString(),
           src.toString());
-      assertEquals(0, rc, "README Java block " + n + " (" + name.group(1) + ") does not compile:\n"
+      assertEquals(0, rc, where + ": Java block " + n + " (" + name.group(1) + ") does not compile:\n"
           + errors.toString(java.nio.charset.StandardCharsets.UTF_8));
     }
-    assertTrue(n >= 5, "expected the README's Java snippets, found " + n);
-    System.out.println("ReadmeIT: " + n + " README Java snippets compiled against the distribution");
+    }
+    assertTrue(inReadme >= 3, "expected the README's Java snippets, found " + inReadme);
+    assertTrue(n >= 7, "expected the Java snippets of the README and docs/, found " + n);
+    System.out.println("ReadmeIT: " + n + " Java snippets (" + inReadme + " in the README) compiled against the "
+        + "distribution");
   }
 
   /** The configuration table's rows: variable to (property, default). */
   static Map<String, List<String>> table() throws Exception {
-    String text = Files.readString(README);
-    String section = text.substring(text.indexOf("## Configuration"));
-    section = section.substring(0, section.indexOf("\n## ", 5));
+    String section = Files.readString(CONFIGURATION);
     Map<String, List<String>> rows = new TreeMap<>();
     Matcher row = Pattern.compile("(?m)^\\| `(MPI_BUILD_\\w+)` \\| (`[^`]*`)? ?\\| ([^|]*) \\|").matcher(section);
     while (row.find()) {
@@ -72,7 +90,7 @@ class ReadmeIT {
       registered.add(s.variable());
       List<String> row = readme.get(s.variable());
       if (row == null) {
-        problems.add(s.variable() + " is a setting but not in the README's table");
+        problems.add(s.variable() + " is a setting but not in docs/configuration.md");
         continue;
       }
       String property = s.property() == null ? "" : s.property();
@@ -87,10 +105,10 @@ class ReadmeIT {
       // The FFM binding's settings are registered only where the binding loads (Java 22+).
       boolean ffmHere = Runtime.version().feature() >= 22;
       if (!registered.contains(variable) && (ffmHere || !FFM_SETTINGS.contains(variable))) {
-        problems.add(variable + " is in the README's table but is no setting");
+        problems.add(variable + " is in docs/configuration.md but is no setting");
       }
     }
     assertFalse(readme.isEmpty(), "no configuration table found");
-    assertEquals(List.of(), problems, "README configuration table vs. the settings registry");
+    assertEquals(List.of(), problems, "docs/configuration.md vs. the settings registry");
   }
 }

@@ -92,10 +92,10 @@ class SlurmIT {
 
   /** The shell block of the README between {@code <!-- NAME:begin -->} and {@code <!-- NAME:end -->}. */
   static String readmeBlock(String name) throws Exception {
-    String readme = Files.readString(Mpirun.REPO.resolve("README.md"));
+    String readme = Files.readString(Mpirun.REPO.resolve("docs/slurm.md"));
     Matcher m = Pattern.compile("(?s)<!-- " + Pattern.quote(name) + ":begin -->\\s*```sh\\n(.*?)```\\s*<!-- "
         + Pattern.quote(name) + ":end -->").matcher(readme);
-    assertTrue(m.find(), "the README has a shell block between <!-- " + name + ":begin --> and <!-- " + name
+    assertTrue(m.find(), "docs/slurm.md has a shell block between <!-- " + name + ":begin --> and <!-- " + name
         + ":end -->");
     return m.group(1);
   }
