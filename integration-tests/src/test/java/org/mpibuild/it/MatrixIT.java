@@ -20,6 +20,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -251,6 +252,28 @@ class MatrixIT {
     } catch (IOException | InterruptedException e) {
       return "unknown";
     }
+  }
+
+  /**
+   * A machine with MPICH and no Open MPI at all (no ompi_info, no mpi.jar; trixie's MPICH 4.2 and Java 25):
+   * {@code bin/mpi-build demo} takes MPICH's launcher and the portable demo on the FFM binding, from this
+   * build's files mounted read-only.
+   */
+  @Test
+  void theDemoRunsThroughMpiexecWhereOnlyMpichIsInstalled() throws Exception {
+    if (noEngine != null) {
+      System.out.println("MatrixIT: the MPICH-only demo skipped: " + noEngine);
+      Assumptions.abort(noEngine);
+    }
+    String image = RuntimeImage.run(List.of(Mpirun.REPO.resolve("scripts/matrix-image").toString(), "trixie-mpich"),
+        900).lines().reduce((a, b) -> b).orElseThrow().strip();
+    String out = RuntimeImage.run(List.of(CLI, "run", "--rm", "--network", "none", "--shm-size=1g", "-v",
+        Mpirun.REPO + ":" + Mpirun.REPO + ":ro", image, "bash", "-c", "set -e; ! command -v ompi_info; "
+        + "mpiexec --version | head -2; cd " + Mpirun.REPO + " && bin/mpi-build demo -np 2"), 600);
+    System.out.println("MatrixIT: MPICH only (" + image + "), bin/mpi-build demo -np 2:\n" + out);
+    assertTrue(out.contains("HYDRA"), "MPICH's launcher ran the job:\n" + out);
+    assertTrue(out.contains("summary: ranks=2 compiles=1") && out.contains("binding=FFM (MPICH)"), out);
+    assertEquals(2, out.lines().filter(l -> l.startsWith("rank ") && l.endsWith("verified yes")).count(), out);
   }
 
   static void skip(Cell cell, String why) {
