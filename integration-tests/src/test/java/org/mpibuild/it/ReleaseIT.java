@@ -234,7 +234,10 @@ class ReleaseIT {
       assertTrue(from.lines().filter(l -> l.contains(">")).allMatch(l -> l.endsWith(">staging=")),
           artifact + " came from elsewhere than the bundle:\n" + from);
     }
-    Commands.Run run = Commands.run(consumer, Map.of("MPI_BUILD_CACHE_DIR", work.resolve("consumer-cache").toString()),
+    // Each rank with a PoCL cache of its own, as bin/mpi-build gives them: PoCL 3.1 fails ("Final linking of
+    // kernel ... failed") when processes unpack one program binary into a shared cache at the same moment.
+    Commands.Run run = Commands.run(consumer, Map.of("MPI_BUILD_CACHE_DIR", work.resolve("consumer-cache").toString(),
+        "MPI_BUILD_POCL_CACHE_ROOT", work.resolve("consumer-pocl").toString()),
         300, List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4",
             Mpirun.REPO.resolve("bin/mpi-build-rank").toString(), "-cp", "target/classes:target/dependency/*",
             "consumer.Main"));
@@ -244,6 +247,31 @@ class ReleaseIT {
     assertEquals(4, lines.size(), run.out());
     assertEquals(4, lines.stream().filter(l -> l.endsWith("verified=true")).count(), run.out());
     assertEquals(1, lines.stream().filter(l -> l.contains("compiled=true")).count(), "one compile: " + run.out());
+  }
+
+  @Test
+  void aBuildWithoutMpiJarLeavesTheBindingOutAndTheDemoRunsOnFfm() throws Exception {
+    String config = Files.readString(Mpirun.REPO.resolve(".mvn/maven.config"));
+    java.util.regex.Matcher jdk = java.util.regex.Pattern.compile("-Dffm\\.jdk=(\\S+)").matcher(config);
+    org.junit.jupiter.api.Assumptions.assumeTrue(jdk.find(), "no JDK 22+ for the FFM binding on this machine");
+    Path c = copySources(work.resolve("c"));
+    // What scripts/provision writes where there is no mpi.jar: no -Dmpi.version.
+    Files.writeString(c.resolve(".mvn/maven.config"), "-Dffm.jdk=" + jdk.group(1) + "\n");
+    Commands.Run build = Commands.run(c, Map.of(), 900, List.of("mvn", "-B", "-q", "-o", "-Dmaven.test.skip=true",
+        "package"));
+    assertEquals(0, build.exit(), build.out());
+    assertTrue(!Files.exists(c.resolve("bindings/mpijava/target")), "the mpi.jar binding was built");
+    try (Stream<Path> lib = Files.list(c.resolve("distribution/target/lib"))) {
+      List<String> jars = lib.map(p -> p.getFileName().toString()).sorted().toList();
+      System.out.println("ReleaseIT: without mpi.jar, the distribution is " + jars);
+      assertTrue(jars.stream().noneMatch(j -> j.contains("mpijava")) && jars.stream().anyMatch(j -> j.contains("ffm")),
+          jars.toString());
+    }
+    Commands.Run demo = Commands.run(c, Map.of("MPI_BUILD_BINDING", "ffm", "MPI_BUILD_JAVA", jdk.group(1) + "/bin/java",
+        "MPI_BUILD_CACHE_DIR", work.resolve("c-cache").toString()), 300, List.of("bin/mpi-build", "demo", "-np", "2"));
+    System.out.println("ReleaseIT: the demo of that build:\n" + demo.out());
+    assertEquals(0, demo.exit(), demo.out());
+    assertTrue(demo.out().contains("summary: ranks=2 compiles=1") && demo.out().contains("binding=FFM"), demo.out());
   }
 
   static String sha256(Path f) throws Exception {
