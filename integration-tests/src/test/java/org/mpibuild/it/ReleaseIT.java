@@ -96,6 +96,12 @@ class ReleaseIT {
       }
     }
     assertTrue(missing.isEmpty(), "missing from the bundle: " + missing);
+    for (String artifact : PUBLISHED) {
+      Path jar = staging.resolve("org/mpibuild/" + artifact + "/" + version + "/" + artifact + "-" + version + ".jar");
+      try (java.util.zip.ZipFile zip = new java.util.zip.ZipFile(jar.toFile())) {
+        assertTrue(zip.getEntry("META-INF/LICENSE") != null, artifact + " carries no META-INF/LICENSE");
+      }
+    }
     Path jar = staging.resolve("org/mpibuild/mpi-build/" + version + "/mpi-build-" + version + ".jar");
     assertEquals(sha1(jar), Files.readString(Path.of(jar + ".sha1")).trim(), "the checksum files match the files");
     String bom = Files.readString(staging.resolve("org/mpibuild/mpi-build-bom/" + version + "/mpi-build-bom-" + version
