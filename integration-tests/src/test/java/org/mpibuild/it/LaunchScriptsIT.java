@@ -1,0 +1,55 @@
+package org.mpibuild.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The launch scripts answer as a command line tool should, without launching anything: every command's
+ * {@code --help} prints its usage and exits 0, {@code --version} names the version, and a number of ranks
+ * below 1 (or not a number) is refused with exit 2, naming it.
+ */
+class LaunchScriptsIT {
+  static Commands.Run mpiBuild(String... args) throws Exception {
+    List<String> cmd = new ArrayList<>(List.of(Mpirun.REPO.resolve("bin/mpi-build").toString()));
+    cmd.addAll(List.of(args));
+    return Commands.run(Mpirun.REPO, Map.of(), 60, cmd);
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"demo", "run", "classpath", "version", "cache", "precompile", "doctor"})
+  void everyCommandPrintsItsHelpAndExitsZero(String command) throws Exception {
+    Commands.Run r = mpiBuild(command, "--help");
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().toLowerCase(java.util.Locale.ROOT).contains("usage"), command + " --help:\n" + r.out());
+    assertTrue(!r.out().contains("verified") && !r.out().contains("/distribution/target/lib/"),
+        command + " --help ran the command:\n" + r.out());
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"0", "-1", "abc", ""})
+  void aNumberOfRanksBelowOneIsRefused(String np) throws Exception {
+    for (String[] args : List.of(new String[] {"demo", "-np", np}, new String[] {"run", "-np", np, "Main"},
+        new String[] {"precompile", "-np", np, "kernels.jsonl"})) {
+      Commands.Run r = mpiBuild(args);
+      assertEquals(2, r.exit(), String.join(" ", args) + ":\n" + r.out());
+      assertTrue(r.out().contains("-np '" + np + "' is not a number of ranks"), r.out());
+    }
+  }
+
+  @org.junit.jupiter.api.Test
+  void versionNamesTheVersionOfTheJars() throws Exception {
+    Commands.Run r = mpiBuild("--version");
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().matches("mpi-build \\d+\\.\\d+\\.\\d+\\s*"), r.out());
+    Commands.Run rank = Commands.run(Mpirun.REPO, Map.of(), 60,
+        List.of(Mpirun.REPO.resolve("bin/mpi-build-rank").toString(), "--help"));
+    assertEquals(0, rank.exit(), rank.out());
+    assertTrue(rank.out().contains("usage: mpirun -np N bin/mpi-build-rank"), rank.out());
+  }
+}
