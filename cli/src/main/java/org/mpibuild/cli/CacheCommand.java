@@ -185,22 +185,15 @@ final class CacheCommand implements Runnable {
 
     private Duration parseAge(String s) {
       try {
-        long n = Long.parseLong(s.substring(0, s.length() - 1));
-        Duration age = switch (Character.toLowerCase(s.charAt(s.length() - 1))) {
-          case 'd' -> Duration.ofDays(n);
-          case 'h' -> Duration.ofHours(n);
-          case 'm' -> Duration.ofMinutes(n);
-          case 's' -> Duration.ofSeconds(n);
-          default -> null;
-        };
-        if (age != null && !age.isNegative() && age.compareTo(MAX_AGE) <= 0) {
+        Duration age = org.mpibuild.spi.Setting.parseDuration(s);
+        if (age.compareTo(MAX_AGE) <= 0) {
           return age;
         }
-      } catch (NumberFormatException | StringIndexOutOfBoundsException | ArithmeticException e) {
+      } catch (IllegalArgumentException e) {
         // a usage error, below
       }
-      throw new ParameterException(spec.commandLine(), "--max-age '" + s + "' is not an age such as 30d, 12h or 90m "
-          + "(0 or more, at most " + MAX_AGE.toDays() + "d)");
+      throw new ParameterException(spec.commandLine(), "--max-age '" + s + "' is not an age such as 30d, 12h, 90m, "
+          + "45s or plain seconds (0 or more, at most " + MAX_AGE.toDays() + "d)");
     }
 
     /** Longer than any cache lives; keeps the cut-off instant within range. */

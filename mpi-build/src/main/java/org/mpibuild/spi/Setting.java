@@ -106,8 +106,41 @@ public final class Setting<T> {
         + " (suffixes k, m, g, t)", description, v -> inRange(parseSize(v.trim()), min, max));
   }
 
+  /** The one grammar of durations, in settings and on the command line: a number, then s, m, h or d. */
+  private static final java.util.regex.Pattern DURATION =
+      java.util.regex.Pattern.compile("(\\d{1,18}(?:\\.\\d{1,9})?)\\s*([smhdSMHD]?)");
+
   /**
-   * Declares a duration in seconds (fractions allowed), in {@code [0, max]}.
+   * Reads a duration in the grammar of every duration mpi-build takes, in settings and on the command line:
+   * a decimal number followed by {@code s}, {@code m}, {@code h} or {@code d}, or by nothing for seconds
+   * ({@code 30s}, {@code 1.5h}, {@code 2d}, {@code 600}). Nothing else is a duration: not {@code 1d5},
+   * not {@code 1e3}, not Java's {@code 1f}.
+   *
+   * @param text the duration
+   * @return the duration, to the millisecond
+   * @throws IllegalArgumentException naming the text, if it is not a duration
+   */
+  public static Duration parseDuration(String text) {
+    java.util.regex.Matcher m = DURATION.matcher(text == null ? "" : text.trim());
+    if (!m.matches()) {
+      throw new IllegalArgumentException("'" + text + "' is not a duration such as 30s, 5m, 1h, 2d or plain seconds");
+    }
+    long unitMillis = switch (m.group(2).toLowerCase(java.util.Locale.ROOT)) {
+      case "m" -> 60_000L;
+      case "h" -> 3_600_000L;
+      case "d" -> 86_400_000L;
+      default -> 1_000L;
+    };
+    java.math.BigDecimal millis = new java.math.BigDecimal(m.group(1)).multiply(java.math.BigDecimal.valueOf(unitMillis));
+    if (millis.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE / 2)) > 0) {
+      throw new IllegalArgumentException(OUT_OF_RANGE + text.trim());
+    }
+    return Duration.ofMillis(millis.setScale(0, java.math.RoundingMode.HALF_UP).longValueExact());
+  }
+
+  /**
+   * Declares a duration ({@link #parseDuration}: {@code 30s}, {@code 5m}, {@code 1h}, {@code 2d} or plain
+   * seconds), in {@code [0, max]}.
    *
    * @param variable the environment variable
    * @param property the system property
@@ -119,19 +152,20 @@ public final class Setting<T> {
    */
   public static Setting<Duration> seconds(String variable, String property, Duration dflt, Duration max,
       String defaultText, String description) {
-    return new Setting<>(variable, property, dflt, defaultText, "a number of seconds from 0 to "
-        + max.toSeconds(), description, v -> {
-          double s = Double.parseDouble(v.trim());
-          if (!(s >= 0 && s <= max.toSeconds())) {
+    return new Setting<>(variable, property, dflt, defaultText, "a duration (30s, 5m, 1h, 2d, or plain seconds) "
+        + "from 0 to " + max.toSeconds() + " s", description, v -> {
+          Duration d = parseDuration(v);
+          if (d.compareTo(max) > 0) {
             throw new IllegalArgumentException(OUT_OF_RANGE + v.trim());
           }
-          return Duration.ofMillis(Math.round(s * 1000));
+          return d;
         });
   }
 
   /**
-   * Declares a deadline in seconds (fractions allowed), in {@code (0, max]}, or {@code off} (also {@code 0}):
-   * no deadline, read as {@link Duration#ZERO}.
+   * Declares a deadline: a duration ({@link #parseDuration}) of at least 1 ms and at most {@code max}, or
+   * {@code off}, no deadline, read as {@link Duration#ZERO}. Only {@code off} turns it off: {@code 0}, or a
+   * value that rounds to 0 ms, is refused.
    *
    * @param variable the environment variable
    * @param property the system property
@@ -144,8 +178,17 @@ public final class Setting<T> {
   public static Setting<Duration> deadline(String variable, String property, Duration dflt, Duration max,
       String defaultText, String description) {
     Setting<Duration> seconds = seconds(variable, property, dflt, max, defaultText, description);
-    return new Setting<>(variable, property, dflt, defaultText, seconds.expected + ", or off", description,
-        v -> v.trim().equalsIgnoreCase("off") ? Duration.ZERO : seconds.parser.apply(v));
+    return new Setting<>(variable, property, dflt, defaultText, "a duration (30s, 5m, 1h, 2d, or plain seconds) "
+        + "from 1 ms to " + max.toSeconds() + " s, or off", description, v -> {
+          if (v.trim().equalsIgnoreCase("off")) {
+            return Duration.ZERO;
+          }
+          Duration d = seconds.parser.apply(v);
+          if (d.isZero()) {
+            throw new IllegalArgumentException(OUT_OF_RANGE + v.trim() + " (only off turns the deadline off)");
+          }
+          return d;
+        });
   }
 
   /**

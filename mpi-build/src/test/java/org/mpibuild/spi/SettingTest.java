@@ -31,6 +31,39 @@ class SettingTest {
   }
 
   @Test
+  void durationsTakeOneGrammarAndNothingElse() {
+    assertEquals(Duration.ofSeconds(30), Setting.parseDuration("30s"));
+    assertEquals(Duration.ofMinutes(5), Setting.parseDuration("5m"));
+    assertEquals(Duration.ofMinutes(90), Setting.parseDuration("1.5h"));
+    assertEquals(Duration.ofDays(2), Setting.parseDuration("2D"));
+    assertEquals(Duration.ofSeconds(600), Setting.parseDuration(" 600 "));
+    assertEquals(Duration.ofMillis(250), Setting.parseDuration("0.25"));
+    for (String bad : new String[] {"1f", "1e3", "1d5", "-1", "1 day", "", "0x10", "NaN", "Infinity", "1.", ".5"}) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Setting.parseDuration(bad), bad);
+      assertTrue(e.getMessage().contains("'" + bad + "'"), e.getMessage());
+    }
+    Setting<Duration> timeout = Setting.seconds("MPI_BUILD_X", "mpibuild.x", Duration.ofSeconds(1), Duration.ofDays(1),
+        "`1`", "test");
+    assertEquals(Duration.ofDays(1), timeout.read(env("MPI_BUILD_X", "1d")), "1d is a day, not 1 second");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> timeout.read(env("MPI_BUILD_X", "1f")));
+    assertTrue(e.getMessage().contains("is '1f'") && e.getMessage().contains("MPI_BUILD_X"), e.getMessage());
+  }
+
+  @Test
+  void onlyOffTurnsADeadlineOff() {
+    Setting<Duration> deadline = Setting.deadline("MPI_BUILD_D", "mpibuild.d", Duration.ofMinutes(10), Duration.ofDays(7),
+        "`600`", "test");
+    assertEquals(Duration.ZERO, deadline.read(env("MPI_BUILD_D", "off")));
+    assertEquals(Duration.ofMillis(1), deadline.read(env("MPI_BUILD_D", "0.001")));
+    for (String bad : new String[] {"0", "0.0004", "0s"}) {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> deadline.read(env("MPI_BUILD_D", bad)), bad);
+      assertTrue(e.getMessage().contains("only off turns the deadline off"), e.getMessage());
+    }
+  }
+
+  @Test
   void builderOverridesWinAndBlankMeansDefault() {
     Setting<Integer> n = Setting.count("MPI_BUILD_N", "mpibuild.n", 7, 0, 10, "`7`", "test");
     Properties p = new Properties();
