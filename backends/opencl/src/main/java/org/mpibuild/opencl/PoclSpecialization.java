@@ -6,11 +6,14 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.CodeSource;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.jocl.CL;
 import org.jocl.cl_program;
@@ -30,8 +33,11 @@ import org.mpibuild.spi.NativeLibraries;
  * through {@code getenv} and keeps the first value it finds for the life of the process
  * ({@code pocl_runtime_config.c}), and it applies every named specialization to every kernel of the
  * program. So the compile runs in a short-lived child process of this backend's own classes, with the
- * variable set to the request's shapes; the parent loads the binary it writes. Its files live in a private
- * directory that is deleted afterwards.
+ * variable set to the request's shapes; the parent loads the binary it writes. Where kernels name different
+ * shapes, a first pass builds the program and its generic code, and every (kernel, shape) pair that was not
+ * named gets the generic function under that shape's name, so that the second pass builds the named pairs
+ * only (a tiled program of 4 kernels at 3 tile sizes builds 4 specializations, not 12). The files live in a
+ * private directory, PoCL's cache of the compile included, that is deleted afterwards.
  */
 final class PoclSpecialization {
   /** The name PoCL's platform reports. */
@@ -102,39 +108,17 @@ final class PoclSpecialization {
           PosixFilePermissions.fromString("rwx------")));
       Files.writeString(dir.resolve("source.cl"), request.source());
       Files.writeString(dir.resolve("options"), request.options());
-      List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-          "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
-      if (Runtime.version().feature() >= 22) {
-        cmd.add("--enable-native-access=ALL-UNNAMED");
+      Map<String, Set<String>> perKernel = perKernel(request.launchShapes());
+      List<String> union = names(request.launchShapes());
+      if (!exact(request, perKernel, union)) {
+        // First the program and its generic code, in a cache of this compile's own; then every (kernel, shape)
+        // that nobody named gets the generic function under the shape's name (it runs any shape), so that
+        // the second pass, with PoCL's variable set, builds the named pairs only.
+        run(dir, platformIndex, deviceIndex, null);
+        fillWithGeneric(dir.resolve("pocl"), perKernel, union);
       }
-      cmd.addAll(List.of("-cp", classPath(), PoclSpecialization.class.getName(), dir.toString(),
-          Integer.toString(platformIndex), Integer.toString(deviceIndex)));
-      ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-          .redirectOutput(dir.resolve("output").toFile());
-      pb.environment().put("POCL_BINARY_SPECIALIZE_WG", String.join(",", names(request.launchShapes())));
-      chainSignals(pb);
-      Process p = pb.start();
-      p.getOutputStream().close();
-      int exit;
-      try {
-        exit = p.waitFor();
-      } catch (InterruptedException e) {
-        p.destroyForcibly();
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("the PoCL compile process was interrupted (compile timeout) and killed");
-      }
-      String log = read(dir.resolve("build.log"));
-      if (exit == EXIT_COMPILE_FAILED) {
-        throw new CompileException("clBuildProgram failed: " + read(dir.resolve("error")), log);
-      }
-      if (exit == EXIT_INVALID_OPTIONS) {
-        throw new IllegalArgumentException(read(dir.resolve("error")));
-      }
-      if (exit != 0 || !Files.isRegularFile(dir.resolve("program.bin"))) {
-        throw new IllegalStateException("the PoCL compile process (" + PoclSpecialization.class.getSimpleName()
-            + ") exited with status " + exit + ": " + read(dir.resolve("output")).strip());
-      }
-      return new Result(Files.readAllBytes(dir.resolve("program.bin")), log);
+      run(dir, platformIndex, deviceIndex, String.join(",", union));
+      return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot run the PoCL compile process: " + e.getMessage(), e);
     } finally {
@@ -145,6 +129,102 @@ final class PoclSpecialization {
           // a private temporary directory; nothing else to do
         }
       }
+    }
+  }
+
+  /** The specialization names of each kernel's own shapes. */
+  static Map<String, Set<String>> perKernel(List<LaunchShape> shapes) {
+    Map<String, Set<String>> out = new LinkedHashMap<>();
+    for (LaunchShape s : shapes) {
+      out.computeIfAbsent(s.kernel(), k -> new LinkedHashSet<>()).addAll(names(List.of(s)));
+    }
+    return out;
+  }
+
+  /**
+   * Whether one pass builds nothing that was not named: the request names its kernels, and each of them
+   * names every shape of the union.
+   */
+  static boolean exact(KernelSource request, Map<String, Set<String>> perKernel, List<String> union) {
+    return !request.kernelNames().isEmpty() && request.kernelNames().stream()
+        .allMatch(k -> perKernel.getOrDefault(k, Set.of()).containsAll(union));
+  }
+
+  /**
+   * Puts each kernel's generic work-group function ({@code KERNEL/0-0-0/KERNEL.so} in the program's cache
+   * directory, the one that holds {@code program.bc}) under every name of {@code union} that the kernel did
+   * not name, where PoCL looks for a built specialization before it builds one
+   * ({@code pocl_check_kernel_disk_cache}). PoCL's generic function takes its local size at run time, so it
+   * runs those launches correctly, as unspecialized code.
+   */
+  static void fillWithGeneric(Path cache, Map<String, Set<String>> perKernel, List<String> union) throws IOException {
+    List<Path> programs;
+    try (java.util.stream.Stream<Path> files = Files.walk(cache)) {
+      programs = files.filter(f -> f.getFileName().toString().equals("program.bc")).map(Path::getParent).toList();
+    }
+    if (programs.size() != 1) {
+      throw new IllegalStateException("the PoCL compile process left " + programs.size() + " programs in " + cache
+          + ", not one");
+    }
+    try (java.util.stream.Stream<Path> kernels = Files.list(programs.get(0))) {
+      for (Path kernel : kernels.filter(Files::isDirectory).toList()) {
+        String name = kernel.getFileName().toString();
+        Path generic = kernel.resolve("0-0-0").resolve(name + ".so");
+        if (!Files.isRegularFile(generic)) {
+          continue;
+        }
+        for (String spec : union) {
+          if (!perKernel.getOrDefault(name, Set.of()).contains(spec)) {
+            Files.createDirectories(kernel.resolve(spec));
+            Files.copy(generic, kernel.resolve(spec).resolve(name + ".so"), StandardCopyOption.REPLACE_EXISTING);
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * One pass of the child in {@code dir}, with PoCL's cache in {@code dir/pocl} and
+   * {@code POCL_BINARY_SPECIALIZE_WG} set to {@code specializations} (removed when null).
+   */
+  private static void run(Path dir, int platformIndex, int deviceIndex, String specializations) throws IOException {
+    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
+    if (Runtime.version().feature() >= 22) {
+      cmd.add("--enable-native-access=ALL-UNNAMED");
+    }
+    cmd.addAll(List.of("-cp", classPath(), PoclSpecialization.class.getName(), dir.toString(),
+        Integer.toString(platformIndex), Integer.toString(deviceIndex)));
+    ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
+        .redirectOutput(dir.resolve("output").toFile());
+    // PoCL's cache, private to this compile, is how the two passes meet: it is on, whatever the caller's is.
+    pb.environment().put("POCL_CACHE_DIR", dir.resolve("pocl").toString());
+    pb.environment().put("POCL_KERNEL_CACHE", "1");
+    if (specializations == null) {
+      pb.environment().remove("POCL_BINARY_SPECIALIZE_WG");
+    } else {
+      pb.environment().put("POCL_BINARY_SPECIALIZE_WG", specializations);
+    }
+    chainSignals(pb);
+    Process p = pb.start();
+    p.getOutputStream().close();
+    int exit;
+    try {
+      exit = p.waitFor();
+    } catch (InterruptedException e) {
+      p.destroyForcibly();
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("the PoCL compile process was interrupted (compile timeout) and killed");
+    }
+    if (exit == EXIT_COMPILE_FAILED) {
+      throw new CompileException("clBuildProgram failed: " + read(dir.resolve("error")), read(dir.resolve("build.log")));
+    }
+    if (exit == EXIT_INVALID_OPTIONS) {
+      throw new IllegalArgumentException(read(dir.resolve("error")));
+    }
+    if (exit != 0 || !Files.isRegularFile(dir.resolve("program.bin"))) {
+      throw new IllegalStateException("the PoCL compile process (" + PoclSpecialization.class.getSimpleName()
+          + ") exited with status " + exit + ": " + read(dir.resolve("output")).strip());
     }
   }
 

@@ -152,7 +152,25 @@ class OpenClLocalBuildTest {
         .getMessage().contains("root 3"));
   }
 
+  @Test
+  void kernelsWithShapesOfTheirOwnRunAtEveryShapeOfTheRequest() {
+    // add names 4, unused names 2: two passes; add's launch at 2 (named only for unused) runs generic code.
+    KernelSource request = KernelSource.of(ADD).withOptions("-D SCALE=2.0f")
+        .withLaunchShapes(LaunchShape.of("add", 4), LaunchShape.of("unused", 2));
+    try (Kernel kernel = mpiBuild.mpiBuildKernel(request, 0)) {
+      byte[] binary = kernel.binaryData().toBytes();
+      assertTrue(contains(binary, "4-1-1-goffs0-smallgrid") && contains(binary, "2-1-1-goffs0-smallgrid"));
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(kernel.as(OpenClKernel.class), 4));
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(kernel.as(OpenClKernel.class), 2));
+    }
+  }
+
   static float[] run(OpenClKernel k) {
+    return run(k, 0);
+  }
+
+  /** Runs add on 4 elements with the given local size (0: the driver's choice). */
+  static float[] run(OpenClKernel k, long localSize) {
     float[] a = {0, 1, 2, 3};
     float[] b = {1, 2, 3, 4};
     float[] c = new float[4];
@@ -164,7 +182,8 @@ class OpenClLocalBuildTest {
       clSetKernelArg(add, 0, Sizeof.cl_mem, Pointer.to(ma));
       clSetKernelArg(add, 1, Sizeof.cl_mem, Pointer.to(mb));
       clSetKernelArg(add, 2, Sizeof.cl_mem, Pointer.to(mc));
-      clEnqueueNDRangeKernel(k.queue(), add, 1, null, new long[] {4}, null, 0, null, null);
+      clEnqueueNDRangeKernel(k.queue(), add, 1, null, new long[] {4}, localSize == 0 ? null : new long[] {localSize}, 0,
+          null, null);
       clEnqueueReadBuffer(k.queue(), mc, CL_TRUE, 0, Sizeof.cl_float * 4L, Pointer.to(c), 0, null, null);
       return c;
     } finally {
