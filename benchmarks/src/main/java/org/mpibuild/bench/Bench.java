@@ -1,7 +1,7 @@
 package org.mpibuild.bench;
 
-import java.lang.management.ManagementFactory;
 import java.nio.ByteBuffer;
+import java.nio.IntBuffer;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -13,6 +13,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import mpi.MPI;
+import org.jocl.cl_program;
+import org.mpibuild.BuildStats;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
@@ -23,28 +25,40 @@ import org.mpibuild.spi.LoadedProgram;
 
 /**
  * One benchmark job at one N (launched by {@link BenchReport}). A cell's time runs from a barrier until the
- * last rank holds a ready kernel: built, loaded, every kernel launched once and finished. Its CPU time is
- * the processes' CPU time over the cell, summed over ranks.
+ * last rank holds a ready kernel: its device context open, the program built or loaded, every kernel
+ * launched once at the shape {@link Programs#shapes} gives and finished. Everything a strategy does for
+ * that, its own set-up included (mpi-build's {@code MpiBuild.builder()...build()}, a device context of its
+ * own for every strategy), is inside the timed region, and every rank times its phases there
+ * ({@link Phases}); the cell keeps the slowest rank's phases. Its CPU time is the processes' CPU time over
+ * the cell, its ended child processes' included (a shaped compile runs in one), summed over ranks.
  *
- * <p>The {@code cold} job runs a warm-up repetition (dropped), then {@code REPS} repetitions; each runs
- * every strategy once, in an order that rotates from one repetition to the next:
+ * <p>The {@code cold} job runs a warm-up repetition (dropped), then {@code REPS} repetitions, a multiple of
+ * the number of strategies; each runs every strategy once, in an order that rotates from one repetition to
+ * the next, so that every strategy runs in every position equally often:
  * <ul>
- *   <li>{@code naive}: every rank compiles;
- *   <li>{@code lock}: OCCA up to v1.1, a lock directory in the shared cache: the first rank compiles, the
- *       others poll, and take over a lock older than the stale age (OCCA's 20 s, polled every 0.5 s);
+ *   <li>{@code naive}: every rank compiles from source with its own context ({@code clCreateProgramWithSource}
+ *       + {@code clBuildProgram}) and launches; it never reads the program binary;
+ *   <li>{@code lock}: OCCA up to v1.1, a lock directory in the shared cache: the first rank compiles and
+ *       writes the binary, the others poll, and take over a lock older than the stale age (OCCA's 20 s,
+ *       polled every 0.5 s);
  *   <li>{@code lock-long}: the same with a stale age shorter than the compile, as OCCA's 20 s against a
  *       23 s compile: the stale age is 20/23 of the compile time measured at the start of this job, the
  *       poll 2.5% of the stale age;
  *   <li>{@code occa12}: OCCA from v1.2: a rank that finds no binary compiles into a private temporary
  *       file and renames it into place, so that every rank of a cold start compiles;
- *   <li>{@code collective}: mpi-build with an empty cache;
- *   <li>{@code limit}: one region: rank 0 compiles, a raw MPI broadcast of the bytes, every rank loads.
+ *   <li>{@code collective}: mpi-build with an empty cache, its request naming the launch shapes;
+ *   <li>{@code limit-finished}: the finished-code limit: rank 0 compiles the request with its launch
+ *       shapes ({@code Backend.compile}), a raw MPI broadcast of the bytes, a load and the first launches
+ *       on every rank, with no code generated on receivers.
  * </ul>
  * The {@code warm} job (a new job, so that every rank's PoCL kernel cache is empty) runs, per repetition,
- * {@code collective-warm} and {@code occa12-warm} on the directories the cold job's repetition filled.
- * Every cell's source carries a define of its own, so that PoCL's cache never answers for a strategy.
+ * {@code collective-warm} and {@code occa12-warm} on the directories the cold job's repetition filled:
+ * warm and cold cells are in different jobs, so their ratio is unpaired. The {@code shapes} job runs
+ * {@code collective} and {@code collective-unshaped} (the same request without its shapes): what an unnamed
+ * shape costs a receiver. Every cell's source carries a define of its own, so that PoCL's cache never
+ * answers for a strategy.
  *
- * <p>usage: Bench OUT.jsonl cold|warm REPS PROGRAM
+ * <p>usage: Bench OUT.jsonl cold|warm|shapes REPS PROGRAM
  */
 public final class Bench {
   /** OCCA's stale age and polling (occa/src/utils/io/lock.cpp up to v1.1). */
@@ -59,30 +73,63 @@ public final class Bench {
   private Bench() {}
 
   /** What one cell measured; times in ns, counters summed over ranks unless said. */
-  record Cell(long nanos, long cpuNanos, long compiles, long fsops, long bytes, long binaryBytes, long compileNanos) {
-    static Cell of(long compiles, long fsops, long bytes, long binaryBytes, long compileNanos) {
-      return new Cell(0, 0, compiles, fsops, bytes, binaryBytes, compileNanos);
-    }
-  }
+  record Cell(long nanos, long cpuNanos, long compiles, long fsops, long bytes, long binaryBytes, long compileNanos,
+      Phases.Slowest phases) {}
 
   /** The stale age and poll of the lock, in ms. */
   record Lock(long staleMillis, long pollMillis) {}
+
+  /** One rank's account of a cell while it runs: phases, counters and what to close after the timing. */
+  static final class Run {
+    final long[] phases = new long[Phases.COUNT];
+    long compiles;
+    long fsops;
+    long bytes;
+    long binaryBytes;
+    long compileNanos;
+    boolean receiver;
+    final List<AutoCloseable> closers = new ArrayList<>();
+    long mark = System.nanoTime();
+
+    /** Adds the time since the last lap to {@code phase}; returns it. */
+    long lap(int phase) {
+      long now = System.nanoTime();
+      long d = now - mark;
+      phases[phase] += d;
+      mark = now;
+      return d;
+    }
+  }
+
+  static final List<String> COLD = List.of("naive", "lock", "lock-long", "occa12", "collective", "limit-finished");
+  static final List<String> WARM = List.of("collective-warm", "occa12-warm");
+  static final List<String> SHAPES = List.of("collective", "collective-unshaped");
 
   public static void main(String[] args) throws Exception {
     MPI.Init(args);
     rank = MPI.COMM_WORLD.getRank();
     size = MPI.COMM_WORLD.getSize();
     Path out = Path.of(args[0]);
-    boolean warm = args[1].equals("warm");
+    String job = args[1];
     int reps = Integer.parseInt(args[2]);
     program = args[3];
+    List<String> strategies = switch (job) {
+      case "cold" -> COLD;
+      case "warm" -> WARM;
+      case "shapes" -> SHAPES;
+      default -> throw new IllegalArgumentException("job '" + job + "': expected cold, warm or shapes");
+    };
+    if (reps % strategies.size() != 0) {
+      throw new IllegalArgumentException("reps=" + reps + " is not a multiple of the " + strategies.size()
+          + " strategies of the " + job + " job " + strategies + ": every rotation must occur equally often");
+    }
     Path work = Path.of(System.getenv("MPI_BUILD_BENCH_DIR"));
-    backend = org.mpibuild.programs.Scenarios.openCl();
+    backend = org.mpibuild.programs.Scenarios.openCl(); // loads JOCL's natives; calibrates
     StringBuilder json = new StringBuilder();
-    if (warm) {
-      warm(json, work, reps);
-    } else {
-      cold(json, work, reps);
+    switch (job) {
+      case "warm" -> warm(json, work, reps);
+      case "shapes" -> shapes(json, work, reps);
+      default -> cold(json, work, reps);
     }
     if (rank == 0) {
       Files.writeString(out, json.toString());
@@ -90,9 +137,6 @@ public final class Bench {
     backend.close();
     MPI.Finalize();
   }
-
-  static final List<String> COLD = List.of("naive", "lock", "lock-long", "occa12", "collective", "limit");
-  static final List<String> WARM = List.of("collective-warm", "occa12-warm");
 
   static void cold(StringBuilder json, Path work, int reps) throws Exception {
     long compileMs = calibrate();
@@ -107,14 +151,13 @@ public final class Bench {
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(COLD, rep)) {
         String tag = s + " " + rep + " " + size;
-        KernelSource request = variant(program, tag);
         Cell c = switch (s) {
-          case "naive" -> naive(request);
-          case "lock" -> lock(request, work.resolve("lock-" + rep), occa);
-          case "lock-long" -> lock(request, work.resolve("lock-long-" + rep), scaled);
-          case "occa12" -> occa12(request, work.resolve("occa12-" + rep));
-          case "collective" -> collective(request, work.resolve("collective-" + rep));
-          case "limit" -> limit(request);
+          case "naive" -> naive(variant(program, tag, false));
+          case "lock" -> lock(variant(program, tag, false), work.resolve("lock-" + rep), occa);
+          case "lock-long" -> lock(variant(program, tag, false), work.resolve("lock-long-" + rep), scaled);
+          case "occa12" -> occa12(variant(program, tag, false), work.resolve("occa12-" + rep));
+          case "collective" -> collective(variant(program, tag, true), work.resolve("collective-" + rep));
+          case "limit-finished" -> limitFinished(variant(program, tag, true));
           default -> throw new IllegalStateException(s);
         };
         if (s.equals("lock-long") && rep >= 0) {
@@ -142,8 +185,19 @@ public final class Bench {
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(WARM, rep)) {
         Cell c = s.equals("collective-warm")
-            ? collective(variant(program, "collective " + rep + " " + size), work.resolve("collective-" + rep))
-            : occa12(variant(program, "occa12 " + rep + " " + size), work.resolve("occa12-" + rep));
+            ? collective(variant(program, "collective " + rep + " " + size, true), work.resolve("collective-" + rep))
+            : occa12(variant(program, "occa12 " + rep + " " + size, false), work.resolve("occa12-" + rep));
+        record(json, s, rep, c, null);
+      }
+    }
+  }
+
+  /** mpi-build with and without the request's launch shapes, side by side: what an unnamed shape costs. */
+  static void shapes(StringBuilder json, Path work, int reps) throws Exception {
+    for (int rep = -1; rep < reps; rep++) {
+      for (String s : rotated(SHAPES, rep)) {
+        Cell c = collective(variant(program, "shapes " + s + " " + rep + " " + size, s.equals("collective")),
+            work.resolve("shapes-" + s + "-" + rep));
         record(json, s, rep, c, null);
       }
     }
@@ -157,143 +211,172 @@ public final class Bench {
   }
 
   /**
-   * Rank 0 compiles the program seven times (sources of their own) and returns, on every rank, the fastest of
-   * the last six in ms: the first pays the compiler's start-up, and the fastest keeps the stale age below the
-   * compiles of the long case, which the run checks.
+   * Rank 0 compiles the program seven times (sources of their own: build, then the binary, as the lock
+   * strategies do) and returns, on every rank, the fastest of the last six in ms: the first pays the
+   * compiler's start-up, and the fastest keeps the stale age below the compiles of the long case, which the
+   * run checks.
    */
   static long calibrate() throws Exception {
     long[] fastest = {Long.MAX_VALUE};
     if (rank == 0) {
-      for (int i = 0; i < 7; i++) {
-        long t0 = System.nanoTime();
-        Compilation c = backend.compile(variant(program, "calibrate " + i + " " + size));
-        long ms = (System.nanoTime() - t0) / 1_000_000;
-        c.program().close();
-        if (i > 0) {
-          fastest[0] = Math.min(fastest[0], ms);
+      try (Ocl cl = Ocl.open()) {
+        for (int i = 0; i < 7; i++) {
+          KernelSource r = variant(program, "calibrate " + i + " " + size, false);
+          long t0 = System.nanoTime();
+          Ocl.binary(cl.build(r.source(), r.options()));
+          long ms = (System.nanoTime() - t0) / 1_000_000;
+          if (i > 0) {
+            fastest[0] = Math.min(fastest[0], ms);
+          }
         }
       }
     }
-    MPI.COMM_WORLD.bcast(fastest, 1, MPI.LONG, 0);
-    return fastest[0];
+    // The other ranks wait without spinning: a busy rank would slow the compiles measured here, and with
+    // them the stale age, which the long case's compiles must then outlast.
+    java.nio.LongBuffer result = MPI.newLongBuffer(1);
+    result.put(0, fastest[0]);
+    awaitPolitely(MPI.COMM_WORLD.iBcast(result, 1, MPI.LONG, 0));
+    return result.get(0);
   }
 
   /**
    * The program with a define of its own, so that PoCL's kernel cache (which hashes the build options)
-   * never answers for a cell.
+   * never answers for a cell; with {@code shaped}, the request names the launch shapes {@link Launch} uses.
    */
-  static KernelSource variant(String program, String tag) {
+  static KernelSource variant(String program, String tag, boolean shaped) {
     KernelSource p = Programs.byName(program);
     String run = System.getenv().getOrDefault("MPI_BUILD_BENCH_RUN", "0");
     String define = "-DMPI_BUILD_BENCH_CELL=0x" + Integer.toHexString((run + " " + tag).hashCode());
-    return KernelSource.of(p.source()).withKernels(kernelNames(p))
+    KernelSource r = KernelSource.of(p.source()).withKernels(kernelNames(p))
         .withOptions((p.options() + " " + define).trim());
+    return shaped ? r.withLaunchShapes(Programs.shapes(program, Launch.N)) : r;
   }
 
   interface Body {
-    Cell run() throws Exception;
+    void run(Run r) throws Exception;
   }
 
-  /** Times {@code body} from a barrier to the slowest rank's end; sums CPU time and counters over ranks. */
+  /**
+   * Times {@code body} from a barrier to the slowest rank's end; then closes what it opened (untimed), sums
+   * CPU time and counters over ranks, and gathers every rank's phases.
+   */
   static Cell timed(Body body) throws Exception {
-    com.sun.management.OperatingSystemMXBean os =
-        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    Run r = new Run();
     MPI.COMM_WORLD.barrier();
-    long cpu0 = os.getProcessCpuTime();
+    long cpu0 = Cpu.nanos();
     long t0 = System.nanoTime();
-    Cell c = body.run();
+    r.mark = t0;
+    body.run(r);
     long mine = System.nanoTime() - t0;
-    long cpu = os.getProcessCpuTime() - cpu0;
-    long[] in = {mine, cpu, c.compiles(), c.fsops(), c.bytes(), c.binaryBytes(), c.compileNanos()};
+    long cpu = Cpu.nanos() - cpu0;
+    for (int i = r.closers.size() - 1; i >= 0; i--) {
+      r.closers.get(i).close();
+    }
+    long[] in = {mine, cpu, r.compiles, r.fsops, r.bytes, r.binaryBytes, r.compileNanos};
     long[] max = new long[in.length];
     long[] sum = new long[in.length];
     MPI.COMM_WORLD.allReduce(in, max, in.length, MPI.LONG, MPI.MAX);
     MPI.COMM_WORLD.allReduce(in, sum, in.length, MPI.LONG, MPI.SUM);
-    return new Cell(max[0], sum[1], sum[2], sum[3], sum[4], max[5], max[6]);
+    long[] mineAll = new long[Phases.WIDTH];
+    mineAll[0] = mine;
+    System.arraycopy(r.phases, 0, mineAll, 1, Phases.COUNT);
+    mineAll[Phases.COUNT + 1] = r.receiver ? 1 : 0;
+    long[] all = new long[Phases.WIDTH * size];
+    MPI.COMM_WORLD.allGather(mineAll, Phases.WIDTH, MPI.LONG, all, Phases.WIDTH, MPI.LONG);
+    return new Cell(max[0], sum[1], sum[2], sum[3], sum[4], max[5], max[6], Phases.slowest(all));
   }
 
+  /** Every rank: its own context, the compile from source, the first launches. No binary is read. */
   static Cell naive(KernelSource request) throws Exception {
-    return timed(() -> {
-      long t0 = System.nanoTime();
-      Compilation c = backend.compile(request);
-      long compile = System.nanoTime() - t0;
-      ready(c.program());
-      return Cell.of(1, 0, 0, c.binary().length, compile);
+    return timed(r -> {
+      Ocl cl = Ocl.open();
+      r.closers.add(cl);
+      r.lap(Phases.SETUP);
+      cl_program p = cl.build(request.source(), request.options());
+      r.compileNanos = r.lap(Phases.COMPILE);
+      r.compiles = 1;
+      Launch.everyKernel(cl, cl.kernels(p, request.kernelNames()), program);
+      r.lap(Phases.LAUNCH);
     });
   }
 
-  /** Launches every kernel once, waits for them, and closes the program. */
-  static void ready(LoadedProgram p) {
-    try (p) {
-      Launch.everyKernel(p, program);
-    }
+  /** The compiling rank's share of a file-based strategy: build, read the binary. */
+  static byte[] compileAndRead(Run r, Ocl cl, KernelSource request, cl_program[] out) {
+    out[0] = cl.build(request.source(), request.options());
+    long front = r.lap(Phases.COMPILE);
+    byte[] b = Ocl.binary(out[0]);
+    r.compileNanos = front + r.lap(Phases.CODEGEN);
+    r.compiles++;
+    return b;
   }
 
   /**
    * OCCA up to v1.1: the first rank to create the lock directory compiles; the others poll until the lock
    * is gone, then read the binary; a lock older than the stale age is taken over. Every file system call
-   * on the shared directory is counted.
+   * on the shared directory is counted. Writing and reading the file count as the broadcast.
    */
   static Cell lock(KernelSource request, Path dir, Lock lock) throws Exception {
-    return timed(() -> {
-      long[] ops = {0};
+    return timed(r -> {
+      Ocl cl = Ocl.open();
+      r.closers.add(cl);
       Path binary = dir.resolve("binary");
       Path lockDir = dir.resolve("lock");
-      int compiles = 0;
-      long compileNanos = 0;
-      LoadedProgram program = null;
-      long bytes = 0;
-      ops[0]++;
+      cl_program[] program = {null};
+      r.fsops++;
       Files.createDirectories(dir);
-      while (program == null) {
-        ops[0]++;
+      r.lap(Phases.SETUP);
+      while (program[0] == null) {
+        r.fsops++;
         if (Files.exists(binary)) {
-          ops[0]++;
+          r.fsops++;
           byte[] b = Files.readAllBytes(binary);
-          bytes += b.length;
-          program = backend.load(b, request.kernelNames());
+          r.bytes += b.length;
+          r.lap(Phases.BROADCAST);
+          program[0] = cl.load(b);
+          r.lap(Phases.LOAD);
+          r.receiver = true;
           break;
         }
         boolean mine;
         try {
-          ops[0]++;
+          r.fsops++;
           Files.createDirectory(lockDir);
           mine = true;
         } catch (FileAlreadyExistsException e) {
           mine = false;
         }
+        r.lap(Phases.WAIT);
         if (mine) {
-          long t0 = System.nanoTime();
-          Compilation c = backend.compile(request);
-          compileNanos = System.nanoTime() - t0;
-          compiles++;
+          byte[] b = compileAndRead(r, cl, request, program);
           Path tmp = dir.resolve("binary." + rank + ".tmp");
-          ops[0] += 3;
-          Files.write(tmp, c.binary());
+          r.fsops += 3;
+          Files.write(tmp, b);
           Files.move(tmp, binary, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
           Files.deleteIfExists(lockDir);
-          bytes += c.binary().length;
-          program = c.program();
+          r.bytes += b.length;
+          r.lap(Phases.BROADCAST);
           break;
         }
         while (true) {
           Thread.sleep(lock.pollMillis());
           long age;
           try {
-            ops[0]++;
+            r.fsops++;
             age = System.currentTimeMillis() - Files.getLastModifiedTime(lockDir).toMillis();
           } catch (NoSuchFileException e) {
             break; // released
           }
           if (age > lock.staleMillis()) {
-            ops[0]++;
+            r.fsops++;
             Files.deleteIfExists(lockDir); // stale: take it over
             break;
           }
         }
+        r.lap(Phases.WAIT);
       }
-      ready(program);
-      return Cell.of(compiles, ops[0], bytes, Files.size(binary), compileNanos);
+      Launch.everyKernel(cl, cl.kernels(program[0], request.kernelNames()), Bench.program);
+      r.lap(Phases.LAUNCH);
+      r.binaryBytes = Files.size(binary);
     });
   }
 
@@ -302,89 +385,136 @@ public final class Bench {
    * of its own and renames it over the binary (atomic, last writer wins). Cold, every rank compiles.
    */
   static Cell occa12(KernelSource request, Path dir) throws Exception {
-    return timed(() -> {
-      long ops = 0;
+    return timed(r -> {
+      Ocl cl = Ocl.open();
+      r.closers.add(cl);
       Path binary = dir.resolve("binary");
-      LoadedProgram program;
-      int compiles = 0;
-      long bytes = 0;
-      long compileNanos = 0;
-      ops++;
+      cl_program[] program = {null};
+      r.fsops += 2;
       Files.createDirectories(dir);
-      ops++;
-      if (Files.exists(binary)) {
-        ops++;
+      boolean found = Files.exists(binary);
+      r.lap(Phases.SETUP);
+      if (found) {
+        r.fsops++;
         byte[] b = Files.readAllBytes(binary);
-        bytes += b.length;
-        program = backend.load(b, request.kernelNames());
+        r.bytes += b.length;
+        r.lap(Phases.BROADCAST);
+        program[0] = cl.load(b);
+        r.lap(Phases.LOAD);
+        r.receiver = true;
       } else {
-        long t0 = System.nanoTime();
-        Compilation c = backend.compile(request);
-        compileNanos = System.nanoTime() - t0;
-        compiles++;
+        byte[] b = compileAndRead(r, cl, request, program);
         Path tmp = Files.createTempFile(dir, "binary.", ".tmp");
-        ops += 3;
-        Files.write(tmp, c.binary());
+        r.fsops += 3;
+        Files.write(tmp, b);
         Files.move(tmp, binary, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        bytes += c.binary().length;
-        program = c.program();
+        r.bytes += b.length;
+        r.lap(Phases.BROADCAST);
       }
-      ready(program);
-      return Cell.of(compiles, ops, bytes, Files.size(binary), compileNanos);
+      Launch.everyKernel(cl, cl.kernels(program[0], request.kernelNames()), Bench.program);
+      r.lap(Phases.LAUNCH);
+      r.binaryBytes = Files.size(binary);
     });
   }
 
-  /** mpi-build: the root compiles (or finds the binary in the cache) and broadcasts it. */
+  /**
+   * mpi-build: the context ({@code MpiBuild.builder()...build()}, with a backend of its own) is created inside
+   * the timed region; the root compiles (or finds the binary in the cache) and broadcasts it. Its phases
+   * come from the kernel's {@link BuildStats}: agreement (set-up), obtain (the root's compile, code
+   * generation included: not split), wait, broadcast, load; the first launches are timed here.
+   */
   static Cell collective(KernelSource request, Path cacheDir) throws Exception {
-    try (MpiBuild mb = MpiBuild.builder().backend(org.mpibuild.programs.Scenarios.openCl()).cacheDirectory(cacheDir)
-        .compileTimeout(Duration.ofMinutes(30)).build()) {
-      long compiles0 = mb.statistics().compiles();
-      long ops0 = mb.statistics().cacheFileOperations();
-      long[] bytes = {0};
-      Cell c = timed(() -> {
-        try (Kernel k = mb.mpiBuildKernel(request, 0)) {
-          Launch.everyKernel(k.as(OpenClKernel.class), program);
-          bytes[0] = k.stats().binaryBytes();
-          return Cell.of(0, 0, 0, k.stats().binaryBytes(), k.stats().obtainNanos());
-        }
-      });
-      var after = mb.statistics();
-      long sent = rank == 0 ? bytes[0] * (size - 1) : 0;
-      long[] total = new long[1];
-      MPI.COMM_WORLD.allReduce(new long[] {sent}, total, 1, MPI.LONG, MPI.SUM);
-      return new Cell(c.nanos(), c.cpuNanos(), after.compiles() - compiles0, after.cacheFileOperations() - ops0,
-          total[0], c.binaryBytes(), c.compileNanos());
-    }
+    return timed(r -> {
+      MpiBuild mb = MpiBuild.builder().backend(org.mpibuild.programs.Scenarios.openCl()).cacheDirectory(cacheDir)
+          .compileTimeout(Duration.ofMinutes(30)).build();
+      r.closers.add(mb);
+      r.lap(Phases.SETUP);
+      Kernel k = mb.mpiBuildKernel(request, 0);
+      r.closers.add(k);
+      long call = System.nanoTime();
+      BuildStats s = k.stats();
+      r.phases[Phases.SETUP] += s.agreementNanos();
+      r.phases[Phases.COMPILE] += s.obtainNanos();
+      r.phases[Phases.WAIT] += s.waitNanos();
+      r.phases[Phases.BROADCAST] += s.broadcastNanos();
+      r.phases[Phases.LOAD] += s.loadNanos();
+      r.mark = call; // what the call spent outside its phases stays "other"
+      r.compiles = s.compiled() ? 1 : 0;
+      r.compileNanos = s.compiled() ? s.obtainNanos() : 0;
+      r.fsops = s.cacheFileOperations();
+      r.binaryBytes = s.binaryBytes();
+      r.bytes = s.rank() == s.root() ? s.binaryBytes() * (size - 1) : 0;
+      r.receiver = s.rank() != s.root();
+      Launch.everyKernel(k.as(OpenClKernel.class), program);
+      r.lap(Phases.LAUNCH);
+    });
   }
 
-  /** The limit, timed as one region: one compile on rank 0, a raw broadcast of the bytes, a load everywhere. */
-  static Cell limit(KernelSource request) throws Exception {
-    return timed(() -> {
+  /**
+   * The finished-code limit, with no library around it: a backend of its own on every rank, one compile of
+   * the request with its named launch shapes on rank 0 ({@code Backend.compile}; with PoCL a child process
+   * that builds the specialized work-group functions into the binary: code generation not split), a raw
+   * MPI broadcast of the bytes, a load and the first launches on every rank. A receiver's wait for the
+   * root is the length's broadcast, waited for without spinning ({@link #awaitPolitely}).
+   */
+  static Cell limitFinished(KernelSource request) throws Exception {
+    return timed(r -> {
+      Backend b = org.mpibuild.programs.Scenarios.openCl();
+      r.closers.add(b::close);
+      r.lap(Phases.SETUP);
       byte[] binary = null;
-      long compileNanos = 0;
-      LoadedProgram program = null;
+      LoadedProgram loaded = null;
       if (rank == 0) {
-        long t0 = System.nanoTime();
-        Compilation c = backend.compile(request);
-        compileNanos = System.nanoTime() - t0;
+        Compilation c = b.compile(request);
+        r.compileNanos = r.lap(Phases.COMPILE);
+        r.compiles = 1;
         binary = c.binary();
-        program = c.program();
+        loaded = c.program();
       }
-      int[] len = {rank == 0 ? binary.length : 0};
-      MPI.COMM_WORLD.bcast(len, 1, MPI.INT, 0);
+      IntBuffer length = MPI.newIntBuffer(1);
+      if (rank == 0) {
+        length.put(0, binary.length);
+      }
+      awaitPolitely(MPI.COMM_WORLD.iBcast(length, 1, MPI.INT, 0));
+      int[] len = {length.get(0)};
+      r.lap(Phases.WAIT);
       ByteBuffer buf = ByteBuffer.allocateDirect(len[0]);
       if (rank == 0) {
         buf.put(binary).flip();
       }
       MPI.COMM_WORLD.bcast(buf, len[0], MPI.BYTE, 0);
+      byte[] mine = new byte[len[0]];
       if (rank != 0) {
-        byte[] mine = new byte[len[0]];
         buf.get(mine);
-        program = backend.load(mine, request.kernelNames());
       }
-      ready(program);
-      return Cell.of(rank == 0 ? 1 : 0, 0, rank == 0 ? (long) len[0] * (size - 1) : 0, len[0], compileNanos);
+      r.lap(Phases.BROADCAST);
+      if (rank != 0) {
+        loaded = b.load(mine, request.kernelNames());
+        r.lap(Phases.LOAD);
+        r.receiver = true;
+      }
+      r.closers.add(loaded);
+      Launch.everyKernel(loaded, program);
+      r.lap(Phases.LAUNCH);
+      r.bytes = rank == 0 ? (long) len[0] * (size - 1) : 0;
+      r.binaryBytes = len[0];
     });
+  }
+
+  /**
+   * Waits for {@code request} as a rank waiting for another's compile should: it polls for 1 ms, then
+   * sleeps between polls (a 32nd of the time waited so far, 10 us to 1 ms), so that on an oversubscribed
+   * node it leaves the cores to the compile. A blocking {@code MPI_Bcast} would busy-poll in Open MPI all
+   * along, which is no limit to compare with.
+   */
+  static void awaitPolitely(mpi.Request request) throws mpi.MPIException {
+    long t0 = System.nanoTime();
+    while (request.testStatus() == null) {
+      long waited = System.nanoTime() - t0;
+      if (waited > 1_000_000) {
+        java.util.concurrent.locks.LockSupport.parkNanos(Math.max(10_000, Math.min(1_000_000, waited / 32)));
+      }
+    }
   }
 
   static List<String> kernelNames(KernelSource request) {
@@ -400,18 +530,34 @@ public final class Bench {
   }
 
   static void record(StringBuilder json, String strategy, int rep, Cell c, Lock lock) {
+    Phases.Slowest ph = c.phases();
     if (rank == 0) {
-      System.out.printf(Locale.ROOT, "bench n=%d %s %s rep %d: %.0f ms, %.1f cpu-s, %d compiles, %d fs ops%s%n", size,
-          program, strategy, rep, c.nanos() / 1e6, c.cpuNanos() / 1e9, c.compiles(), c.fsops(),
+      StringBuilder parts = new StringBuilder();
+      for (int p = 0; p <= Phases.COUNT; p++) {
+        parts.append(p == 0 ? "" : " ").append(p < Phases.COUNT ? Phases.NAMES.get(p) : "other").append(' ')
+            .append(Math.round(ph.nanos()[p] / 1e6));
+      }
+      System.out.printf(Locale.ROOT, "bench n=%d %s %s rep %d: %.0f ms, %.1f cpu-s, %d compiles, %d fs ops; rank %d: %s"
+          + "%s%s%n", size, program, strategy, rep, c.nanos() / 1e6, c.cpuNanos() / 1e9, c.compiles(), c.fsops(),
+          ph.slowestRank(), parts, ph.receiverReadyNanos() < 0 ? "" : String.format(Locale.ROOT,
+              "; slowest receiver load+launch %.1f ms", ph.receiverReadyNanos() / 1e6),
           rep < 0 ? " (warm-up, dropped)" : "");
     }
     if (rep < 0) {
       return;
     }
-    json.append(BenchJson.line("n", size, "program", program, "strategy", strategy, "rep", rep,
+    List<Object> fields = new ArrayList<>(List.of("n", size, "program", program, "strategy", strategy, "rep", rep,
         "ms", BenchJson.round(c.nanos() / 1e6, 3), "cpu_s", BenchJson.round(c.cpuNanos() / 1e9, 3),
         "compiles", c.compiles(), "fsops", c.fsops(), "bytes", c.bytes(), "binary_bytes", c.binaryBytes(),
         "compile_ms", BenchJson.round(c.compileNanos() / 1e6, 3),
-        "stale_ms", lock == null ? 0 : lock.staleMillis(), "poll_ms", lock == null ? 0 : lock.pollMillis()));
+        "stale_ms", lock == null ? 0 : lock.staleMillis(), "poll_ms", lock == null ? 0 : lock.pollMillis(),
+        "phase_rank", ph.slowestRank()));
+    for (int p = 0; p <= Phases.COUNT; p++) {
+      fields.add("phase_" + (p < Phases.COUNT ? Phases.NAMES.get(p) : "other") + "_ms");
+      fields.add(BenchJson.round(ph.nanos()[p] / 1e6, 3));
+    }
+    fields.add("receiver_ready_ms");
+    fields.add(ph.receiverReadyNanos() < 0 ? -1 : BenchJson.round(ph.receiverReadyNanos() / 1e6, 3));
+    json.append(BenchJson.line(fields.toArray()));
   }
 }

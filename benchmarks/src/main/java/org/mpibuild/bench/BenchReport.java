@@ -17,7 +17,8 @@ import java.util.regex.Pattern;
  * The benchmarks behind {@code make bench}: the main comparison ({@link Comparison}), the batch build, the
  * stream-ordered messages, the FFM binding's broadcast and the cost of signed cache entries.
  *
- * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|ffm|ffm-abi|signing [ranks=1,2,4] [reps=N] [program=NAME]
+ * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|ffm|ffm-abi|signing|generic [ranks=1,2,4] [reps=N] [program=NAME]
+ * (generic: [reps=N] [n=ORDER] [program=NAME])
  */
 public final class BenchReport {
 
@@ -43,6 +44,18 @@ public final class BenchReport {
       stream(repo, out, 5);
       return;
     }
+    if (args.length > 1 && args[1].equals("generic")) {
+      Map<String, String> kv = new TreeMap<>(Map.of("reps", "8", "n", "512", "program", "matmul4"));
+      for (String a : java.util.Arrays.asList(args).subList(2, args.length)) {
+        String[] p = a.split("=", 2);
+        if (p.length != 2 || !kv.containsKey(p[0])) {
+          throw new IllegalArgumentException("generic takes reps=N, n=ORDER and program=NAME, not '" + a + "'");
+        }
+        kv.put(p[0], p[1]);
+      }
+      generic(repo, out, kv.get("program"), Integer.parseInt(kv.get("n")), Integer.parseInt(kv.get("reps")));
+      return;
+    }
     if (args.length > 1 && args[1].equals("batch")) {
       batch(repo, out, BATCH_KERNELS, BATCH_REPS);
       return;
@@ -50,6 +63,105 @@ public final class BenchReport {
     Comparison.Mode mode = args.length > 1 && args[1].equals("full") ? Comparison.FULL : Comparison.QUICK;
     Comparison.run(repo, out, Comparison.override(mode, java.util.Arrays.asList(args).subList(Math.min(2, args.length),
         args.length)));
+  }
+
+  /**
+   * What generic code costs. First the kernels' speed: {@link KernelSpeed} runs the program's kernels at matrix
+   * order {@code n} in a process of its own with PoCL's defaults (specialized work-group functions) and in
+   * one with {@code POCL_WORK_GROUP_SPECIALIZATION=0} (generic code), each with an empty PoCL cache, paired,
+   * the order alternating; the figure is the median of the per-repetition ratios generic / specialized.
+   * Then a receiver's cost of an unnamed shape: a {@link Bench} {@code shapes} job at 2 ranks, mpi-build
+   * with the request's launch shapes named and without, paired and alternated; the receiver's load + first
+   * launch of each. {@code reps} is rounded up to an even number, at least 7 (so at least 8).
+   */
+  static void generic(Path repo, Path out, String program, int n, int reps) throws Exception {
+    int r = Stats.roundUpToMultiple(Math.max(7, reps), 2);
+    if (r != reps) {
+      System.out.println("bench generic: reps=" + reps + " rounded up to " + r + " (at least 7, a multiple of the 2 "
+          + "variants so that each order occurs equally often)");
+    }
+    Map<String, List<Double>> speed = new TreeMap<>();
+    List<String> variants = List.of("specialized", "generic");
+    Pattern ms = Pattern.compile("SPEED ms=([0-9.]+)");
+    for (int rep = 0; rep < r; rep++) {
+      for (String v : Bench.rotated(variants, rep)) {
+        Path pocl = Files.createTempDirectory("mpi-build-bench-speed");
+        try {
+          Map<String, String> env = new java.util.HashMap<>(Map.of("POCL_CACHE_DIR", pocl.toString()));
+          if (v.equals("generic")) {
+            env.put("POCL_WORK_GROUP_SPECIALIZATION", "0");
+          }
+          String output = run(List.of("java", "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"),
+              "org.mpibuild.bench.KernelSpeed", program, Integer.toString(n), v + " " + rep + " " + System.nanoTime()),
+              env, 900);
+          Matcher m = ms.matcher(output);
+          if (!m.find()) {
+            throw new IllegalStateException("KernelSpeed printed no time:\n" + output);
+          }
+          speed.computeIfAbsent(v, x -> new ArrayList<>()).add(Double.parseDouble(m.group(1)));
+          System.out.printf(Locale.ROOT, "bench generic: repetition %d, %s code: %s ms per round of every kernel%n",
+              rep + 1, v, m.group(1));
+        } finally {
+          deleteTree(pocl);
+        }
+      }
+    }
+    List<Double> ratio = Stats.ratios(speed.get("generic"), speed.get("specialized"));
+
+    Path work = Files.createTempDirectory(out, "work-shapes-");
+    Path jsonl = out.resolve("cells-2-shapes.jsonl");
+    run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp", System.getProperty("java.class.path"),
+        "org.mpibuild.bench.Bench", jsonl.toString(), "shapes", Integer.toString(r), program),
+        Map.of("MPI_BUILD_BENCH_DIR", work.toString(), "MPI_BUILD_BENCH_RUN", Long.toString(System.nanoTime()),
+            "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
+    deleteTree(work);
+    List<Map<String, String>> cells = BenchJson.readLines(Files.readString(jsonl));
+    List<Double> named = Comparison.series(cells, 2, "collective", "receiver_ready_ms");
+    List<Double> unnamed = Comparison.series(cells, 2, "collective-unshaped", "receiver_ready_ms");
+    List<Double> namedCompile = Comparison.series(cells, 2, "collective", "compile_ms");
+    List<Double> unnamedCompile = Comparison.series(cells, 2, "collective-unshaped", "compile_ms");
+
+    Map<String, Object> figures = BenchJson.object("program", program, "n", n, "reps", r,
+        "generic_over_specialized", Comparison.summary(ratio),
+        "specialized_ms", Comparison.summary(speed.get("specialized")), "generic_ms", Comparison.summary(speed.get("generic")),
+        "receiver_load_launch_named_ms", Comparison.summary(named),
+        "receiver_load_launch_unnamed_ms", Comparison.summary(unnamed),
+        "root_compile_named_ms", Comparison.summary(namedCompile),
+        "root_compile_unnamed_ms", Comparison.summary(unnamedCompile));
+    String line = String.format(Locale.ROOT, "bench: generic program=%s n=%d reps=%d generic_over_specialized=%s "
+        + "receiver_load_launch_named_ms=%s receiver_load_launch_unnamed_ms=%s root_compile_named_ms=%s "
+        + "root_compile_unnamed_ms=%s", program, n, r, bracket(ratio), bracket(named), bracket(unnamed),
+        bracket(namedCompile), bracket(unnamedCompile));
+    StringBuilder md = new StringBuilder();
+    md.append("Kernel speed of `").append(program).append("` at matrix order ").append(n).append(", one round of every "
+        + "kernel at its shape, ms (median of ").append(KernelSpeed.ROUNDS).append(" rounds per process), specialized "
+        + "(PoCL's default) against generic code (`POCL_WORK_GROUP_SPECIALIZATION=0`), paired, order alternating\n\n"
+        + "| repetition | specialized | generic | generic / specialized |\n|---|---|---|---|\n");
+    for (int i = 0; i < r; i++) {
+      md.append(String.format(Locale.ROOT, "| %d | %.1f | %.1f | %.3f |%n", i + 1, speed.get("specialized").get(i),
+          speed.get("generic").get(i), ratio.get(i)));
+    }
+    md.append("\nA receiver's load + first launch at 2 ranks (mpi-build, `").append(program).append("`), with the "
+        + "request's launch shapes named and without, paired, order alternating: median ms [95% interval]\n\n"
+        + "| | shapes named | no shapes named |\n|---|---|---|\n")
+        .append("| receiver load + first launch | ").append(Comparison.ratioCell(named)).append(" | ")
+        .append(Comparison.ratioCell(unnamed)).append(" |\n")
+        .append("| root's compile (code generation included) | ").append(Comparison.ratioCell(namedCompile))
+        .append(" | ").append(Comparison.ratioCell(unnamedCompile)).append(" |\n");
+    md.append('\n').append(line).append('\n');
+    Files.writeString(out.resolve("generic.md"), md);
+    Files.writeString(out.resolve("generic.json"), BenchJson.pretty(BenchJson.object("figures", figures,
+        "speed_ms", speed, "cells", cells.stream().map(BenchJson::typed).toList())));
+    System.out.println();
+    System.out.println(md);
+    System.out.println(line);
+  }
+
+  /** "1.23[1.10-1.40]": a median and its 95% interval. */
+  static String bracket(List<Double> xs) {
+    Stats.Interval i = Stats.medianInterval(xs, 0.95);
+    return String.format(Locale.ROOT, "%s[%s-%s]", BenchJson.round(Stats.median(xs), 3), BenchJson.round(i.low(), 3),
+        BenchJson.round(i.high(), 3));
   }
 
   /** The batch build: K cold kernels, each repetition on 1 rank and then on 2, side by side. */

@@ -13,6 +13,13 @@ import java.util.Map;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.AxisState;
+import org.jfree.chart.axis.CategoryAxis;
+import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.plot.CategoryPlot;
+import org.jfree.chart.plot.CombinedDomainCategoryPlot;
+import org.jfree.chart.renderer.category.StackedBarRenderer;
+import org.jfree.chart.renderer.category.StandardBarPainter;
+import org.jfree.data.category.DefaultCategoryDataset;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberTick;
 import org.jfree.chart.axis.TickType;
@@ -25,7 +32,7 @@ import org.jfree.data.xy.YIntervalSeries;
 import org.jfree.data.xy.YIntervalSeriesCollection;
 
 /**
- * The chart of the main comparison: two panels sharing the x axis (ranks), time until ready and
+ * The charts of the main comparison. The first: two panels sharing the x axis (ranks), time until ready and
  * CPU-seconds, each strategy's median as a line and its min-max as a band. Ticks only at the N that were
  * run, and at round values (1, 2, 5 x 10^k) on the log y axes.
  */
@@ -33,7 +40,7 @@ final class Chart {
   private Chart() {}
 
   static final Color[] COLORS = {new Color(0xd62728), new Color(0x1f77b4), new Color(0xff7f0e), new Color(0x2ca02c),
-      new Color(0x7f7f7f), new Color(0x8c564b), new Color(0x9467bd)};
+      new Color(0x7f7f7f), new Color(0x8c564b), new Color(0x9467bd), new Color(0xe377c2), new Color(0x17becf)};
 
   static void write(Comparison.Mode mode, List<Map<String, String>> cells, Map<String, Object> machine, Path png)
       throws IOException {
@@ -53,14 +60,56 @@ final class Chart {
     ChartUtils.saveChartAsPNG(png.toFile(), chart, 1000, 760);
   }
 
+  /**
+   * Where the time goes: one panel per N, one stacked bar per strategy, its segments the slowest rank's
+   * phases (median ms of each phase over the repetitions) and "other" (that rank's time outside them).
+   */
+  static void writePhases(Comparison.Mode mode, List<Map<String, String>> cells, Map<String, Object> machine, Path png)
+      throws IOException {
+    CategoryAxis strategies = new CategoryAxis("strategy");
+    strategies.setCategoryMargin(0.15);
+    CombinedDomainCategoryPlot plot = new CombinedDomainCategoryPlot(strategies);
+    List<String> phases = new ArrayList<>(Phases.NAMES);
+    phases.add("other");
+    for (int n : mode.ranks()) {
+      DefaultCategoryDataset data = new DefaultCategoryDataset();
+      for (String s : Comparison.present(cells, mode.ranks().get(0))) {
+        if (!Comparison.has(cells, n, s, "phase_setup_ms")) {
+          continue;
+        }
+        for (String p : phases) {
+          data.addValue(Math.max(0, Stats.median(Comparison.series(cells, n, s, "phase_" + p + "_ms"))), p,
+              Comparison.SHORT.getOrDefault(s, s));
+        }
+      }
+      StackedBarRenderer r = new StackedBarRenderer();
+      r.setBarPainter(new StandardBarPainter());
+      r.setShadowVisible(false);
+      for (int i = 0; i < phases.size(); i++) {
+        r.setSeriesPaint(i, COLORS[i % COLORS.length]);
+      }
+      NumberAxis ms = new NumberAxis("ms, N=" + n);
+      CategoryPlot panel = new CategoryPlot(data, null, ms, r);
+      panel.setBackgroundPaint(Color.WHITE);
+      panel.setRangeGridlinePaint(Color.LIGHT_GRAY);
+      plot.add(panel, 1);
+    }
+    plot.setGap(10);
+    String title = "Where the time goes: the slowest rank's phases, median ms (" + mode.program() + ", PoCL, "
+        + machine.get("cores") + " cores)";
+    JFreeChart chart = new JFreeChart(title, new Font("SansSerif", Font.BOLD, 14), plot, true);
+    chart.setBackgroundPaint(Color.WHITE);
+    ChartUtils.saveChartAsPNG(png.toFile(), chart, 1000, 220 + 190 * mode.ranks().size());
+  }
+
   static XYPlot panel(Comparison.Mode mode, List<Map<String, String>> cells, String field, String label, double floor) {
     YIntervalSeriesCollection data = new YIntervalSeriesCollection();
     double lo = Double.MAX_VALUE;
     double hi = 0;
-    for (Map.Entry<String, String> s : Comparison.LABELS.entrySet()) {
-      YIntervalSeries series = new YIntervalSeries(s.getValue());
+    for (String strategy : Comparison.present(cells, mode.ranks().get(0))) {
+      YIntervalSeries series = new YIntervalSeries(Comparison.LABELS.get(strategy));
       for (int n : mode.ranks()) {
-        List<Double> v = Comparison.series(cells, n, s.getKey(), field);
+        List<Double> v = Comparison.series(cells, n, strategy, field);
         double min = Math.max(floor, Stats.min(v));
         double max = Math.max(floor, Stats.max(v));
         series.add(n, Math.max(floor, Stats.median(v)), min, max);

@@ -10,16 +10,24 @@ import java.util.Map;
 
 /**
  * {@code make bench}: the main comparison. For each N it runs a {@link Bench} cold job and a warm job under
- * mpirun, then {@link BcastBench} at 4 and 2 ranks; then it writes a Markdown table, a chart, JSON with every
- * raw figure and the machine, and the {@code bench:} line. Every ratio is a median of per-repetition
- * ratios of cells measured side by side in the same job, with a distribution-free 95% interval.
+ * mpirun, then {@link BcastBench} at 4 and 2 ranks; then it writes Markdown tables (times, CPU, where the
+ * time goes), two charts (time to ready; its phases), JSON with every raw figure and the machine, and the
+ * {@code bench:} line with the goals. Every ratio is a median of per-repetition ratios with a
+ * distribution-free 95% interval; cells in the same job are paired, warm over cold is not (two jobs), and
+ * says so in its name.
  */
 final class Comparison {
   record Mode(String name, List<Integer> ranks, int reps, String program, List<Integer> bcastSizes, int bcastReps) {}
 
   static final List<Integer> BCAST_SIZES = List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20);
-  static final Mode QUICK = new Mode("quick", List.of(1, 2, 4, 8, 16), 7, "matmul4", BCAST_SIZES, 15);
-  static final Mode FULL = new Mode("full", List.of(1, 2, 4, 8, 16), 11, "matmul24", BCAST_SIZES, 21);
+  static final Mode QUICK = new Mode("quick", List.of(1, 2, 4, 8, 16), 6, "matmul4", BCAST_SIZES, 15);
+  static final Mode FULL = new Mode("full", List.of(1, 2, 4, 8, 16), 12, "matmul24", BCAST_SIZES, 21);
+
+  /**
+   * Repetitions must be a multiple of this: the least common multiple of the cold and warm jobs' numbers of
+   * strategies, so that in each job every rotation of the strategies occurs equally often.
+   */
+  static final int REPS_MULTIPLE = Stats.lcm(Bench.COLD.size(), Bench.WARM.size());
 
   /** The strategies as the tables and chart name them, with the cells' strategy ids. */
   static final Map<String, String> LABELS = labels();
@@ -28,12 +36,54 @@ final class Comparison {
     Map<String, String> m = new LinkedHashMap<>();
     m.put("naive", "naive (every rank compiles)");
     m.put("lock", "OCCA <=1.1 (lock directory)");
+    m.put("lock-long", "OCCA <=1.1, compile > stale age");
     m.put("occa12", "OCCA >=1.2 (every rank compiles, atomic rename)");
-    m.put("collective", "mpi-build, cold cache");
-    m.put("limit", "limit (1 compile + raw bcast + load)");
-    m.put("occa12-warm", "OCCA >=1.2, warm");
-    m.put("collective-warm", "mpi-build, warm cache");
+    m.put("collective", "mpi-build, cold cache, shapes named");
+    m.put("limit-finished", "finished-code limit (1 shaped compile + raw bcast + load)");
+    m.put("limit", "old limit, generic code (previous benchmark)");
+    m.put("occa12-warm", "OCCA >=1.2, warm (unpaired)");
+    m.put("collective-warm", "mpi-build, warm cache (unpaired)");
     return m;
+  }
+
+  /** The labels that differ for results of the benchmark before every phase was timed. */
+  static final Map<String, String> OLD_LABELS = Map.of(
+      "naive", "naive (every rank compiles and reads the binary)",
+      "collective", "mpi-build, cold cache (no shapes named)");
+
+  /** The label of {@code strategy}, for results of today's benchmark or ({@code old}) the earlier one. */
+  static String label(String strategy, boolean old) {
+    return old ? OLD_LABELS.getOrDefault(strategy, LABELS.get(strategy)) : LABELS.get(strategy);
+  }
+
+  /** Short names for the phase chart's categories. */
+  static final Map<String, String> SHORT = Map.of("naive", "naive", "lock", "lock", "lock-long", "lock-long",
+      "occa12", "occa12", "collective", "mpi-build", "limit-finished", "limit-fin.", "limit", "limit(old)",
+      "occa12-warm", "occa12 warm", "collective-warm", "mpi-b. warm");
+
+  /** The strategies of {@link #LABELS} that {@code cells} hold at N (old results lack some). */
+  static List<String> present(List<Map<String, String>> cells, int n) {
+    List<String> out = new ArrayList<>();
+    for (String s : LABELS.keySet()) {
+      if (!series(cells, n, s, "ms").isEmpty()) {
+        out.add(s);
+      }
+    }
+    return out;
+  }
+
+  /** Whether every cell of {@code strategy} at N has {@code field}. */
+  static boolean has(List<Map<String, String>> cells, int n, String strategy, String field) {
+    boolean any = false;
+    for (Map<String, String> c : cells) {
+      if (c.get("n").equals(Integer.toString(n)) && c.get("strategy").equals(strategy)) {
+        if (!c.containsKey(field)) {
+          return false;
+        }
+        any = true;
+      }
+    }
+    return any;
   }
 
   /** The paired ratios of the {@code bench:} line: name, numerator, denominator, field. */
@@ -44,10 +94,67 @@ final class Comparison {
       new Ratio("lock_over_collective", "lock", "collective", "ms"),
       new Ratio("lock_long_over_collective", "lock-long", "collective", "ms"),
       new Ratio("occa12_over_collective", "occa12", "collective", "ms"),
+      new Ratio("collective_over_limit_finished", "collective", "limit-finished", "ms"),
       new Ratio("collective_over_limit", "collective", "limit", "ms"),
-      new Ratio("warm_over_cold", "collective-warm", "collective", "ms"),
+      new Ratio("warm_over_cold_unpaired", "collective-warm", "collective", "ms"),
       new Ratio("occa12_warm_over_collective_warm", "occa12-warm", "collective-warm", "ms"),
       new Ratio("cpu_naive_over_cpu_collective", "naive", "collective", "cpu_s"));
+
+  /** Whether both sides of {@code r} were measured at N (results of an older benchmark lack some). */
+  static boolean measured(List<Map<String, String>> cells, int n, Ratio r) {
+    return has(cells, n, r.over(), r.field()) && has(cells, n, r.under(), r.field());
+  }
+
+  /**
+   * A goal of the {@code bench:} line: a figure at N (a paired ratio, or a field's values) against a bound.
+   * Judged on the median; the interval is printed beside it.
+   */
+  record Goal(String name, int n, Ratio ratio, String strategy, String field, double bound, boolean atMost) {
+    List<Double> values(List<Map<String, String>> cells) {
+      if (ratio != null) {
+        return ratios(cells, n, ratio);
+      }
+      List<Double> out = new ArrayList<>();
+      for (double v : series(cells, n, strategy, field)) {
+        if (v >= 0) {
+          out.add(v);
+        }
+      }
+      return out;
+    }
+
+    boolean measurable(List<Map<String, String>> cells) {
+      return ratio != null ? measured(cells, n, ratio) : has(cells, n, strategy, field);
+    }
+  }
+
+  static Ratio ratio(String name) {
+    return RATIOS.stream().filter(r -> r.name().equals(name)).findFirst().orElseThrow();
+  }
+
+  /**
+   * The goals at the N this mode ran: a receiver's load + first launch of the named shapes at the smallest
+   * N with a receiver, warm/cold at N = 1 and at the largest N, and the rest at the largest N.
+   */
+  static List<Goal> goals(Mode mode) {
+    int top = mode.ranks().get(mode.ranks().size() - 1);
+    List<Goal> out = new ArrayList<>();
+    mode.ranks().stream().filter(n -> n > 1).findFirst().ifPresent(n -> out.add(new Goal(
+        "receiver_load_launch_ms_n" + n + "_le_50", n, null, "collective", "receiver_ready_ms", 50, true)));
+    if (mode.ranks().contains(1)) {
+      out.add(new Goal("warm_over_cold_unpaired_n1_le_0.10", 1, ratio("warm_over_cold_unpaired"), null, null, 0.10,
+          true));
+    }
+    out.add(new Goal("warm_over_cold_unpaired_n" + top + "_le_0.25", top, ratio("warm_over_cold_unpaired"), null,
+        null, 0.25, true));
+    out.add(new Goal("naive_over_collective_n" + top + "_ge_4", top, ratio("naive_over_collective"), null, null, 4,
+        false));
+    out.add(new Goal("cpu_naive_over_cpu_collective_n" + top + "_ge_8", top, ratio("cpu_naive_over_cpu_collective"),
+        null, null, 8, false));
+    out.add(new Goal("collective_over_limit_finished_n" + top + "_le_1.1", top,
+        ratio("collective_over_limit_finished"), null, null, 1.1, true));
+    return out;
+  }
 
   /** Broadcast sizes in the {@code bench:} line. */
   static final List<Integer> LINE_SIZES = List.of(1 << 10, 1 << 20, 64 << 20);
@@ -73,6 +180,13 @@ final class Comparison {
     if (m.reps() < 6) {
       throw new IllegalArgumentException("reps=" + m.reps() + " is too few for a 95% interval of a median (6 or more)");
     }
+    int reps = Stats.roundUpToMultiple(m.reps(), REPS_MULTIPLE);
+    if (reps != m.reps()) {
+      System.out.println("bench: reps=" + m.reps() + " rounded up to " + reps + ", a multiple of " + REPS_MULTIPLE
+          + " (the cold job's " + Bench.COLD.size() + " and the warm job's " + Bench.WARM.size() + " strategies), so "
+          + "that every rotation order occurs equally often");
+      m = new Mode(m.name(), m.ranks(), reps, m.program(), m.bcastSizes(), m.bcastReps());
+    }
     return m;
   }
 
@@ -80,7 +194,7 @@ final class Comparison {
     long started = System.nanoTime();
     Map<String, Object> machine = Machine.describe(repo);
     System.out.println("bench: mode " + mode.name() + ", ranks " + mode.ranks() + ", " + mode.reps()
-        + " paired repetitions per cell after a dropped warm-up, program " + mode.program() + "; machine " + machine);
+        + " repetitions per cell after a dropped warm-up (cold cells paired in one job, warm cells in another), program " + mode.program() + "; machine " + machine);
     List<Map<String, String>> cells = new ArrayList<>();
     for (int n : mode.ranks()) {
       Path work = Files.createTempDirectory(out, "work-" + n + "-");
@@ -111,17 +225,21 @@ final class Comparison {
     String benchLine = benchLine(mode, line);
     Files.writeString(out.resolve("results.md"), md + "\n" + benchLine + "\n");
     Chart.write(mode, cells, machine, out.resolve("time-to-ready.png"));
+    Chart.writePhases(mode, cells, machine, out.resolve("phases.png"));
     List<Object> typedCells = new ArrayList<>();
     cells.forEach(c -> typedCells.add(BenchJson.typed(c)));
     List<Object> typedBcasts = new ArrayList<>();
     bcasts.forEach(b -> typedBcasts.add(BenchJson.typed(b)));
     Files.writeString(out.resolve("results.json"), BenchJson.pretty(BenchJson.object("mode", mode.name(),
-        "program", mode.program(), "reps", mode.reps(), "machine", machine, "bench", line, "cells", typedCells,
+        "program", mode.program(), "reps", mode.reps(), "phases", "each cell's phase_*_ms are the slowest rank's "
+        + "(phase_rank), phase_other_ms its time outside every phase; receiver_ready_ms is the slowest receiver's "
+        + "load + first launch (-1: no rank received a binary)", "machine", machine, "bench", line, "cells", typedCells,
         "broadcast", typedBcasts)));
     System.out.println();
     System.out.println(md);
-    System.out.printf(Locale.ROOT, "bench: wrote %s, %s and %s in %.1f min%n", out.resolve("results.md"),
-        out.resolve("time-to-ready.png"), out.resolve("results.json"), (System.nanoTime() - started) / 6e10);
+    System.out.printf(Locale.ROOT, "bench: wrote %s, %s, %s and %s in %.1f min%n", out.resolve("results.md"),
+        out.resolve("time-to-ready.png"), out.resolve("phases.png"), out.resolve("results.json"),
+        (System.nanoTime() - started) / 6e10);
     System.out.println(benchLine);
   }
 
@@ -167,6 +285,23 @@ final class Comparison {
     return out;
   }
 
+  /** The median of a field, or -1 where the cells lack it. */
+  static double medianOr(List<Map<String, String>> cells, int n, String strategy, String field) {
+    return has(cells, n, strategy, field) ? Stats.median(series(cells, n, strategy, field)) : -1;
+  }
+
+  /** The cells of {@code strategy} at N whose receiver figure is a measurement (not -1). */
+  static List<Map<String, String>> receivers(List<Map<String, String>> cells, int n, String strategy) {
+    List<Map<String, String>> out = new ArrayList<>();
+    for (Map<String, String> c : cells) {
+      if (c.get("n").equals(Integer.toString(n)) && c.get("strategy").equals(strategy)
+          && c.containsKey("receiver_ready_ms") && Double.parseDouble(c.get("receiver_ready_ms")) >= 0) {
+        out.add(c);
+      }
+    }
+    return out;
+  }
+
   /** Median, interval and coverage of a list of ratios, for JSON. */
   static Map<String, Object> summary(List<Double> xs) {
     Stats.Interval i = Stats.medianInterval(xs, 0.95);
@@ -181,11 +316,31 @@ final class Comparison {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("ranks", n);
     for (Ratio r : RATIOS) {
-      out.put(r.name(), summary(ratios(cells, n, r)));
+      if (measured(cells, n, r)) {
+        out.put(r.name(), summary(ratios(cells, n, r)));
+      }
     }
-    out.put("lock_long_compiles", summary(series(cells, n, "lock-long", "compiles")));
+    if (has(cells, n, "lock-long", "compiles")) {
+      out.put("lock_long_compiles", summary(series(cells, n, "lock-long", "compiles")));
+    }
+    Map<String, Object> goals = new LinkedHashMap<>();
+    // Goals belong to the benchmark that times every phase; results of an older one have none.
+    for (Goal g : has(cells, n, "collective", "phase_setup_ms") ? goals(mode) : List.<Goal>of()) {
+      if (g.measurable(cells) && g.values(cells).size() >= 6) {
+        Map<String, Object> s = summary(g.values(cells));
+        s.put("bound", g.bound());
+        s.put("verdict", Stats.verdict(Stats.median(g.values(cells)), g.bound(), g.atMost()));
+        goals.put(g.name(), s);
+      }
+    }
+    if (!goals.isEmpty()) {
+      out.put("goals", goals);
+    }
     for (int bytes : LINE_SIZES) {
       List<Map<String, String>> rows = bcastRows(bcasts, 4, bytes);
+      if (rows.isEmpty()) {
+        continue;
+      }
       out.put("envelope_over_raw_" + human(bytes), summary(Stats.ratios(column(rows, "envelope_us"),
           column(rows, "java_direct_us"))));
     }
@@ -196,7 +351,13 @@ final class Comparison {
   static String benchLine(Mode mode, Map<String, Object> figures) {
     StringBuilder sb = new StringBuilder("bench: ranks=" + figures.get("ranks") + " reps=" + mode.reps());
     figures.forEach((k, v) -> {
-      if (v instanceof Map<?, ?> m) {
+      if (k.equals("goals")) {
+        ((Map<String, Object>) v).forEach((g, x) -> {
+          Map<String, Object> s = (Map<String, Object>) x;
+          sb.append(String.format(Locale.ROOT, " goal_%s=%s:%s[%s-%s]", g, s.get("verdict"), s.get("median"),
+              s.get("ci95_low"), s.get("ci95_high")));
+        });
+      } else if (v instanceof Map<?, ?> m) {
         Map<String, Object> s = (Map<String, Object>) m;
         sb.append(String.format(Locale.ROOT, " %s=%s[%s-%s]", k, s.get("median"), s.get("ci95_low"), s.get("ci95_high")));
       }
@@ -221,17 +382,26 @@ final class Comparison {
 
   static String markdown(Mode mode, List<Map<String, String>> cells, List<Map<String, String>> bcasts, int cores) {
     StringBuilder sb = new StringBuilder();
-    sb.append("Time until every rank holds a ready kernel (built, loaded, every kernel launched once and finished), "
-        + "program `").append(mode.program()).append("`: median ms [min-max] over ").append(mode.reps())
+    int first = mode.ranks().get(0);
+    List<String> cols = present(cells, first);
+    boolean phases = has(cells, first, cols.get(0), "phase_setup_ms");
+    if (!phases) {
+      sb.append("**These figures come from the benchmark as it was before every phase was timed**: naive read the "
+          + "program binary, the limit built generic code, mpi-build's context was created outside the timed region, "
+          + "and no request named its launch shapes. Run `make bench` and `make bench-publish` for figures of the "
+          + "benchmark this page describes.\n\n");
+    }
+    sb.append("Time until every rank holds a ready kernel (context open, built or loaded, every kernel launched once "
+        + "and finished), program `").append(mode.program()).append("`: median ms [min-max] over ").append(mode.reps())
         .append(" repetitions; compiles summed over ranks. Runs with N > ").append(cores)
-        .append(" cores are oversubscribed.\n\n| N | cores |");
-    LABELS.values().forEach(l -> sb.append(' ').append(l).append(" |"));
+        .append(" cores are oversubscribed. Warm cells ran in a job of their own: unpaired with the cold ones.\n\n| N | cores |");
+    cols.forEach(s -> sb.append(' ').append(label(s, !phases)).append(" |"));
     sb.append("\n|---|---|");
-    LABELS.keySet().forEach(s -> sb.append("---|"));
+    cols.forEach(s -> sb.append("---|"));
     sb.append('\n');
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" | ").append(n <= cores ? "a core per rank" : "oversubscribed").append(" |");
-      for (String s : LABELS.keySet()) {
+      for (String s : cols) {
         List<Double> ms = series(cells, n, s, "ms");
         sb.append(' ').append(fmt(Stats.median(ms))).append(" [").append(fmt(Stats.min(ms))).append('-')
             .append(fmt(Stats.max(ms))).append("]; ").append(fmt(Stats.median(series(cells, n, s, "compiles"))))
@@ -240,30 +410,67 @@ final class Comparison {
       sb.append('\n');
     }
     sb.append("\nCPU-seconds summed over ranks (median), and shared-directory file operations (median)\n\n| N |");
-    LABELS.values().forEach(l -> sb.append(' ').append(l).append(" |"));
+    cols.forEach(s -> sb.append(' ').append(label(s, !phases)).append(" |"));
     sb.append("\n|---|");
-    LABELS.keySet().forEach(s -> sb.append("---|"));
+    cols.forEach(s -> sb.append("---|"));
     sb.append('\n');
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
-      for (String s : LABELS.keySet()) {
+      for (String s : cols) {
         sb.append(' ').append(fmt(Stats.median(series(cells, n, s, "cpu_s")))).append(" s; ")
             .append(fmt(Stats.median(series(cells, n, s, "fsops")))).append(" |");
       }
       sb.append('\n');
     }
-    sb.append("\nPaired ratios: the median of the per-repetition ratios, [95% interval of that median]\n\n| N |");
-    RATIOS.forEach(r -> sb.append(' ').append(r.name()).append(" |"));
-    sb.append(" lock-long compiles | lock-long stale / poll ms |\n|---|");
-    RATIOS.forEach(r -> sb.append("---|"));
-    sb.append("---|---|\n");
+    if (phases) {
+      sb.append("\nWhere the time goes: the slowest rank's phases, median ms over the repetitions (each phase's "
+          + "median, so they need not add up to the median total); \"other\" is that rank's time outside every "
+          + "phase. Receiver: the slowest receiver's load + first launch (median ms). docs/benchmarks.md says what "
+          + "each strategy cannot split.\n\n| N | strategy |");
+      Phases.NAMES.forEach(p -> sb.append(' ').append(p).append(" |"));
+      sb.append(" other | total | receiver load + launch |\n|---|---|");
+      Phases.NAMES.forEach(p -> sb.append("---|"));
+      sb.append("---|---|---|\n");
+      for (int n : mode.ranks()) {
+        for (String s : cols) {
+          sb.append("| ").append(n).append(" | ").append(SHORT.getOrDefault(s, s)).append(" |");
+          for (String p : Phases.NAMES) {
+            sb.append(' ').append(fmt(Stats.median(series(cells, n, s, "phase_" + p + "_ms")))).append(" |");
+          }
+          double recv = medianOr(receivers(cells, n, s), n, s, "receiver_ready_ms");
+          sb.append(' ').append(fmt(Stats.median(series(cells, n, s, "phase_other_ms")))).append(" | ")
+              .append(fmt(Stats.median(series(cells, n, s, "ms")))).append(" | ")
+              .append(recv < 0 ? "-" : fmt(recv)).append(" |\n");
+        }
+      }
+    }
+    List<Ratio> ratios = RATIOS.stream().filter(r -> measured(cells, first, r)).toList();
+    boolean lockLong = has(cells, first, "lock-long", "ms");
+    sb.append("\nRatios: the median of the per-repetition ratios, [95% interval of that median]; cells of one job "
+        + "are paired, warm over cold is unpaired (two jobs; repetition i over repetition i)\n\n| N |");
+    ratios.forEach(r -> sb.append(' ').append(r.name()).append(" |"));
+    sb.append(lockLong ? " lock-long compiles | lock-long stale / poll ms |\n|---|" : "\n|---|");
+    ratios.forEach(r -> sb.append("---|"));
+    sb.append(lockLong ? "---|---|\n" : "\n");
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
-      RATIOS.forEach(r -> sb.append(' ').append(ratioCell(ratios(cells, n, r))).append(" |"));
-      sb.append(' ').append(fmt(Stats.median(series(cells, n, "lock-long", "compiles")))).append(" | ")
-          .append(fmt(Stats.median(series(cells, n, "lock-long", "stale_ms")))).append(" / ")
-          .append(fmt(Stats.median(series(cells, n, "lock-long", "poll_ms")))).append(" (compile ")
-          .append(fmt(Stats.median(series(cells, n, "lock-long", "compile_ms")))).append(" ms) |\n");
+      ratios.forEach(r -> sb.append(' ').append(ratioCell(ratios(cells, n, r))).append(" |"));
+      if (lockLong) {
+        sb.append(' ').append(fmt(Stats.median(series(cells, n, "lock-long", "compiles")))).append(" | ")
+            .append(fmt(Stats.median(series(cells, n, "lock-long", "stale_ms")))).append(" / ")
+            .append(fmt(Stats.median(series(cells, n, "lock-long", "poll_ms")))).append(" (compile ")
+            .append(fmt(Stats.median(series(cells, n, "lock-long", "compile_ms")))).append(" ms) |");
+      }
+      sb.append('\n');
+    }
+    Map<String, Object> line = lineFigures(mode, cells, bcasts);
+    if (line.get("goals") instanceof Map<?, ?> goals) {
+      sb.append("\nGoals, judged on the median; [95% interval]\n\n| goal | verdict | median [95%] |\n|---|---|---|\n");
+      goals.forEach((g, x) -> {
+        Map<?, ?> m = (Map<?, ?>) x;
+        sb.append("| ").append(g).append(" | ").append(m.get("verdict")).append(" | ").append(m.get("median"))
+            .append(" [").append(m.get("ci95_low")).append('-').append(m.get("ci95_high")).append("] |\n");
+      });
     }
     for (int n : List.of(4, 2)) {
       sb.append("\nBroadcast of a binary at ").append(n).append(" ranks").append(n > cores ? " (oversubscribed)" : "")

@@ -1,6 +1,9 @@
 package org.mpibuild.bench;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
 import org.mpibuild.examples.Saxpy;
 
 /** The kernel programs the benchmark builds: a one-liner and programs of many tiled matrix kernels. */
@@ -16,6 +19,27 @@ final class Programs {
       return KernelSource.of(matmul(Integer.parseInt(name.substring("matmul".length()))));
     }
     throw new IllegalArgumentException("unknown benchmark program '" + name + "'");
+  }
+
+  /** saxpy's local size: Launch launches it with this one, and the request names it. */
+  static final int SAXPY_LOCAL = 64;
+
+  /**
+   * The launch shapes of a program, exactly as {@link Launch} launches it at matrix order {@code n}: for
+   * {@code matmulK} each {@code mm_k} at tile x tile with global n x n; for saxpy a 1-D launch of n * n
+   * work-items at {@link #SAXPY_LOCAL}.
+   */
+  static List<LaunchShape> shapes(String name, int n) {
+    List<LaunchShape> out = new ArrayList<>();
+    if (name.equals("saxpy")) {
+      out.add(LaunchShape.of("saxpy", SAXPY_LOCAL).withGlobalSize((long) n * n));
+      return out;
+    }
+    int kernels = Integer.parseInt(name.substring("matmul".length()));
+    for (int k = 0; k < kernels; k++) {
+      out.add(LaunchShape.of("mm_" + k, tile(k), tile(k)).withGlobalSize(n, n));
+    }
+    return out;
   }
 
   /** The tile size (and work-group edge) of kernel {@code mm_k}. */

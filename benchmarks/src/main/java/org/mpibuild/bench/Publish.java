@@ -11,33 +11,59 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * {@code make bench-publish}: puts the last run's results where the README shows them: the JSON and the
- * chart under docs/, and the tables and the {@code bench:} line, made again from that JSON, between the
- * README's markers. A test checks that the README's figures are exactly those the JSON gives.
+ * {@code make bench-publish}: puts the last run's results where the docs show them: the JSON and the charts
+ * under docs/, the tables and the {@code bench:} line, made again from that JSON, between the markers of
+ * docs/benchmarks.md, and the {@code bench:} line between the README's. With {@code tables}, only the text
+ * is made again, from the docs/bench-results.json already there. A test checks that both pages' figures
+ * are exactly those the JSON gives.
+ *
+ * <p>usage: Publish REPO_DIR [tables]
  */
 final class Publish {
   static final String BEGIN = "<!-- bench:tables:begin -->";
   static final String END = "<!-- bench:tables:end -->";
+  static final String LINE_BEGIN = "<!-- bench:line:begin -->";
+  static final String LINE_END = "<!-- bench:line:end -->";
+  /** The page that holds the benchmark's reference and tables. */
+  static final String PAGE = "docs/benchmarks.md";
 
   private Publish() {}
 
   public static void main(String[] args) throws Exception {
     Path repo = Path.of(args[0]);
+    boolean textOnly = args.length > 1 && args[1].equals("tables");
     Path bench = repo.resolve("benchmarks/target/bench");
-    Files.copy(bench.resolve("results.json"), repo.resolve("docs/bench-results.json"), StandardCopyOption.REPLACE_EXISTING);
-    Files.copy(bench.resolve("time-to-ready.png"), repo.resolve("docs/bench-time-to-ready.png"),
-        StandardCopyOption.REPLACE_EXISTING);
+    if (!textOnly) {
+      Files.copy(bench.resolve("results.json"), repo.resolve("docs/bench-results.json"), StandardCopyOption.REPLACE_EXISTING);
+      Files.copy(bench.resolve("time-to-ready.png"), repo.resolve("docs/bench-time-to-ready.png"),
+          StandardCopyOption.REPLACE_EXISTING);
+      for (String[] f : new String[][] {{"phases.png", "docs/bench-phases.png"}, {"generic.md", "docs/bench-generic.md"}}) {
+        if (Files.exists(bench.resolve(f[0]))) {
+          Files.copy(bench.resolve(f[0]), repo.resolve(f[1]), StandardCopyOption.REPLACE_EXISTING);
+        }
+      }
+    }
+    String json = Files.readString(repo.resolve("docs/bench-results.json"));
+    Path page = repo.resolve(PAGE);
+    Files.writeString(page, replaceBetween(Files.readString(page), BEGIN, END, tables(json)));
     Path readme = repo.resolve("README.md");
-    Files.writeString(readme, replaceBetween(Files.readString(readme), BEGIN, END,
-        tables(Files.readString(repo.resolve("docs/bench-results.json")))));
-    System.out.println("bench-publish: docs/bench-results.json, docs/bench-time-to-ready.png and the README's tables");
+    Files.writeString(readme, replaceBetween(Files.readString(readme), LINE_BEGIN, LINE_END, line(json)));
+    System.out.println("bench-publish: " + (textOnly ? "" : "docs/bench-results.json, docs/bench-time-to-ready.png, "
+        + "docs/bench-phases.png, docs/bench-generic.md (when made), ") + PAGE + "'s tables and the README's bench: line");
   }
 
-  /** The README's tables and line, made from a results.json. */
-  static String tables(String resultsJson) throws Exception {
+  /** The README's {@code bench:} line, made from a results.json. */
+  static String line(String resultsJson) throws Exception {
     JsonNode root = new ObjectMapper().readTree(resultsJson);
-    List<Integer> ranks = new ArrayList<>();
     List<Map<String, String>> cells = texts(root.get("cells"));
+    Comparison.Mode mode = mode(root, cells, texts(root.get("broadcast")));
+    return "```\n" + Comparison.benchLine(mode, Comparison.lineFigures(mode, cells, texts(root.get("broadcast"))))
+        + "\n```\n";
+  }
+
+  /** The run's mode, as results.json records it. */
+  static Comparison.Mode mode(JsonNode root, List<Map<String, String>> cells, List<Map<String, String>> bcasts) {
+    List<Integer> ranks = new ArrayList<>();
     cells.forEach(c -> {
       int n = Integer.parseInt(c.get("n"));
       if (!ranks.contains(n)) {
@@ -45,7 +71,6 @@ final class Publish {
       }
     });
     ranks.sort(null);
-    List<Map<String, String>> bcasts = texts(root.get("broadcast"));
     List<Integer> sizes = new ArrayList<>();
     bcasts.forEach(b -> {
       int s = Integer.parseInt(b.get("bytes"));
@@ -55,8 +80,16 @@ final class Publish {
     });
     int bcastReps = (int) bcasts.stream().filter(b -> b.get("n").equals("4") && b.get("bytes").equals(
         Integer.toString(sizes.get(0)))).count();
-    Comparison.Mode mode = new Comparison.Mode(root.get("mode").asText(), ranks, root.get("reps").asInt(),
-        root.get("program").asText(), sizes, bcastReps);
+    return new Comparison.Mode(root.get("mode").asText(), ranks, root.get("reps").asInt(), root.get("program").asText(),
+        sizes, bcastReps);
+  }
+
+  /** The README's tables and line, made from a results.json. */
+  static String tables(String resultsJson) throws Exception {
+    JsonNode root = new ObjectMapper().readTree(resultsJson);
+    List<Map<String, String>> cells = texts(root.get("cells"));
+    List<Map<String, String>> bcasts = texts(root.get("broadcast"));
+    Comparison.Mode mode = mode(root, cells, bcasts);
     int cores = root.get("machine").get("cores").asInt();
     return Comparison.markdown(mode, cells, bcasts, cores) + "\n```\n"
         + Comparison.benchLine(mode, Comparison.lineFigures(mode, cells, bcasts)) + "\n```\n";

@@ -67,6 +67,37 @@ final class Stats {
     return sum / Math.pow(2, n);
   }
 
+  /** The least common multiple of two positive numbers. */
+  static int lcm(int a, int b) {
+    if (a <= 0 || b <= 0) {
+      throw new IllegalArgumentException("lcm of " + a + " and " + b);
+    }
+    int x = a;
+    int y = b;
+    while (y != 0) {
+      int t = x % y;
+      x = y;
+      y = t;
+    }
+    return a / x * b;
+  }
+
+  /** The smallest multiple of {@code multiple} that is at least {@code n}. */
+  static int roundUpToMultiple(int n, int multiple) {
+    if (multiple <= 0) {
+      throw new IllegalArgumentException("multiple " + multiple);
+    }
+    return Math.max(1, (n + multiple - 1) / multiple) * multiple;
+  }
+
+  /**
+   * A goal's verdict on a median: {@code "met"} when it is at most (or, with {@code atMost} false, at least)
+   * the bound, {@code "missed"} otherwise.
+   */
+  static String verdict(double median, double bound, boolean atMost) {
+    return (atMost ? median <= bound : median >= bound) ? "met" : "missed";
+  }
+
   /** An interval with its coverage. */
   record Interval(double low, double high, double coverage) {}
 

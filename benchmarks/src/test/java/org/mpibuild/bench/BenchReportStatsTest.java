@@ -59,4 +59,59 @@ class BenchReportStatsTest {
     assertEquals(true, line.contains("envelope_over_raw_1MiB=1.4[1.1-1.7]"), line);
     assertEquals(true, line.contains("lock_long_compiles=2.0[2.0-2.0]"), line);
   }
+
+  @Test
+  void goalsAreJudgedOnTheMedianAndPrintedWithTheirInterval() {
+    List<Map<String, String>> cells = new ArrayList<>();
+    for (int n : List.of(1, 16)) {
+      for (int rep = 0; rep < 6; rep++) {
+        for (String s : List.of("naive", "lock", "lock-long", "occa12", "collective", "limit-finished",
+            "collective-warm", "occa12-warm")) {
+          double ms = switch (s) {
+            case "naive" -> 500 + rep; // 5x collective at 16
+            case "collective-warm" -> n == 1 ? 5 + rep : 50; // 0.05-0.1 at 1, 0.5 at 16
+            case "limit-finished" -> 95;
+            default -> 100;
+          };
+          Map<String, String> c = new java.util.HashMap<>(cell(n, s, rep, ms));
+          c.put("compiles", "1");
+          c.put("phase_setup_ms", "1");
+          c.put("receiver_ready_ms", s.equals("collective") && n > 1 ? Integer.toString(20 + rep) : "-1");
+          cells.add(c);
+        }
+      }
+    }
+    Comparison.Mode mode = new Comparison.Mode("t", List.of(1, 16), 6, "p", List.of(), 7);
+    List<Map<String, String>> bcasts = new ArrayList<>();
+    for (int rep = 0; rep < 6; rep++) {
+      for (int bytes : Comparison.LINE_SIZES) {
+        bcasts.add(Map.of("n", "4", "bytes", Integer.toString(bytes), "java_direct_us", "10", "envelope_us", "11"));
+      }
+    }
+    String line = Comparison.benchLine(mode, Comparison.lineFigures(mode, cells, bcasts));
+    assertEquals(true, line.contains(" goal_receiver_load_launch_ms_n16_le_50=met:22.5[20.0-25.0]"), line);
+    assertEquals(true, line.contains(" goal_warm_over_cold_unpaired_n1_le_0.10=met:0.075[0.05-0.1]"), line);
+    assertEquals(true, line.contains(" goal_warm_over_cold_unpaired_n16_le_0.25=missed:0.5[0.5-0.5]"), line);
+    assertEquals(true, line.contains(" goal_naive_over_collective_n16_ge_4=met:5.025[5.0-5.05]"), line);
+    assertEquals(true, line.contains(" goal_cpu_naive_over_cpu_collective_n16_ge_8=missed:5.025[5.0-5.05]"), line);
+    assertEquals(true, line.contains(" goal_collective_over_limit_finished_n16_le_1.1=met:1.053[1.053-1.053]"), line);
+    assertEquals(true, line.contains(" warm_over_cold_unpaired="), line);
+  }
+
+  @Test
+  void resultsOfTheOlderBenchmarkGetNoGoalsAndSkipWhatTheyLack() {
+    List<Map<String, String>> cells = new ArrayList<>();
+    for (int rep = 0; rep < 6; rep++) {
+      for (String s : List.of("naive", "collective", "limit", "collective-warm")) {
+        Map<String, String> c = new java.util.HashMap<>(cell(16, s, rep, 100));
+        c.put("compiles", "1");
+        cells.add(c);
+      }
+    }
+    Comparison.Mode mode = new Comparison.Mode("t", List.of(16), 6, "p", List.of(), 7);
+    Map<String, Object> figures = Comparison.lineFigures(mode, cells, List.of());
+    assertEquals(false, figures.containsKey("goals"));
+    assertEquals(false, figures.containsKey("collective_over_limit_finished"));
+    assertEquals(true, figures.containsKey("collective_over_limit"));
+  }
 }

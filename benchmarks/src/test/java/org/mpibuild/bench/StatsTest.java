@@ -54,4 +54,23 @@ class StatsTest {
     assertThrows(IllegalArgumentException.class, () -> Stats.medianInterval(List.of(1.0, 2.0, 3.0, 4.0, 5.0), 0.95),
         "five values cannot give 95%");
   }
+
+  @Test
+  void repetitionsRoundUpToAMultipleOfTheStrategies() {
+    assertEquals(6, Stats.lcm(6, 2));
+    assertEquals(42, Stats.lcm(6, 7));
+    assertEquals(7, Stats.lcm(7, 1));
+    assertEquals(6, Stats.roundUpToMultiple(6, 6));
+    assertEquals(12, Stats.roundUpToMultiple(7, 6));
+    assertEquals(6, Stats.roundUpToMultiple(1, 6));
+    assertThrows(IllegalArgumentException.class, () -> Stats.lcm(0, 2));
+  }
+
+  @Test
+  void verdictsOnTheMedian() {
+    assertEquals("met", Stats.verdict(0.10, 0.10, true), "the bound itself meets an at-most goal");
+    assertEquals("missed", Stats.verdict(0.11, 0.10, true));
+    assertEquals("met", Stats.verdict(4.0, 4, false));
+    assertEquals("missed", Stats.verdict(3.9, 4, false));
+  }
 }
