@@ -212,7 +212,14 @@ final class PoclSpecialization {
     try {
       exit = p.waitFor();
     } catch (InterruptedException e) {
+      // Killed, and waited for (briefly), so that nothing still writes into the directory being removed.
+      p.descendants().forEach(ProcessHandle::destroyForcibly);
       p.destroyForcibly();
+      try {
+        p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (InterruptedException again) {
+        // interrupted twice: give up waiting
+      }
       Thread.currentThread().interrupt();
       throw new IllegalStateException("the PoCL compile process was interrupted (compile timeout) and killed");
     }
@@ -277,11 +284,11 @@ final class PoclSpecialization {
       Files.write(dir.resolve("program.bin"), backend.programBinary(program));
       CL.clReleaseProgram(program);
     } catch (CompileException e) {
-      Files.writeString(dir.resolve("build.log"), e.buildLog());
-      Files.writeString(dir.resolve("error"), e.reason());
+      Files.writeString(dir.resolve("build.log"), java.util.Objects.toString(e.buildLog(), ""));
+      Files.writeString(dir.resolve("error"), java.util.Objects.toString(e.reason(), e.toString()));
       exit = EXIT_COMPILE_FAILED;
     } catch (IllegalArgumentException e) {
-      Files.writeString(dir.resolve("error"), e.getMessage());
+      Files.writeString(dir.resolve("error"), java.util.Objects.toString(e.getMessage(), e.toString()));
       exit = EXIT_INVALID_OPTIONS;
     } finally {
       backend.close();
