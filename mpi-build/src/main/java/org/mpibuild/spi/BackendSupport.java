@@ -24,6 +24,33 @@ public final class BackendSupport {
   }
 
   /**
+   * Waits for a compiler process a backend started. If the waiting thread is interrupted (the compile
+   * timeout abandons the compile), the process and its children are killed and briefly waited for, so that
+   * nothing still writes into a directory the caller is about to remove.
+   *
+   * @param process the process
+   * @param what the process as a message names it, for example {@code "nvcc"}
+   * @return the exit status
+   * @throws IllegalStateException "WHAT was interrupted (compile timeout) and killed", with the interrupt
+   *     status set again
+   */
+  public static int awaitOrKill(Process process, String what) {
+    try {
+      return process.waitFor();
+    } catch (InterruptedException e) {
+      process.descendants().forEach(ProcessHandle::destroyForcibly);
+      process.destroyForcibly();
+      try {
+        process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+      } catch (InterruptedException again) {
+        // interrupted twice: give up waiting
+      }
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(what + " was interrupted (compile timeout) and killed", e);
+    }
+  }
+
+  /**
    * Deletes a private temporary directory and everything in it, deepest first. Symbolic links are removed,
    * never followed.
    *

@@ -468,16 +468,8 @@ final class CudaBackend implements Backend {
       cmd.add(src.toString());
       Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
       p.getOutputStream().close();
-      String output;
-      try {
-        output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        p.waitFor();
-      } catch (InterruptedException e) {
-        p.descendants().forEach(ProcessHandle::destroyForcibly);
-        p.destroyForcibly();
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("nvcc was interrupted (compile timeout) and killed");
-      }
+      String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      BackendSupport.awaitOrKill(p, "nvcc");
       logOut[0] = output;
       if (p.exitValue() != 0) {
         Matcher bad = Pattern.compile("(?m)^nvcc fatal\\s*:\\s*(Unknown option.*)$").matcher(output);

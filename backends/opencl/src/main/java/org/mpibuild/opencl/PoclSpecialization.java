@@ -208,21 +208,7 @@ final class PoclSpecialization {
     chainSignals(pb);
     Process p = pb.start();
     p.getOutputStream().close();
-    int exit;
-    try {
-      exit = p.waitFor();
-    } catch (InterruptedException e) {
-      // Killed, and waited for (briefly), so that nothing still writes into the directory being removed.
-      p.descendants().forEach(ProcessHandle::destroyForcibly);
-      p.destroyForcibly();
-      try {
-        p.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
-      } catch (InterruptedException again) {
-        // interrupted twice: give up waiting
-      }
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("the PoCL compile process was interrupted (compile timeout) and killed");
-    }
+    int exit = BackendSupport.awaitOrKill(p, "the PoCL compile process");
     if (exit == EXIT_COMPILE_FAILED) {
       throw new CompileException("clBuildProgram failed: " + read(dir.resolve("error")), read(dir.resolve("build.log")));
     }
