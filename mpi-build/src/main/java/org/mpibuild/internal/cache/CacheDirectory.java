@@ -1,5 +1,6 @@
 package org.mpibuild.internal.cache;
 
+import org.mpibuild.spi.EssentialWarning;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
