@@ -38,8 +38,15 @@ public final class Envelope {
   public static final int FORMAT_VERSION = 1;
   /** Size of the fixed header. */
   public static final int HEADER_BYTES = 64;
-  /** Largest metadata accepted: build logs can be long, but not this long. */
+  /** Largest metadata accepted, on both sides of the wire: the fields below are cut to fit well within it. */
   public static final int MAX_METADATA_BYTES = 64 << 20;
+  /**
+   * Largest build log carried, in UTF-8 bytes. A longer log keeps its head and its tail, with a line in
+   * between that says how much was cut ({@link #cut}): the first errors and the summary stay readable.
+   */
+  public static final int MAX_BUILD_LOG_BYTES = 8 << 20;
+  /** Largest error message carried, in UTF-8 bytes, cut the same way. */
+  public static final int MAX_ERROR_BYTES = 1 << 20;
 
   /** Outcome carried by an envelope. */
   public enum Status {
@@ -84,8 +91,8 @@ public final class Envelope {
       target = nonNull(target);
       kernelNames = List.copyOf(kernelNames);
       options = nonNull(options);
-      buildLog = nonNull(buildLog);
-      error = nonNull(error);
+      buildLog = cut(nonNull(buildLog), MAX_BUILD_LOG_BYTES, "build log");
+      error = cut(nonNull(error), MAX_ERROR_BYTES, "error message");
       cacheKey = nonNull(cacheKey);
       compiler = nonNull(compiler);
     }
@@ -106,6 +113,13 @@ public final class Envelope {
       int size = 0;
       for (byte[] p : parts) {
         size += p.length;
+      }
+      if (size > MAX_METADATA_BYTES) {
+        // The receivers refuse such metadata as corrupt, so the root refuses to send it. Only the options,
+        // the kernel names, the target or the compiler's identity can be this long: the log is cut.
+        throw new IllegalArgumentException("binary metadata of " + size + " bytes exceeds the limit of "
+            + MAX_METADATA_BYTES + " (options " + options.length() + " characters, " + kernelNames.size()
+            + " kernel names, target " + target.length() + ", compiler " + compiler.length() + ")");
       }
       ByteBuffer out = ByteBuffer.allocate(size);
       parts.forEach(out::put);
@@ -372,6 +386,36 @@ public final class Envelope {
     byte[] b = new byte[n];
     in.get(b);
     return new String(b, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * {@code text} if its UTF-8 form fits in {@code maxBytes}; otherwise its head and its tail, cut at
+   * character boundaries, around a line that says how many bytes of the {@code what} were cut. The result
+   * never exceeds {@code maxBytes} in UTF-8.
+   */
+  static String cut(String text, int maxBytes, String what) {
+    if ((long) text.length() * 3 <= maxBytes) {
+      return text; // no UTF-8 form of this many characters can exceed the limit
+    }
+    byte[] b = text.getBytes(StandardCharsets.UTF_8);
+    if (b.length <= maxBytes) {
+      return text;
+    }
+    String mark = "\n[mpi-build: " + b.length + " bytes of " + what + ", too long to send; "
+        + "about %d bytes cut here]\n";
+    int keep = maxBytes - mark.length() - 24; // room for the figure
+    int head = boundary(b, keep / 2);
+    int tail = boundary(b, b.length - (keep - head));
+    return new String(b, 0, head, StandardCharsets.UTF_8) + String.format(mark, tail - head)
+        + new String(b, tail, b.length - tail, StandardCharsets.UTF_8);
+  }
+
+  /** The first index at or after {@code i} where a UTF-8 character starts. */
+  private static int boundary(byte[] b, int i) {
+    while (i < b.length && (b[i] & 0xC0) == 0x80) {
+      i++;
+    }
+    return i;
   }
 
   private static String nonNull(String s) {

@@ -17,6 +17,9 @@ final class RequestCheck {
    * Returns what is wrong with the request on a communicator of {@code size} ranks, or null if nothing is.
    * The message names the bad value.
    */
+  /** Longest build options accepted: they travel in the binary's metadata, which has a limit of its own. */
+  static final int MAX_OPTIONS_CHARS = 1 << 20;
+
   static String problem(KernelSource request, int root, int size) {
     if (root < 0 || root >= size) {
       return "root " + root + " is out of range for a communicator of " + size + " rank" + (size == 1 ? "" : "s")
@@ -47,6 +50,10 @@ final class RequestCheck {
     String options = request.options();
     if (options == null) {
       return "build options are null";
+    }
+    if (options.length() > MAX_OPTIONS_CHARS) {
+      return "build options of " + options.length() + " characters exceed the limit of " + MAX_OPTIONS_CHARS
+          + " (they travel with the binary): " + quote(options.substring(0, 60)) + "...";
     }
     for (int i = 0; i < options.length(); i++) {
       char c = options.charAt(i);

@@ -193,6 +193,32 @@ public class CollectiveBuildTest {
     assertTrue(world.calls().stream().noneMatch(c -> c.operation().equals("broadcast")));
   }
 
+  /** A 75 MB log once aborted the job: the root sent metadata over the limit that its receivers accept. */
+  @Test
+  void aBuildLogTooLongForTheWireArrivesCutOnEveryRank() throws Exception {
+    String log = "first error here\n" + "x".repeat(75_000_000) + "\nlast line here";
+    IntFunction<FakeBackend> chatty = r -> {
+      FakeBackend b = new FakeBackend();
+      b.buildLog = log;
+      return b;
+    };
+    List<RankResult> built = build(3, chatty, r -> KernelSource.of(SOURCE), r -> 0);
+    for (RankResult res : built) {
+      assertNull(res.error(), String.valueOf(res.error()));
+      assertLogCut(res.outcome().envelope().metadata().buildLog());
+    }
+    Throwable e = sameErrorEverywhere(build(3, chatty, r -> KernelSource.of("syntax error"), r -> 0));
+    assertInstanceOf(CompileException.class, e);
+    assertLogCut(((CompileException) e).buildLog());
+  }
+
+  static void assertLogCut(String received) {
+    int bytes = received.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+    assertTrue(bytes <= Envelope.MAX_BUILD_LOG_BYTES, bytes + " bytes");
+    assertTrue(received.contains("first error here") && received.endsWith("last line here"), "head or tail lost");
+    assertTrue(received.contains("bytes of build log, too long to send"), "the cut is not marked");
+  }
+
   @Test
   void compileFailureReachesEveryRankWithTheLog() throws Exception {
     List<RankResult> results = build(4, r -> new FakeBackend(), r -> KernelSource.of("syntax error"), r -> 1);
@@ -336,6 +362,16 @@ public class CollectiveBuildTest {
     Throwable e = sameErrorEverywhere(results);
     assertInstanceOf(IllegalArgumentException.class, e);
     assertEquals("kernel name 'bad name' is not a valid identifier", e.getMessage());
+  }
+
+  @Test
+  void optionsTooLongToTravelAreRefusedOnEveryRankBeforeTheCompile() throws Exception {
+    String options = "-DX=1 ".repeat(200_000);
+    List<RankResult> results = build(2, r -> new FakeBackend(), r -> KernelSource.of(SOURCE).withOptions(options), r -> 0);
+    Throwable e = sameErrorEverywhere(results);
+    assertInstanceOf(IllegalArgumentException.class, e);
+    assertTrue(e.getMessage().startsWith("build options of 1200000 characters exceed the limit of 1048576"),
+        e.getMessage());
   }
 
   @Test

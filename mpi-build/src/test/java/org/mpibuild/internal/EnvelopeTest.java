@@ -2,6 +2,7 @@ package org.mpibuild.internal;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -124,5 +125,24 @@ class EnvelopeTest {
     ByteBuffer header = e.encodeHeader(e.encodeMetadata());
     assertTrue(assertThrows(CorruptBinaryException.class, () -> Envelope.decodeHeader(header, 4999))
         .getMessage().contains("5000"));
+  }
+
+  @Test
+  void aCutKeepsWholeCharactersAndStaysWithinItsLimit() {
+    String text = "é€😀".repeat(1000);
+    for (int max : new int[] {200, 201, 202, 203, 500, 1001}) {
+      String cut = Envelope.cut(text, max, "log");
+      assertTrue(cut.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= max, max + ": " + cut.length());
+      assertFalse(cut.contains("\uFFFD"), "a character was split at " + max);
+      assertTrue(cut.startsWith("é€") && cut.endsWith("😀"), "head or tail lost at " + max);
+    }
+    assertEquals("short", Envelope.cut("short", 10, "log"));
+  }
+
+  @Test
+  void metadataOverTheReceiversLimitIsRefusedWhereItIsMade() {
+    Envelope.Metadata huge = new Envelope.Metadata("fake", "t", java.util.List.of(), "-D".repeat(40 << 20), "", "");
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, huge::encode);
+    assertTrue(e.getMessage().contains("exceeds the limit of " + Envelope.MAX_METADATA_BYTES), e.getMessage());
   }
 }

@@ -20,6 +20,8 @@ public class FakeBackend implements Backend {
   public RuntimeException loadFailure;
   public int failNextLoads;
   public long compileSleepMillis;
+  /** What the compiler prints: on success, and after the failure line when the source has a syntax error. */
+  public String buildLog = "";
   /** Whether binaries depend on the target, as real ones do. */
   public boolean targetInBinary;
   /** Compiles fail on this target only, if set. */
@@ -57,11 +59,11 @@ public class FakeBackend implements Backend {
       throw compileFailure;
     }
     if (request.source().contains("syntax error") || target.equals(failOnTarget)) {
-      throw new CompileException("fake compiler failed", "line 1: syntax error here");
+      throw new CompileException("fake compiler failed", "line 1: syntax error here" + buildLog);
     }
     byte[] binary = binaryFor((targetInBinary ? target : "") + request.source(), binaryBytes);
     List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
-    return new Compilation(new Program(names, binary), binary, "warning: none");
+    return new Compilation(new Program(names, binary), binary, buildLog.isEmpty() ? "warning: none" : buildLog);
   }
 
   @Override
