@@ -4,6 +4,11 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -31,12 +36,13 @@ final class Manifest {
    * @throws UncheckedIOException if the file cannot be read
    */
   static List<Entry> read(Path file) {
-    List<String> lines;
+    byte[] bytes;
     try {
-      lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+      bytes = Files.readAllBytes(file);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read the manifest " + file + ": " + e, e);
     }
+    List<String> lines = lines(file, bytes);
     List<Entry> out = new ArrayList<>();
     for (int n = 0; n < lines.size(); n++) {
       String line = lines.get(n).trim();
@@ -63,6 +69,31 @@ final class Manifest {
       }
     }
     return out;
+  }
+
+  /** The file's lines, each decoded strictly as UTF-8, so that a bad byte is reported with its line. */
+  private static List<String> lines(Path file, byte[] bytes) {
+    List<String> lines = new ArrayList<>();
+    CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
+        .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+    int start = 0;
+    while (start < bytes.length) {
+      int end = start;
+      while (end < bytes.length && bytes[end] != '\n') {
+        end++;
+      }
+      ByteBuffer in = ByteBuffer.wrap(bytes, start, end - start);
+      CharBuffer line = CharBuffer.allocate(end - start); // UTF-8 never has more characters than bytes
+      CoderResult result = utf8.reset().decode(in, line, true);
+      if (result.isError()) {
+        throw new IllegalArgumentException(file + ":" + (lines.size() + 1) + ": not UTF-8: byte 0x"
+            + String.format("%02X", bytes[in.position()] & 0xFF) + " at column " + (in.position() - start + 1));
+      }
+      utf8.flush(line);
+      lines.add(line.flip().toString());
+      start = end + 1;
+    }
+    return lines;
   }
 
   private static List<LaunchShape> shapes(JsonNode o) {

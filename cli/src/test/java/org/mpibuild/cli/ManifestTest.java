@@ -34,4 +34,14 @@ class ManifestTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Manifest.read(file));
     assertTrue(e.getMessage().contains(":1: not a manifest entry") && e.getMessage().contains("\"8\""), e.getMessage());
   }
+
+  @Test
+  void aByteThatIsNotUtf8NamesTheFileTheLineAndTheColumn(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("kernels.jsonl");
+    byte[] good = "{\"source\":\"__kernel void k() {}\"}\n# caf\u00e9\n".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] bad = "{\"source\":\"__kernel void k() {} // \u00ff\"}\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+    Files.write(file, java.nio.ByteBuffer.allocate(good.length + bad.length).put(good).put(bad).array());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Manifest.read(file));
+    assertEquals(file + ":3: not UTF-8: byte 0xFF at column 36", e.getMessage());
+  }
 }
