@@ -33,6 +33,7 @@ import static org.jocl.CL.clReleaseContext;
 import static org.jocl.CL.clReleaseProgram;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -92,6 +93,7 @@ final class OpenClBackend implements Backend {
   static OpenClBackend open(String platformSelector, String deviceSelector) {
     loadNatives();
     cl_platform_id[] platforms = platforms();
+    boolean poclWithoutDevice = false;
     for (int p = 0; p < platforms.length; p++) {
       cl_platform_id platform = platforms[p];
       String name = platformInfo(platform, CL_PLATFORM_NAME);
@@ -100,6 +102,7 @@ final class OpenClBackend implements Backend {
       }
       cl_device_id[] devices = devices(platform);
       if (devices.length == 0) {
+        poclWithoutDevice |= name.contains("Portable Computing Language");
         continue;
       }
       int index = 0;
@@ -117,8 +120,38 @@ final class OpenClBackend implements Backend {
       }
       return onDevice(platform, devices[index], p, index);
     }
-    throw unavailable(platformSelector == null ? "no OpenCL device on any platform"
-        : "no OpenCL platform with a device matches MPI_BUILD_OPENCL_PLATFORM='" + platformSelector + "'", null);
+    String why = poclWithoutDevice ? poclCacheProblem(System.getenv()) : null;
+    throw unavailable((platformSelector == null ? "no OpenCL device on any platform"
+        : "no OpenCL platform with a device matches MPI_BUILD_OPENCL_PLATFORM='" + platformSelector + "'")
+        + (why == null ? "" : ": " + why), null);
+  }
+
+  /**
+   * Why PoCL would hide its devices for want of a cache directory, or null. PoCL offers no device at all when
+   * it cannot create its kernel cache ({@code POCL_CACHE_DIR}, else {@code $XDG_CACHE_HOME/pocl}, else
+   * {@code $HOME/.cache/pocl}), and says nothing about it.
+   */
+  static String poclCacheProblem(Map<String, String> env) {
+    String setting = env.get("POCL_CACHE_DIR");
+    String xdg = env.get("XDG_CACHE_HOME");
+    String home = env.getOrDefault("HOME", System.getProperty("user.home"));
+    String named = setting != null && !setting.isEmpty() ? "POCL_CACHE_DIR"
+        : xdg != null && !xdg.isEmpty() ? "XDG_CACHE_HOME" : "HOME";
+    Path dir = switch (named) {
+      case "POCL_CACHE_DIR" -> Path.of(setting);
+      case "XDG_CACHE_HOME" -> Path.of(xdg, "pocl");
+      default -> Path.of(home == null ? "/" : home, ".cache", "pocl");
+    };
+    Path existing = dir;
+    while (existing != null && !Files.exists(existing)) {
+      existing = existing.getParent();
+    }
+    String cause = existing == null ? null
+        : !Files.isDirectory(existing) ? existing + " is not a directory"
+        : !Files.isWritable(existing) ? existing + " is not writable by this user"
+        : null;
+    return cause == null ? null : "PoCL cannot create its cache directory " + dir + " (from " + named + "): "
+        + cause + "; PoCL then shows no device. Point POCL_CACHE_DIR at a directory this user can write";
   }
 
   /** The backend on the device at the given indexes, as another process of this job found it. */
