@@ -18,21 +18,27 @@ BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
 .PHONY: all provision build image demo test bench bench-main bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
 
-all: build
+all: build ## the same as make build
 
-help:
-	@sed -n '2,4p' Makefile | sed 's/^# *//'
+# make help prints every target by group, with the line after its ##.
+HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-generic bench-batch bench-stream bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
 
-provision:
+help: ## this list
+	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / { d[$$1] = $$2 } END { \
+	  n = split("$(HELP_GROUPS)", g, ";"); for (i = 1; i <= n; i++) { m = split(g[i], t, " "); \
+	    title = t[1]; gsub(/_/, " ", title); printf "%s:\n", title; \
+	    for (j = 2; j <= m; j++) printf "  make %-15s %s\n", t[j], d[t[j]] } }' $(firstword $(MAKEFILE_LIST))
+
+provision: ## install what a fresh Debian machine needs (Open MPI, mpi.jar, PoCL); elsewhere, check for it
 	@scripts/provision
 
-build: provision
+build: provision ## provision, then build and install every module without tests
 	$(MVN) -q -DskipTests install
 
-demo: build
+demo: build ## the demo job: NP ranks (4) under mpirun build one kernel collectively
 	bin/mpi-build demo -np $(NP)
 
-test: provision
+test: provision ## every test: unit tests, then the mpirun-launched and container integration tests
 	$(MVN) install
 
 # The benchmarks: the batch build, stream-ordered messages, the FFM binding, signed cache entries, the cost of
@@ -41,7 +47,7 @@ test: provision
 # phase of every rank timed, and the broadcast at 4 and 2 ranks. Writes benchmarks/target/bench/{results.md,
 # time-to-ready.png,phases.png,results.json,generic.md,generic.json} and the others' files; docs/benchmarks.md
 # says what they hold. BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=6".
-bench: build
+bench: build ## every benchmark, then the main comparison, whose bench: line judges the goals
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
@@ -50,49 +56,49 @@ bench: build
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
 # The main comparison alone.
-bench-main: build
+bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ranks=1,2,4 reps=6")
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
 # What generic code costs: matmul4's kernels at N=512, specialized against generic code (paired, 8 jobs of
 # each), and a receiver's load + first launch with the launch shapes named and without (2 ranks).
-bench-generic: build
+bench-generic: build ## what PoCL's generic code and unnamed launch shapes cost
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic
 
 # Puts the last main comparison where the docs show it: docs/bench-results.json, docs/bench-time-to-ready.png,
 # docs/bench-phases.png, docs/bench-generic.md (when bench-generic ran), the tables of docs/benchmarks.md and the
 # README's bench: line (made again from that JSON; a test checks that they match).
-bench-publish:
+bench-publish: ## put the last main comparison into docs/ and the README
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.Publish .
 
 # Puts the version matrix of the last MatrixIT run (integration-tests/target/matrix/matrix.md) in docs/mpi.md,
 # between its matrix markers.
-matrix-publish:
+matrix-publish: ## put the last MatrixIT run's version matrix into docs/mpi.md
 	@test -s integration-tests/target/matrix/matrix.md || { echo "no matrix yet: run make test (MatrixIT)" >&2; exit 1; }
 	awk -v src=integration-tests/target/matrix/matrix.md 'BEGIN { while ((getline l < src) > 0) t = t l "\n" } \
 	  /<!-- matrix:end -->/ { printf "%s", t; skip = 0 } !skip { print } /<!-- matrix:begin -->/ { skip = 1 }' \
 	  docs/mpi.md > docs/mpi.md.new && mv docs/mpi.md.new docs/mpi.md
 
 # The cost model of docs/scale.md: its table (written into the page) and docs/scale-model.png.
-scale-model: build
+scale-model: build ## the cost model of docs/scale.md (table and chart)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.ScaleModel docs
 
 # The batch build: 32 cold kernels on 1 rank and on 2, five alternating repetitions (about 3 minutes).
-bench-batch: build
+bench-batch: build ## the batch build: 32 cold kernels on 1 rank and on 2 (about 3 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 
 # Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
-bench-stream: build
+bench-stream: build ## stream-ordered messages against the manual pattern (about 1 minute)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 
 # What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).
-bench-signing: build
+bench-signing: build ## what signed cache entries cost a warm start (about 1 minute)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 
 # The FFM binding's MPI_Bcast against C's, 1 to 64 MiB on 2 ranks (needs the JDK 25; about 2 minutes); then,
 # in the version matrix's Debian sid image (Open MPI 6.0 and MPICH 5.0, the MPIs with the MPI 5.0 standard
 # ABI), the binding with the standard ABI and with the implementation's tables against C on the same MPI:
 # broadcasts of 1 to 64 MiB and an 8-byte ping-pong, 7 rotated repetitions (about 5 minutes).
-bench-ffm: build
+bench-ffm: build ## the FFM binding's broadcast against C's, then bench-ffm-abi
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	$(MAKE) bench-ffm-abi
 
@@ -100,23 +106,23 @@ bench-ffm: build
 # busy (about one core here), which a benchmark on 2 cores cannot afford. --shm-size: MPI's shared-memory
 # transport needs more than the engine's default 64 MB.
 CONTAINER_CLI ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
-bench-ffm-abi:
+bench-ffm-abi: ## the FFM binding on the MPI 5.0 standard ABI, in the matrix sid image
 	image=$$(scripts/matrix-image sid) && $(CONTAINER_CLI) run --rm --network none --shm-size=1g \
 	  -v "$(CURDIR):$(CURDIR)" -w "$(CURDIR)" "$$image" java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm-abi
 
-bench-full: build
+bench-full: build ## the main comparison with every strategy and size
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full $(BENCH_ARGS)
 
 # The runtime image (docker/Dockerfile) from this build: a JRE, Open MPI, PoCL and the jars; no Maven inside.
 # Uses DOCKER_HOST if set (scripts/container-engine serves Podman's Docker API on machines without Docker)
 # and the local base image that script builds where no registry is reachable.
-image: build
+image: build ## the runtime container image (docker/Dockerfile) from this build
 	scripts/image-context build/image
 	base=$${MPI_BUILD_BASE_IMAGE:-debian:12-slim}; docker build --build-arg BASE=$${base%:*} \
 	  --build-arg BASE_TAG=$${base##*:} -t mpi-build:latest build/image
 
 # A bundle for a GPU machine without Java: a jlink runtime, the jars and scripts/gpu-check.
-gpu-bundle: build
+gpu-bundle: build ## a bundle for a GPU machine without Java: jlink runtime, jars, gpu-check
 	rm -rf build/gpu-bundle && mkdir -p build/gpu-bundle/lib
 	cp integration-tests/target/mpi-build-programs.jar integration-tests/target/lib/*.jar build/gpu-bundle/lib/
 	jlink --add-modules java.base,java.logging,java.naming,java.xml,jdk.unsupported --strip-debug --no-header-files \
@@ -125,18 +131,18 @@ gpu-bundle: build
 	@du -sh build/gpu-bundle
 
 # Runs the GPU checks here (they skip, saying why, without a GPU).
-gpu-check: build
+gpu-check: build ## the GPU checks here (they skip, saying why, without a GPU)
 	scripts/gpu-check
 
 # The release tarball, target/mpi-build-VERSION.tar.gz: bin/, lib/, docs and modulefiles; it runs unpacked
 # anywhere, without root and without Maven (scripts/dist).
-dist: build
+dist: build ## the release tarball target/mpi-build-VERSION.tar.gz (bin/, lib/, docs, modulefiles)
 	scripts/dist
 
 # A release for Maven Central, staged in target/staging (scripts/release; MPI_BUILD_GPG_KEY signs it).
-release: provision
+release: provision ## a release for Maven Central, staged in target/staging
 	scripts/release
 
-clean:
+clean: ## remove every build output
 	$(MVN) -q clean
 	rm -rf build

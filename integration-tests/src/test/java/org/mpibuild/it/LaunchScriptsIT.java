@@ -52,4 +52,20 @@ class LaunchScriptsIT {
     assertEquals(0, rank.exit(), rank.out());
     assertTrue(rank.out().contains("usage: mpirun -np N bin/mpi-build-rank"), rank.out());
   }
+
+  /** {@code make help} is the front door: every target of the Makefile, each with one line, none forgotten. */
+  @org.junit.jupiter.api.Test
+  void makeHelpListsEveryTargetWithALine() throws Exception {
+    Commands.Run r = Commands.run(Mpirun.REPO, Map.of(), 60, List.of("make", "--no-print-directory", "help"));
+    assertEquals(0, r.exit(), r.out());
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^([a-z][a-z-]*):(?!=)")
+        .matcher(java.nio.file.Files.readString(Mpirun.REPO.resolve("Makefile")));
+    int targets = 0;
+    while (m.find()) {
+      targets++;
+      assertTrue(r.out().matches("(?s).*\\n  make " + m.group(1) + " +\\S[^\\n]*\\n.*"),
+          "make help has no line for " + m.group(1) + ":\n" + r.out());
+    }
+    assertTrue(targets > 20, targets + " targets found");
+  }
 }
