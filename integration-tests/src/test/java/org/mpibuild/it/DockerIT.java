@@ -113,7 +113,7 @@ class DockerIT {
       for (int n = 1; n <= size; n++) {
         names.add(prefix + n);
       }
-      return "docker/cluster-setup /etc/mpi-build " + String.join(" ", names) + " && for h in "
+      return "scripts/cluster-setup /etc/mpi-build " + String.join(" ", names) + " && for h in "
           + String.join(" ", names) + "; do for i in $(seq 30); do ssh $h true && break; sleep 1; done; done";
     }
 

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What CI can check of the image without a Docker engine: the Dockerfile provisions only through the
- * shared script (which make test has just run on this host) and docker/cluster-setup, which runs here
+ * shared script (which make test has just run on this host) and scripts/cluster-setup, which runs here
  * into a scratch directory; a Dockerfile linter from the npm registry (dockerfilelint) when npm is here.
  */
 class DockerfileCheckIT {
@@ -41,7 +41,7 @@ class DockerfileCheckIT {
     assertEquals(2, runs.size(), runs.toString());
     assertTrue(runs.get(0).startsWith("apt-get update && apt-get install -y --no-install-recommends ca-certificates make"),
         "the first step only installs what the script needs to start: " + runs.get(0));
-    assertEquals("scripts/provision && docker/cluster-setup /etc/mpi-build && rm -rf /var/lib/apt/lists/*",
+    assertEquals("scripts/provision && scripts/cluster-setup /etc/mpi-build && rm -rf /var/lib/apt/lists/*",
         runs.get(1), "everything else goes through the shared scripts (provision in its runtime mode)");
   }
 
@@ -49,7 +49,7 @@ class DockerfileCheckIT {
   void clusterSetupPreparesKeysSshdAndHostfile() throws Exception {
     Path dir = Files.createTempDirectory("cluster").resolve("etc");
     try {
-      Commands.Run r = run(Mpirun.REPO, 60, Mpirun.REPO.resolve("docker/cluster-setup").toString(), dir.toString(), "a", "b");
+      Commands.Run r = run(Mpirun.REPO, 60, Mpirun.REPO.resolve("scripts/cluster-setup").toString(), dir.toString(), "a", "b");
       assertEquals(0, r.exit(), r.out());
       assertEquals(List.of("a slots=2", "b slots=2"), Files.readAllLines(dir.resolve("hostfile")));
       assertTrue(Files.readString(dir.resolve("sshd_config")).contains("PasswordAuthentication no"));

@@ -68,4 +68,26 @@ class LaunchScriptsIT {
     }
     assertTrue(targets > 20, targets + " targets found");
   }
+
+  /** Shell scripts live in scripts/, apart from the launchers users run (bin/) and the CI entry point. */
+  @org.junit.jupiter.api.Test
+  void everyShellScriptLivesInScriptsOrBin() throws Exception {
+    Commands.Run files = Commands.run(Mpirun.REPO, Map.of(), 60, List.of("git", "ls-files"));
+    assertEquals(0, files.exit(), files.out());
+    List<String> astray = new ArrayList<>();
+    for (String f : files.out().split("\n")) {
+      java.nio.file.Path p = Mpirun.REPO.resolve(f.strip());
+      if (f.isBlank() || !java.nio.file.Files.isRegularFile(p) || f.startsWith("scripts/") || f.startsWith("bin/")
+          || f.equals(".ci/run")) {
+        continue;
+      }
+      try (java.io.InputStream in = java.nio.file.Files.newInputStream(p)) {
+        byte[] head = in.readNBytes(2);
+        if (head.length == 2 && head[0] == '#' && head[1] == '!') {
+          astray.add(f);
+        }
+      }
+    }
+    assertEquals(List.of(), astray, "shell scripts outside scripts/ and bin/");
+  }
 }

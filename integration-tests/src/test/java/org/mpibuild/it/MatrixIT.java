@@ -122,7 +122,7 @@ class MatrixIT {
       hostJdk = jdk.toString();
     }
     cmd.add(image);
-    cmd.add(Mpirun.REPO.resolve("integration-tests/matrix/run-cell").toString());
+    cmd.add(Mpirun.REPO.resolve("scripts/matrix-cell").toString());
     cmd.addAll(List.of(cell.mpi(), cell.binding(), cell.abi()));
     RANKS.forEach(n -> cmd.add(Integer.toString(n)));
 

@@ -53,7 +53,11 @@ class SlurmIT {
       return;
     }
     long t0 = System.nanoTime();
-    RuntimeImage.build(IMAGE, Mpirun.REPO.resolve("docker/slurm"), List.of("BASE=" + RuntimeImage.IMAGE));
+    // The build context: the recipe and the script that starts a node in its role, nothing else.
+    Path context = Files.createTempDirectory("mpi-build-slurm-image");
+    Files.copy(Mpirun.REPO.resolve("docker/slurm/Containerfile"), context.resolve("Containerfile"));
+    Files.copy(Mpirun.REPO.resolve("scripts/slurm-node"), context.resolve("slurm-node"));
+    RuntimeImage.build(IMAGE, context, List.of("BASE=" + RuntimeImage.IMAGE));
     System.out.println("SlurmIT: image " + IMAGE + " built in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
     shared = Files.createTempDirectory("mpi-build-slurm-shared");
     t0 = System.nanoTime();
