@@ -86,4 +86,22 @@ class DistributionIT {
         .map(java.lang.module.ModuleDescriptor.Exports::source).collect(java.util.stream.Collectors.toSet()));
     assertTrue(d.packages().contains("org.mpibuild.internal"), "the internals are in the module, unexported");
   }
+
+  /** Every jar the distribution ships has a module name of ours: the core's module-info, the others' manifest. */
+  @Test
+  void everyShippedJarHasAModuleName() throws Exception {
+    int ours = 0;
+    for (String entry : classpath()) {
+      Path jar = Path.of(entry);
+      if (!jar.getFileName().toString().startsWith("mpi-build")) {
+        continue;
+      }
+      ours++;
+      java.lang.module.ModuleReference m = java.lang.module.ModuleFinder.of(jar).findAll().iterator().next();
+      String name = m.descriptor().name();
+      assertTrue(name.equals("org.mpibuild") || name.startsWith("org.mpibuild."), jar + " has module name " + name
+          + " (derived from the file name: no Automatic-Module-Name)");
+    }
+    assertTrue(ours >= 4, ours + " jars of ours on the class path");
+  }
 }
