@@ -86,15 +86,26 @@ public final class CacheLock implements AutoCloseable {
         heartbeatMillis, TimeUnit.MILLISECONDS);
   }
 
-  /** Tries once to create the lock file; returns null if it exists. */
+  /**
+   * Tries once to create the lock file; returns null if it exists. The holder's identity is written to a
+   * temporary file first, which is then linked to the lock's name (atomic, and failing if the name exists):
+   * a lock file is never seen empty, and a full disk leaves no lock file behind, only the temporary one,
+   * which is removed.
+   */
   static CacheLock tryCreate(CacheDirectory cache, Path file, long heartbeatMillis) throws IOException {
+    cache.op();
+    Path tmp = Files.createTempFile(file.getParent(), "." + file.getFileName() + ".", ".tmp");
     try {
       cache.op();
-      Files.write(file, Holder.self().serialize().getBytes(StandardCharsets.UTF_8),
-          java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+      Files.write(tmp, Holder.self().serialize().getBytes(StandardCharsets.UTF_8));
+      cache.op();
+      Files.createLink(file, tmp);
       return new CacheLock(cache, file, heartbeatMillis);
     } catch (java.nio.file.FileAlreadyExistsException e) {
       return null;
+    } finally {
+      cache.op();
+      Files.deleteIfExists(tmp);
     }
   }
 

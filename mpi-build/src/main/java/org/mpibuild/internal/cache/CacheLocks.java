@@ -18,8 +18,12 @@ import org.slf4j.LoggerFactory;
  */
 final class CacheLocks {
   private static final Logger log = LoggerFactory.getLogger(CacheLocks.class);
-  /** How long a lock file may name no holder before it counts as dead (writing the identity takes micro-seconds). */
-  static final long ANONYMOUS_MILLIS = 3_000;
+  /**
+   * How long a lock file may name no holder before it counts as dead. This library writes a lock whole before
+   * it gives it its name, so an empty or cut-short lock is a crash's or a full disk's leftover, or one that an
+   * older version is writing at this moment (which takes micro-seconds).
+   */
+  static final long ANONYMOUS_MILLIS = 250;
   private final CacheDirectory d;
 
   CacheLocks(CacheDirectory d) {
@@ -91,7 +95,7 @@ final class CacheLocks {
   /** Current lock files with their holders. */
   List<String> held() throws IOException {
     List<String> out = new ArrayList<>();
-    if (!Files.isDirectory(d.locks)) {
+    if (!Files.isDirectory(d.locks, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       return out;
     }
     try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, "*.lock")) {
