@@ -124,8 +124,8 @@ class CacheTrustTest {
     Path dir = tmp.resolve("c");
     CacheSettings s = CacheSettings.in(dir).withSigningKey(tmp.resolve("key"));
     KernelCache.open(s);
-    for (int round = 0; round < 5; round++) {
-      for (int i = 0; i < 1500; i++) {
+    for (int round = 0; round < 3; round++) {
+      for (int i = 0; i < 1000; i++) {
         Path f = dir.resolve("entries/" + HexFormat.of().toHexDigits(round * 10_000L + i) + "0".repeat(48) + ".kbin");
         Files.write(f, new byte[64]);
         Files.setLastModifiedTime(f, FileTime.fromMillis(i * 1000L));
