@@ -50,8 +50,20 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
   /** An XDG base directory: {@code $VARIABLE} if set, else {@code ~/fallback}; absolute. */
   private static Path xdgHome(SettingSource s, String variable, String fallback) {
     String xdg = s.environment(variable);
-    return (xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(s.property("user.home", "."), fallback))
-        .toAbsolutePath();
+    return (xdg != null && !xdg.isBlank() ? Path.of(xdg) : home(s).resolve(fallback)).toAbsolutePath();
+  }
+
+  /**
+   * The user's home: {@code user.home}, else {@code $HOME} when the JDK found no passwd entry for the uid (a
+   * container's {@code --user 54321}: then {@code user.home} is {@code ?}, which would be a relative path).
+   */
+  private static Path home(SettingSource s) {
+    String home = s.property("user.home", "");
+    if (home.isBlank() || home.equals("?")) {
+      String env = s.environment("HOME");
+      home = env != null && !env.isBlank() ? env : home.isBlank() ? "." : home;
+    }
+    return Path.of(home);
   }
 
   /** The trust file: MPI_BUILD_TRUSTED_KEYS, else under $XDG_CONFIG_HOME or ~/.config, beside the signing key. */

@@ -200,6 +200,18 @@ class CacheTrustTest {
     assertEquals(Ownership.processUid(), Ownership.uid(Files.createTempFile(tmp, "probe", "")));
   }
 
+  /** Without a passwd entry the JDK sets user.home to '?': the cache, key and trust file go under $HOME. */
+  @Test
+  void aUserWithoutAPasswdEntryKeepsItsFilesUnderHome() {
+    java.util.Properties props = new java.util.Properties();
+    props.setProperty("user.home", "?");
+    props.setProperty("user.name", "?");
+    CacheSettings s = CacheSettings.from(org.mpibuild.spi.SettingSource.of(props, java.util.Map.of("HOME", "/home/54321")));
+    assertEquals(Path.of("/home/54321/.cache/mpi-build"), s.dir());
+    assertEquals(Path.of("/home/54321/.config/mpi-build/signing-key"), s.signingKey());
+    assertEquals(Path.of("/home/54321/.config/mpi-build/trusted-keys"), s.trustedKeys());
+  }
+
   private static String stderrOf(Runnable r) {
     PrintStream err = System.err;
     ByteArrayOutputStream captured = new ByteArrayOutputStream();
