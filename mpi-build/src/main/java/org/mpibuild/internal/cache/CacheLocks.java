@@ -48,7 +48,7 @@ final class CacheLocks {
     while (true) {
       try {
         d.op();
-        if (Files.exists(d.entryFile(key))) {
+        if (Files.exists(d.entryFile(key), java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
           return null;
         }
         CacheLock lock = CacheLock.tryCreate(d, file, heartbeat);
@@ -123,10 +123,19 @@ final class CacheLocks {
     }
   }
 
+  /** The holder a lock file names; null if it is not a regular file (a link is never followed) or unreadable. */
   private CacheLock.Holder readHolder(Path lockFile) {
-    try {
+    if (!Files.isRegularFile(lockFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return null; // a link, a fifo: never opened
+    }
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
+        java.nio.file.StandardOpenOption.READ, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       d.op();
-      return CacheLock.Holder.parse(Files.readString(lockFile));
+      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4096); // a holder's identity is a few lines
+      while (b.hasRemaining() && ch.read(b) >= 0) {
+        // until full or at the end
+      }
+      return CacheLock.Holder.parse(new String(b.array(), 0, b.position(), java.nio.charset.StandardCharsets.UTF_8));
     } catch (IOException e) {
       return null;
     }
