@@ -70,6 +70,32 @@ public final class CacheAdmin {
   }
 
   /**
+   * Returns the file listing the public keys, besides your own, whose cache entries you load
+   * ({@code MPI_BUILD_TRUSTED_KEYS}, else {@code ~/.config/mpi-build/trusted-keys}). Trust is yours alone:
+   * nothing in a cache directory makes a key trusted.
+   *
+   * @return the trust file (it may not exist yet)
+   */
+  public static Path trustedKeys() {
+    return CacheSettings.from(SettingSource.ofProcess()).trustedKeys();
+  }
+
+  /**
+   * Adds the public keys in {@code keyFile} to your trust file ({@link #trustedKeys()}), creating it (mode 600,
+   * in a directory of mode 700) if absent: entries signed by those keys load from then on. {@code keyFile}
+   * holds base64 public keys one per line ({@code #} comments), or is someone's signing key file, of which
+   * only the {@code public} line is read.
+   *
+   * @param keyFile the keys to trust
+   * @return the keys added; those already trusted are not repeated
+   * @throws IOException if {@code keyFile} holds no public key, or the trust file is not a private file of
+   *     yours or cannot be written; the message says which
+   */
+  public static List<String> trust(Path keyFile) throws IOException {
+    return org.mpibuild.internal.cache.EntrySigning.trust(trustedKeys(), keyFile);
+  }
+
+  /**
    * Returns whether this process is configured to use the cache without writing
    * ({@code MPI_BUILD_CACHE=read-only}).
    *

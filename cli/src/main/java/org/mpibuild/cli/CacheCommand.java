@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "cache", mixinStandardHelpOptions = true,
     description = "Inspect and maintain the persistent kernel cache.",
     subcommands = {CacheCommand.Stats.class, CacheCommand.Ls.class, CacheCommand.Verify.class, CacheCommand.Gc.class,
-        CacheCommand.Clear.class})
+        CacheCommand.Clear.class, CacheCommand.Trust.class})
 final class CacheCommand implements Runnable {
   @Spec
   picocli.CommandLine.Model.CommandSpec spec;
@@ -209,6 +209,25 @@ final class CacheCommand implements Runnable {
     public Integer call() throws IOException {
       int n = dir.open(true).clear();
       System.out.println("removed " + n + " files");
+      return 0;
+    }
+  }
+
+  @Command(name = "trust", mixinStandardHelpOptions = true,
+      description = "Trust the public keys in FILE (a group's key list, or a member's key file, of which only the "
+          + "'public' line is read): add them to your own trust file (MPI_BUILD_TRUSTED_KEYS, else "
+          + "~/.config/mpi-build/trusted-keys). Entries signed by them load from then on.")
+  static final class Trust implements Callable<Integer> {
+    @picocli.CommandLine.Parameters(paramLabel = "FILE", arity = "1..*", description = "files of public keys")
+    List<Path> files;
+
+    @Override
+    public Integer call() throws IOException {
+      for (Path f : files) {
+        List<String> added = CacheAdmin.trust(f);
+        System.out.println("trusted " + added.size() + " new key" + (added.size() == 1 ? "" : "s") + " from " + f
+            + " in " + CacheAdmin.trustedKeys());
+      }
       return 0;
     }
   }

@@ -248,9 +248,13 @@ final class DoctorCommand implements Callable<Integer> {
     Path dir = configured.get();
     out.println("  directory: " + dir + (readOnly ? " (read-only)" : " (on)"));
     Path key = CacheAdmin.signingKey();
+    Path trusted = CacheAdmin.trustedKeys();
     out.println("  signing key: " + key + (Files.exists(key) ? "" : " (made on the first write)")
-        + (Files.exists(dir.resolve("trusted-keys")) ? "; the cache's trusted-keys file names other trusted keys"
-            : ""));
+        + "; other keys you trust: " + (Files.exists(trusted) ? trusted.toString() : "none (mpi-build cache trust FILE)"));
+    if (Files.exists(dir.resolve("trusted-keys"))) {
+      out.println("  info  " + dir.resolve("trusted-keys") + " is not read: only your own trusted keys count; to trust "
+          + "the keys it lists, check them, then run: mpi-build cache trust " + dir.resolve("trusted-keys"));
+    }
     if (!Files.exists(dir)) {
       Path parent = dir.toAbsolutePath().getParent();
       while (parent != null && !Files.exists(parent)) {

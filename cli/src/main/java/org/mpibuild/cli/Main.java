@@ -33,7 +33,9 @@ public final class Main implements Runnable {
   public static int run(String... args) {
     CommandLine cl = new CommandLine(new Main());
     cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-      cmd.getErr().println("mpi-build: " + (e.getMessage() == null ? e.toString() : e.getMessage()));
+      // A file system exception's message is often a bare path: its kind says what happened to it.
+      cmd.getErr().println("mpi-build: " + (e.getMessage() == null || e instanceof java.nio.file.FileSystemException
+          ? e.toString() : e.getMessage()));
       return 1;
     });
     return cl.execute(args);

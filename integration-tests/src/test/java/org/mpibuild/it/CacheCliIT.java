@@ -50,12 +50,19 @@ class CacheCliIT {
   }
 
   static Run cli(String... args) throws IOException, InterruptedException {
+    return cli(java.util.Map.of(), args);
+  }
+
+  /** {@link #cli(String...)} with {@code env} added to the command's environment. */
+  static Run cli(java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
     List<String> cmd = new java.util.ArrayList<>(List.of(Mpirun.REPO.resolve("bin/mpi-build").toString(), "cache"));
     cmd.addAll(List.of(args));
     Path out = Files.createTempFile("cli", ".out");
     Path err = Files.createTempFile("cli", ".err");
     try {
-      Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile());
+      pb.environment().putAll(env);
+      Process p = pb.start();
       if (!p.waitFor(60, TimeUnit.SECONDS)) {
         p.destroyForcibly();
         throw new AssertionError("mpi-build cache " + String.join(" ", args) + " did not finish");

@@ -103,4 +103,39 @@ class CacheCliSafetyIT {
     assertTrue(r.err().contains("not an mpi-build kernel cache"), r.all());
     assertFalse(Files.exists(Path.of("/entries")) || Files.exists(Path.of("/CACHEDIR.TAG")), "nothing made in /");
   }
+
+  @Test
+  void aMemberTrustsAnotherMembersKeyOnceInTheirOwnConfiguration() throws Exception {
+    // The entry was signed by this JVM's key (alice's). Bob has his own key and his own trust file.
+    java.util.Map<String, String> bob = java.util.Map.of("MPI_BUILD_SIGNING_KEY", tmp.resolve("bob/signing-key").toString(),
+        "MPI_BUILD_TRUSTED_KEYS", tmp.resolve("bob/trusted-keys").toString());
+    Files.writeString(cache.resolve("trusted-keys"), String.join("\n", Files.readAllLines(
+        org.mpibuild.CacheAdmin.signingKey()).stream().filter(l -> l.startsWith("public ")).toList()) + "\n");
+    Run before = cli(bob, "ls", "--dir", cache.toString());
+    assertEquals(0, before.exit(), before.all());
+    assertTrue(before.out().contains("untrusted"), "a cache directory's own trusted-keys is never read\n" + before.all());
+    Path alicePub = tmp.resolve("alice.pub");
+    Files.writeString(alicePub, Files.readAllLines(org.mpibuild.CacheAdmin.signingKey()).stream()
+        .filter(l -> l.startsWith("public ")).findFirst().orElseThrow().substring(7) + "  # alice\n");
+    Run trust = cli(bob, "trust", alicePub.toString());
+    assertEquals(0, trust.exit(), trust.all());
+    assertTrue(trust.out().contains("trusted 1 new key"), trust.all());
+    Run after = cli(bob, "ls", "--dir", cache.toString());
+    assertTrue(after.out().contains(" ok ") && !after.out().contains("untrusted"), after.all());
+    Run junk = cli(bob, "trust", cache.resolve("CACHEDIR.TAG").toString());
+    assertEquals(1, junk.exit(), junk.all());
+    assertTrue(junk.err().contains("holds no Ed25519 public key"), junk.all());
+  }
+
+  @Test
+  void aTagEmptiedByAFullDiskNeverShutsTheCommandsOut() throws Exception {
+    Files.write(cache.resolve("CACHEDIR.TAG"), new byte[0]);
+    Run ls = cli("ls", "--dir", cache.toString());
+    assertEquals(0, ls.exit(), ls.all());
+    assertEquals(1, ls.out().lines().count(), ls.all());
+    Run gc = cli("gc", "--dir", cache.toString());
+    assertEquals(0, gc.exit(), gc.all());
+    assertTrue(Files.readString(cache.resolve("CACHEDIR.TAG")).startsWith("Signature: 8a477f597d28d172789f06886806bc55"),
+        "mended by a command that writes");
+  }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.file.Path;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -79,5 +80,61 @@ class LocalModeIT {
     } finally {
       Mpirun.delete(tmp);
     }
+  }
+
+  /**
+   * A uid with no passwd entry ({@code docker run --user 54321}, Kubernetes' runAsUser, Apptainer): the JDK
+   * says {@code user.name=?} and {@code user.home=?}. The OpenCL backend starts from its own 0700 directory,
+   * and the build is cached under $HOME and loaded by the next run. Needs root (setpriv); skipped otherwise.
+   */
+  @Test
+  void aUidWithoutAPasswdEntryStartsTheBackendAndCaches() throws Exception {
+    int uid = 54321;
+    if (!"root".equals(System.getProperty("user.name")) || !java.nio.file.Files.isExecutable(Path.of("/usr/bin/setpriv"))) {
+      System.out.println("LocalModeIT: skipped, needs root and setpriv to run as a uid without a passwd entry");
+      return;
+    }
+    Path home = java.nio.file.Files.createTempDirectory("mpi-build-uid-home");
+    Path tmp = java.nio.file.Files.createTempDirectory("mpi-build-uid-tmp");
+    try {
+      for (Path d : List.of(home, tmp)) {
+        java.nio.file.Files.setAttribute(d, "unix:uid", uid);
+        java.nio.file.Files.setAttribute(d, "unix:gid", uid);
+      }
+      List<String> first = asUid(uid, home, tmp);
+      assertTrue(first.contains(EXPECTED), String.join("\n", first));
+      List<String> second = asUid(uid, home, tmp);
+      assertTrue(second.contains(EXPECTED.replace("compiled=true", "compiled=false")),
+          "the second run loads the cached binary\n" + String.join("\n", second));
+      assertTrue(java.nio.file.Files.isDirectory(home.resolve(".cache/mpi-build/entries")), "cached under $HOME");
+      assertTrue(java.nio.file.Files.isDirectory(tmp.resolve("mpi-build-" + uid)), "its native-library directory");
+    } finally {
+      Mpirun.delete(home);
+      Mpirun.delete(tmp);
+    }
+  }
+
+  private static List<String> asUid(int uid, Path home, Path tmp) throws IOException, InterruptedException {
+    List<String> cmd = List.of("/usr/bin/setpriv", "--reuid", Integer.toString(uid), "--regid", Integer.toString(uid),
+        "--clear-groups", "java", "-Djava.io.tmpdir=" + tmp, "-cp", System.getProperty("mpibuild.it.classpath"),
+        "org.mpibuild.programs.LocalBuild");
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().remove("XDG_RUNTIME_DIR");
+    pb.environment().remove("MPI_BUILD_CACHE_DIR");
+    pb.environment().remove("MPI_BUILD_SIGNING_KEY");
+    pb.environment().remove("MPI_BUILD_TRUSTED_KEYS");
+    pb.environment().remove("XDG_CACHE_HOME");
+    pb.environment().remove("XDG_CONFIG_HOME");
+    pb.environment().put("HOME", home.toString());
+    pb.environment().put("POCL_CACHE_DIR", tmp.resolve("pocl").toString());
+    Process p = pb.start();
+    p.getOutputStream().close();
+    if (!p.waitFor(120, TimeUnit.SECONDS)) {
+      p.destroyForcibly();
+      throw new AssertionError("the run as uid " + uid + " did not finish in 120 s");
+    }
+    List<String> lines = new ArrayList<>(new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).lines().toList());
+    lines.add("exit=" + p.exitValue());
+    return lines;
   }
 }

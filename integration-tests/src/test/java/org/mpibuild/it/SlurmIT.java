@@ -36,7 +36,7 @@ class SlurmIT {
   static final Pattern JOB_ID = Pattern.compile("Submitted batch job (\\d+)");
   /** The shared cache directory the README's job script names; each test gives its jobs their own. */
   static final String README_CACHE = "/shared/mpi-build-cache";
-  static final String README_NODE_CACHE = "/tmp/mpi-build-cache";
+  static final String README_NODE_CACHE = "/tmp/mpi-build-cache-$(id -u)";
 
   /** The README's job script with caches of the test's own (name), shared and node-local. */
   static String readmeJob(String name) throws Exception {

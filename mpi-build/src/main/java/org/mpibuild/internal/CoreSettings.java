@@ -70,10 +70,14 @@ public final class CoreSettings {
 
   public static final Setting<Path> SIGNING_KEY = Setting.path("MPI_BUILD_SIGNING_KEY", "mpibuild.cache.signingKey",
       "`~/.config/mpi-build/signing-key`", "your private key that signs the cache entries you write (created, mode "
-      + "600, on first use); entries are loaded only when signed by it or by a key in the cache's `trusted-keys`");
+      + "600, on first use); entries are loaded only when signed by it or by a key in your `MPI_BUILD_TRUSTED_KEYS`");
+  public static final Setting<Path> TRUSTED_KEYS = Setting.path("MPI_BUILD_TRUSTED_KEYS", "mpibuild.cache.trustedKeys",
+      "`~/.config/mpi-build/trusted-keys`", "the other public keys whose cache entries you load (a group's, "
+      + "say): one base64 key per line, `#` comments; read only if it is a regular file of yours that nobody else "
+      + "can write; `mpi-build cache trust FILE` adds keys. A cache directory's own files are never a source of trust");
 
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
       CACHE_DIR, CACHE_MAX_BYTES, CACHE_SHARED, CACHE_LOCK_STALE, CACHE_LOCK_WAIT, CACHE_NEGATIVE_TTL,
-      NODE_CACHE_DIR, SIGNING_KEY, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, PROGRESS, RECORD);
+      NODE_CACHE_DIR, SIGNING_KEY, TRUSTED_KEYS, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, PROGRESS, RECORD);
 }

@@ -56,10 +56,9 @@ public final class NativeLibraries {
    * @throws UncheckedIOException naming the directory and the reason it cannot be used
    */
   public static Path privateDirectory() {
-    String user = System.getProperty("user.name");
     String runtime = System.getenv("XDG_RUNTIME_DIR");
     Path dir = runtime != null && !runtime.isBlank() && Files.isDirectory(Path.of(runtime))
-        ? Path.of(runtime, "mpi-build") : Path.of(System.getProperty("java.io.tmpdir"), "mpi-build-" + user);
+        ? Path.of(runtime, "mpi-build") : Path.of(System.getProperty("java.io.tmpdir"), "mpi-build-" + userTag());
     try {
       if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
         try {
@@ -70,15 +69,32 @@ public final class NativeLibraries {
       }
       java.nio.file.attribute.PosixFileAttributes a = Files.readAttributes(dir,
           java.nio.file.attribute.PosixFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
-      if (!a.isDirectory() || !a.owner().getName().equals(user) || !PRIVATE.containsAll(a.permissions())) {
-        throw new IOException(dir + " is not a private directory of yours (" + (a.isSymbolicLink() ? "a link"
-            : a.isDirectory() ? "owned by " + a.owner().getName() + ", mode "
+      if (!a.isDirectory() || !org.mpibuild.internal.Ownership.mine(dir) || !PRIVATE.containsAll(a.permissions())) {
+        throw new IOException(dir + " is not a private directory of yours, " + org.mpibuild.internal.Ownership.me()
+            + " (" + (a.isSymbolicLink() ? "a link" : a.isDirectory() ? "owned by "
+            + org.mpibuild.internal.Ownership.owner(dir) + ", mode "
             + java.nio.file.attribute.PosixFilePermissions.toString(a.permissions()) : "not a directory")
             + "); remove it, or set XDG_RUNTIME_DIR to a private directory");
       }
       return dir;
     } catch (IOException e) {
       throw new UncheckedIOException("no private directory for native libraries: " + e.getMessage(), e);
+    }
+  }
+
+  /**
+   * This user's name in a file name, or its uid when the uid has no passwd entry (then {@code user.name} is
+   * {@code ?}, which two such users would share).
+   */
+  private static String userTag() {
+    String name = System.getProperty("user.name", "");
+    if (name.matches("[A-Za-z0-9._-]+")) {
+      return name;
+    }
+    try {
+      return Integer.toString(org.mpibuild.internal.Ownership.processUid());
+    } catch (IOException e) {
+      throw new UncheckedIOException("no private directory for native libraries: cannot find this process's uid", e);
     }
   }
 

@@ -1,5 +1,6 @@
 package org.mpibuild.internal.cache;
 
+import org.mpibuild.internal.Ownership;
 import org.mpibuild.spi.EssentialWarning;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -29,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * DIR/CACHEDIR.TAG             marks the directory as a cache for backup tools
  * DIR/entries/KEY.kbin         an entry: entry header, then the envelope (header, metadata, binary)
- * DIR/locks/KEY.lock           held while one process compiles KEY (host, pid, start time)
+ * DIR/locks/KEY.lock           held while one process compiles KEY (host, pid, start time); written whole
+ *                              to .KEY.lock.N.tmp, then linked to its name
  * DIR/quarantine/KEY.TIME.PID.NANOS.bad  an entry found corrupt, moved aside
  * </pre>
  */
@@ -42,7 +44,7 @@ final class CacheDirectory {
   private static final java.util.regex.Pattern KEY = java.util.regex.Pattern.compile("[0-9a-f]{64}");
   /** The names of the files the cache writes, in its three sub-directories; nothing else is its own. */
   private static final java.util.regex.Pattern OWN = java.util.regex.Pattern.compile(
-      "[0-9a-f]{64}\\.kbin|\\.[0-9a-f]{64}\\.\\d+\\.tmp|[0-9a-f]{64}\\.lock(\\.\\d+\\.-?\\d+\\.stale)?"
+      "[0-9a-f]{64}\\.kbin|\\.[0-9a-f]{64}(\\.lock)?\\.\\d+\\.tmp|[0-9a-f]{64}\\.lock(\\.\\d+\\.-?\\d+\\.stale)?"
           + "|[0-9a-f]{64}\\.\\d+\\.\\d+\\.-?\\d+\\.bad");
   private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
 
@@ -95,21 +97,66 @@ final class CacheDirectory {
       }
       boolean writable = wantWrite && refusal == null;
       CacheDirectory d = new CacheDirectory(settings, dir, writable, refusal);
+      for (Path sub : List.of(d.entries, d.locks, d.quarantine)) {
+        String linked = notADirectory(sub);
+        if (linked != null) {
+          EssentialWarning.print("kernel cache " + dir + " is not used: " + linked + "; the cache never reads or "
+              + "writes through a link. Remove " + sub + " (the cache makes it again), or choose another "
+              + "MPI_BUILD_CACHE_DIR / MPI_BUILD_NODE_CACHE_DIR");
+          return null;
+        }
+        if (writable && !Files.exists(sub, LinkOption.NOFOLLOW_LINKS)) {
+          createPrivate(sub, settings.shared());
+        }
+      }
       if (writable) {
-        for (Path sub : List.of(d.entries, d.locks, d.quarantine)) {
-          if (!Files.isDirectory(sub)) {
-            createPrivate(sub, settings.shared());
-          }
-        }
-        Path tag = dir.resolve(TAG);
-        if (!Files.exists(tag, LinkOption.NOFOLLOW_LINKS)) {
-          Files.writeString(tag, TAG_TEXT);
-        }
+        writeTag(dir);
       }
       return d;
     } catch (IOException e) {
       log.warn("kernel cache {} cannot be used ({}); caching is off for this run", dir, e.toString());
       return null;
+    }
+  }
+
+  /** Why {@code sub} cannot be one of the cache's sub-directories (a link, a file), or null if it is one or is absent. */
+  private static String notADirectory(Path sub) {
+    if (Files.isSymbolicLink(sub)) {
+      return sub + " is a symbolic link";
+    }
+    if (Files.exists(sub, LinkOption.NOFOLLOW_LINKS) && !Files.isDirectory(sub, LinkOption.NOFOLLOW_LINKS)) {
+      return sub + " is not a directory";
+    }
+    return null;
+  }
+
+  /**
+   * Writes the tag when it is absent or incomplete (an empty or cut-short file that a full disk left), through
+   * a temporary file renamed into place, so that it is never seen half written. Anything else there is left alone.
+   */
+  private static void writeTag(Path dir) throws IOException {
+    Path tag = dir.resolve(TAG);
+    if (tagged(dir) || (Files.exists(tag, LinkOption.NOFOLLOW_LINKS) && !incompleteTag(dir))) {
+      return;
+    }
+    Path tmp = Files.createTempFile(dir, "." + TAG + ".", ".tmp");
+    try {
+      Files.writeString(tmp, TAG_TEXT);
+      Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
+      Files.move(tmp, tag, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
+  }
+
+  /** Whether {@code dir}'s tag is a regular file holding the start of the tag's text only: one a full disk cut short. */
+  private static boolean incompleteTag(Path dir) {
+    Path tag = dir.resolve(TAG);
+    try {
+      return Files.isRegularFile(tag, LinkOption.NOFOLLOW_LINKS) && Files.size(tag) < TAG_TEXT.length()
+          && TAG_TEXT.startsWith(Files.readString(tag));
+    } catch (IOException | RuntimeException e) {
+      return false;
     }
   }
 
@@ -128,7 +175,10 @@ final class CacheDirectory {
       throw new IllegalStateException("no kernel cache at " + dir + ": it is a " + (Files.isRegularFile(dir)
           ? "regular file" : "special file") + ", not a directory");
     }
-    if (!tagged(dir)) {
+    // A tag cut short by a full disk, in a directory that holds the cache's entries/, is the library's own: it
+    // is accepted (and mended when writing), so that a full disk never shuts the commands out for good.
+    boolean mendable = incompleteTag(dir) && Files.isDirectory(dir.resolve("entries"), LinkOption.NOFOLLOW_LINKS);
+    if (!tagged(dir) && !mendable) {
       throw new IllegalStateException(dir + " is not an mpi-build kernel cache: it has no " + TAG
           + " written by mpi-build, so nothing in it is touched");
     }
@@ -140,6 +190,13 @@ final class CacheDirectory {
     }
     if (refusal != null) {
       throw new IllegalStateException(refusal);
+    }
+    if (write && mendable) {
+      try {
+        writeTag(dir);
+      } catch (IOException e) {
+        throw new IllegalStateException("cannot mend the incomplete " + TAG + " of " + dir + ": " + e, e);
+      }
     }
     return new CacheDirectory(settings, dir, write, null);
   }
@@ -173,10 +230,21 @@ final class CacheDirectory {
    */
   synchronized EntrySigning signing() {
     if (signing == null) {
-      signing = EntrySigning.open(settings.signingKey(), dir);
+      try {
+        signing = EntrySigning.open(settings.signingKey(), settings.trustedKeys());
+      } catch (IllegalStateException e) {
+        if (WARNED_KEYS.add(settings.signingKey().toAbsolutePath())) {
+          EssentialWarning.print(e.getMessage() + ". Until then the kernel cache is not used: nothing is read from it "
+              + "or written to it");
+        }
+        throw e;
+      }
     }
     return signing;
   }
+
+  /** The signing keys whose problem was already printed by this process: once is enough. */
+  private static final Set<Path> WARNED_KEYS = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   long fileOperations() {
     return fileOps.get();
@@ -298,17 +366,17 @@ final class CacheDirectory {
       return null;
     }
     PosixFileAttributes a;
+    Path real = d.toRealPath(); // a link to the directory is judged by its target
     try {
-      a = Files.readAttributes(d, PosixFileAttributes.class); // a link to the directory is judged by its target
+      a = Files.readAttributes(real, PosixFileAttributes.class);
     } catch (UnsupportedOperationException e) {
       return null;
     }
     String hint = ": refusing to write to it. If it is meant to be shared, set MPI_BUILD_CACHE_SHARED=true; "
         + "otherwise choose a private MPI_BUILD_CACHE_DIR";
-    String me = System.getProperty("user.name");
-    if (!a.owner().getName().equals(me)) {
-      return "kernel cache directory " + d + " is owned by '" + a.owner().getName() + "', not by you ('" + me + "')"
-          + hint;
+    if (!Ownership.mine(real)) {
+      return "kernel cache directory " + d + " is owned by " + Ownership.owner(real) + ", not by you ("
+          + Ownership.me() + ")" + hint;
     }
     Set<PosixFilePermission> p = a.permissions();
     if (p.contains(PosixFilePermission.GROUP_WRITE) || p.contains(PosixFilePermission.OTHERS_WRITE)) {

@@ -86,15 +86,47 @@ public final class CacheLock implements AutoCloseable {
         heartbeatMillis, TimeUnit.MILLISECONDS);
   }
 
-  /** Tries once to create the lock file; returns null if it exists. */
+  /**
+   * Tries once to create the lock file; returns null if it exists. The holder's identity is written to a
+   * temporary file first, which is then linked to the lock's name (atomic, and failing if the name exists):
+   * a lock file is never seen empty, and a full disk leaves no lock file behind, only the temporary one,
+   * which is removed.
+   */
   static CacheLock tryCreate(CacheDirectory cache, Path file, long heartbeatMillis) throws IOException {
+    byte[] identity = Holder.self().serialize().getBytes(StandardCharsets.UTF_8);
+    cache.op();
+    // Readable by all: in a group cache the other members read who holds it; it holds no secret.
+    Path tmp = Files.createTempFile(file.getParent(), "." + file.getFileName() + ".", ".tmp",
+        java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+            java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--")));
     try {
       cache.op();
-      Files.write(file, Holder.self().serialize().getBytes(StandardCharsets.UTF_8),
-          java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+      Files.write(tmp, identity);
+      cache.op();
+      Files.createLink(file, tmp);
       return new CacheLock(cache, file, heartbeatMillis);
     } catch (java.nio.file.FileAlreadyExistsException e) {
       return null;
+    } catch (UnsupportedOperationException | java.nio.file.FileSystemException e) {
+      return createDirectly(cache, file, identity, heartbeatMillis); // a file system without hard links
+    } finally {
+      cache.op();
+      Files.deleteIfExists(tmp);
+    }
+  }
+
+  /** Creates the lock file in place ({@code O_EXCL}); if its identity cannot be written, removes it again. */
+  private static CacheLock createDirectly(CacheDirectory cache, Path file, byte[] identity, long heartbeatMillis)
+      throws IOException {
+    try {
+      cache.op();
+      Files.write(file, identity, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+      return new CacheLock(cache, file, heartbeatMillis);
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      return null;
+    } catch (IOException e) {
+      cache.delete(file, "cache lock that could not be written");
+      throw e;
     }
   }
 

@@ -18,8 +18,12 @@ import org.slf4j.LoggerFactory;
  */
 final class CacheLocks {
   private static final Logger log = LoggerFactory.getLogger(CacheLocks.class);
-  /** How long a lock file may name no holder before it counts as dead (writing the identity takes micro-seconds). */
-  static final long ANONYMOUS_MILLIS = 3_000;
+  /**
+   * How long a lock file may name no holder before it counts as dead. This library writes a lock whole before
+   * it gives it its name, so an empty or cut-short lock is a crash's or a full disk's leftover, or one that an
+   * older version is writing at this moment (which takes micro-seconds).
+   */
+  static final long ANONYMOUS_MILLIS = 250;
   private final CacheDirectory d;
 
   CacheLocks(CacheDirectory d) {
@@ -44,7 +48,7 @@ final class CacheLocks {
     while (true) {
       try {
         d.op();
-        if (Files.exists(d.entryFile(key))) {
+        if (Files.exists(d.entryFile(key), java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
           return null;
         }
         CacheLock lock = CacheLock.tryCreate(d, file, heartbeat);
@@ -91,7 +95,7 @@ final class CacheLocks {
   /** Current lock files with their holders. */
   List<String> held() throws IOException {
     List<String> out = new ArrayList<>();
-    if (!Files.isDirectory(d.locks)) {
+    if (!Files.isDirectory(d.locks, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       return out;
     }
     try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, "*.lock")) {
@@ -119,10 +123,19 @@ final class CacheLocks {
     }
   }
 
+  /** The holder a lock file names; null if it is not a regular file (a link is never followed) or unreadable. */
   private CacheLock.Holder readHolder(Path lockFile) {
-    try {
+    if (!Files.isRegularFile(lockFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      return null; // a link, a fifo: never opened
+    }
+    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
+        java.nio.file.StandardOpenOption.READ, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
       d.op();
-      return CacheLock.Holder.parse(Files.readString(lockFile));
+      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4096); // a holder's identity is a few lines
+      while (b.hasRemaining() && ch.read(b) >= 0) {
+        // until full or at the end
+      }
+      return CacheLock.Holder.parse(new String(b.array(), 0, b.position(), java.nio.charset.StandardCharsets.UTF_8));
     } catch (IOException e) {
       return null;
     }

@@ -42,6 +42,9 @@ final class CacheMaintenance {
         continue; // an entry being written
       }
       if (!CacheDirectory.ownFile(f)) {
+        if (!Files.exists(f, LinkOption.NOFOLLOW_LINKS)) {
+          continue; // removed meanwhile
+        }
         out.add(new KernelCache.Listing(name, f, a.size(), lastUse, "?", "?", List.of(), "foreign",
             "not a file of this cache (" + (a.isSymbolicLink() ? "a symbolic link" : a.isRegularFile()
                 ? "a name the cache never writes" : "not a regular file") + "); left alone"));
@@ -54,6 +57,8 @@ final class CacheMaintenance {
         Envelope.Metadata m = e.metadata();
         out.add(new KernelCache.Listing(key, f, size, lastUse, m.backend(), m.target(), m.kernelNames(),
             e.status().name().toLowerCase(Locale.ROOT), null));
+      } catch (NoSuchFileException ex) {
+        continue; // removed meanwhile, by a job's eviction or another gc
       } catch (EntrySigning.UntrustedEntryException ex) {
         out.add(new KernelCache.Listing(key, f, size, lastUse, "?", "?", List.of(), "untrusted", ex.getMessage()));
       } catch (CorruptBinaryException ex) {
@@ -86,26 +91,40 @@ final class CacheMaintenance {
     d.requireWritable();
     List<Path> removed = new ArrayList<>();
     Instant cutoff = maxAge == null ? null : Instant.now().minus(maxAge);
-    List<Path> files = new ArrayList<>(d.entryFiles());
-    files.sort(Comparator.comparing(CacheDirectory::mtime));
+    record Sized(Path file, long bytes, Instant lastUse) {}
+    List<Sized> files = new ArrayList<>();
     long total = 0;
-    for (Path f : files) {
-      total += Files.size(f);
+    for (Path f : d.entryFiles()) {
+      BasicFileAttributes a = attributes(f);
+      if (a != null) { // else removed meanwhile, by a job's eviction or another gc
+        files.add(new Sized(f, a.size(), a.lastModifiedTime().toInstant()));
+        total += a.size();
+      }
     }
-    for (Path f : files) {
-      if ((cutoff != null && CacheDirectory.mtime(f).isBefore(cutoff)) || total > maxBytes) {
-        total -= Files.size(f);
-        Files.deleteIfExists(f);
-        removed.add(f);
+    files.sort(Comparator.comparing(Sized::lastUse));
+    for (Sized s : files) {
+      if ((cutoff != null && s.lastUse().isBefore(cutoff)) || total > maxBytes) {
+        total -= s.bytes();
+        if (Files.deleteIfExists(s.file())) {
+          removed.add(s.file());
+        }
       }
     }
     for (Path f : d.filesIn(d.quarantine)) {
-      if (CacheDirectory.ownFile(f)) {
-        Files.deleteIfExists(f);
+      if (CacheDirectory.ownFile(f) && Files.deleteIfExists(f)) {
         removed.add(f);
       }
     }
     return removed;
+  }
+
+  /** {@code f}'s attributes, not following a link; null if it no longer exists. */
+  private static BasicFileAttributes attributes(Path f) throws IOException {
+    try {
+      return Files.readAttributes(f, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+    } catch (NoSuchFileException e) {
+      return null;
+    }
   }
 
   /** Removes every entry, lock and quarantined file; keeps the directory. Returns how many files. */
@@ -114,8 +133,7 @@ final class CacheMaintenance {
     int n = 0;
     for (Path sub : List.of(d.entries, d.locks, d.quarantine)) {
       for (Path f : d.filesIn(sub)) {
-        if (CacheDirectory.ownFile(f)) {
-          Files.deleteIfExists(f);
+        if (CacheDirectory.ownFile(f) && Files.deleteIfExists(f)) {
           n++;
         }
       }

@@ -19,9 +19,10 @@ import org.mpibuild.spi.SettingSource;
  * @param negativeTtl how long a failed compile's log is kept to answer the same request; 0 turns it off
  * @param nodeDir an optional node-local cache directory, written by one rank per node; null for none
  * @param signingKey the file holding this user's key that signs entries (created on first use)
+ * @param trustedKeys the file, of this user's, listing the other keys whose entries are loaded
  */
 public record CacheSettings(Access access, Path dir, long maxBytes, boolean shared, Duration lockStale,
-    Duration lockWait, Duration negativeTtl, Path nodeDir, Path signingKey) {
+    Duration lockWait, Duration negativeTtl, Path nodeDir, Path signingKey, Path trustedKeys) {
 
   /** What the cache may do. */
   public enum Access {
@@ -49,12 +50,34 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
   /** An XDG base directory: {@code $VARIABLE} if set, else {@code ~/fallback}; absolute. */
   private static Path xdgHome(SettingSource s, String variable, String fallback) {
     String xdg = s.environment(variable);
-    return (xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(s.property("user.home", "."), fallback))
-        .toAbsolutePath();
+    return (xdg != null && !xdg.isBlank() ? Path.of(xdg) : home(s).resolve(fallback)).toAbsolutePath();
+  }
+
+  /**
+   * The user's home: {@code user.home}, else {@code $HOME} when the JDK found no passwd entry for the uid (a
+   * container's {@code --user 54321}: then {@code user.home} is {@code ?}, which would be a relative path).
+   */
+  private static Path home(SettingSource s) {
+    String home = s.property("user.home", "");
+    if (home.isBlank() || home.equals("?")) {
+      String env = s.environment("HOME");
+      home = env != null && !env.isBlank() ? env : home.isBlank() ? "." : home;
+    }
+    return Path.of(home);
+  }
+
+  /** The trust file: MPI_BUILD_TRUSTED_KEYS, else under $XDG_CONFIG_HOME or ~/.config, beside the signing key. */
+  static Path trustedKeys(SettingSource s) {
+    Path p = CoreSettings.TRUSTED_KEYS.read(s);
+    return p != null ? p : xdgHome(s, "XDG_CONFIG_HOME", ".config").resolve("mpi-build/trusted-keys");
   }
 
   static Path defaultSigningKey() {
     return signingKey(SettingSource.ofProcess());
+  }
+
+  static Path defaultTrustedKeys() {
+    return trustedKeys(SettingSource.ofProcess());
   }
 
   /** Whether the cache is used at all (on or read-only). */
@@ -65,13 +88,15 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
   /** A cache that is off. */
   public static CacheSettings off() {
     return new CacheSettings(Access.OFF, Path.of("."), DEFAULT_MAX_BYTES, false, Duration.ofSeconds(60),
-        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey());
+        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey(),
+        defaultTrustedKeys());
   }
 
   /** A private read-write cache in {@code dir} with the defaults. */
   public static CacheSettings in(Path dir) {
     return new CacheSettings(Access.ON, dir, DEFAULT_MAX_BYTES, false, Duration.ofSeconds(60),
-        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey());
+        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey(),
+        defaultTrustedKeys());
   }
 
   /** Reads the settings; a bad value fails, naming the setting. */
@@ -82,38 +107,43 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
     }
     return new CacheSettings(CoreSettings.CACHE.read(s), dir, CoreSettings.CACHE_MAX_BYTES.read(s),
         CoreSettings.CACHE_SHARED.read(s), CoreSettings.CACHE_LOCK_STALE.read(s), CoreSettings.CACHE_LOCK_WAIT.read(s),
-        CoreSettings.CACHE_NEGATIVE_TTL.read(s), CoreSettings.NODE_CACHE_DIR.read(s), signingKey(s));
+        CoreSettings.CACHE_NEGATIVE_TTL.read(s), CoreSettings.NODE_CACHE_DIR.read(s), signingKey(s),
+        trustedKeys(s));
   }
 
   public CacheSettings withAccess(Access a) {
-    return new CacheSettings(a, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
+    return new CacheSettings(a, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
   }
 
   public CacheSettings withDir(Path d) {
-    return new CacheSettings(access, d, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
+    return new CacheSettings(access, d, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
   }
 
   public CacheSettings withMaxBytes(long b) {
-    return new CacheSettings(access, dir, b, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
+    return new CacheSettings(access, dir, b, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
   }
 
   public CacheSettings withShared(boolean s) {
-    return new CacheSettings(access, dir, maxBytes, s, lockStale, lockWait, negativeTtl, nodeDir, signingKey);
+    return new CacheSettings(access, dir, maxBytes, s, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
   }
 
   public CacheSettings withLocks(Duration stale, Duration wait) {
-    return new CacheSettings(access, dir, maxBytes, shared, stale, wait, negativeTtl, nodeDir, signingKey);
+    return new CacheSettings(access, dir, maxBytes, shared, stale, wait, negativeTtl, nodeDir, signingKey, trustedKeys);
   }
 
   public CacheSettings withNegativeTtl(Duration ttl) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, ttl, nodeDir, signingKey);
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, ttl, nodeDir, signingKey, trustedKeys);
   }
 
   public CacheSettings withNodeDir(Path d) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, d, signingKey);
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, d, signingKey, trustedKeys);
+  }
+
+  public CacheSettings withTrustedKeys(Path file) {
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, file);
   }
 
   public CacheSettings withSigningKey(Path key) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, key);
+    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, key, trustedKeys);
   }
 }

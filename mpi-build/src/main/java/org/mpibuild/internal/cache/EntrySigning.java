@@ -1,5 +1,6 @@
 package org.mpibuild.internal.cache;
 
+import org.mpibuild.internal.Ownership;
 import org.mpibuild.spi.EssentialWarning;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -32,7 +33,9 @@ import org.slf4j.LoggerFactory;
  * Signatures on cache entries, so that a planted entry (a valid format, a correct checksum, another binary)
  * is never loaded. Each writer signs with an Ed25519 key of its own, created on first use in a private file;
  * a reader accepts an entry only when its signature verifies against a trusted key: the user's own, or one
- * listed in the trust file ({@value #TRUST_FILE}) that a shared cache's owner publishes in its directory.
+ * listed in the user's own trust file ({@code MPI_BUILD_TRUSTED_KEYS}, default
+ * {@code ~/.config/mpi-build/trusted-keys}). Trust is rooted in the user alone: nothing in a cache directory,
+ * whoever owns it, makes a key trusted, since whoever creates a directory in {@code /tmp} first owns it.
  *
  * <p>A writer also seals the entry with HMAC-SHA256 under a secret of its key file. A reader that finds its
  * own public key in an entry checks that seal instead of the signature: only the holder of the secret can
@@ -47,7 +50,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class EntrySigning {
   private static final Logger log = LoggerFactory.getLogger(EntrySigning.class);
-  static final String TRUST_FILE = "trusted-keys";
   static final int PUBLIC_KEY_BYTES = 44;
   static final int SIGNATURE_BYTES = 64;
   static final int MAC_BYTES = 32;
@@ -69,12 +71,13 @@ public final class EntrySigning {
   }
 
   /**
-   * The user's key from {@code keyFile} (created, private, on first use) and the keys trusted for entries of
-   * {@code cacheDir}.
+   * The user's key from {@code keyFile} (created, private, on first use) and the keys the user trusts besides,
+   * listed in {@code trustFile} (the user's own, see {@link #trustFile}).
    *
-   * @throws IllegalStateException if the key file exists but cannot be used (then nothing is signed or read)
+   * @throws IllegalStateException if the key file exists but cannot be used (then nothing is signed or read);
+   *     the message names the cause and what to run
    */
-  public static EntrySigning open(Path keyFile, Path cacheDir) {
+  public static EntrySigning open(Path keyFile, Path trustFile) {
     try {
       String[] key = readOrCreate(keyFile);
       byte[] pub = Base64.getDecoder().decode(key[1]);
@@ -84,8 +87,10 @@ public final class EntrySigning {
       }
       Set<String> trusted = new HashSet<>();
       trusted.add(key[1]);
-      trusted.addAll(trustFile(cacheDir));
+      trusted.addAll(trustFile(trustFile));
       return new EntrySigning(key[0], pub, secret, trusted);
+    } catch (UnusableKeyException e) {
+      throw new IllegalStateException(e.getMessage(), e);
     } catch (IOException | GeneralSecurityException | IllegalArgumentException e) {
       throw new IllegalStateException("the cache signing key " + keyFile + " cannot be used (" + e
           + "); remove it to make a new one, or set MPI_BUILD_SIGNING_KEY", e);
@@ -142,7 +147,7 @@ public final class EntrySigning {
     String id = Base64.getEncoder().encodeToString(pub);
     if (!trusted.contains(id)) {
       throw new UntrustedEntryException("signed by key " + id.substring(0, 16) + "..., which is not trusted here "
-          + "(not yours, not in " + TRUST_FILE + ")");
+          + "(not yours, not in your trusted keys, MPI_BUILD_TRUSTED_KEYS)");
     }
     try {
       Signature s = Signature.getInstance("Ed25519");
@@ -223,9 +228,25 @@ public final class EntrySigning {
       }
     }
     PosixFileAttributes a = Files.readAttributes(keyFile, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-    if (!a.isRegularFile() || !a.owner().getName().equals(System.getProperty("user.name"))
-        || !PRIVATE_FILE.containsAll(a.permissions())) {
-      throw new IOException(keyFile + " must be a regular file of yours that only you can read (mode 600)");
+    if (a.isSymbolicLink()) {
+      throw new UnusableKeyException("the cache signing key " + keyFile + " is a symbolic link (to "
+          + Files.readSymbolicLink(keyFile) + "); a private key is read only from a regular file, never through a "
+          + "link that someone could point elsewhere. Put the file itself there (cp --remove-destination \"$(readlink -f "
+          + keyFile + ")\" " + keyFile + " && chmod 600 " + keyFile + ") or set MPI_BUILD_SIGNING_KEY to it");
+    }
+    if (!a.isRegularFile()) {
+      throw new UnusableKeyException("the cache signing key " + keyFile + " is not a regular file; remove it (a new "
+          + "key is made on the next write) or set MPI_BUILD_SIGNING_KEY");
+    }
+    if (!Ownership.mine(keyFile)) {
+      throw new UnusableKeyException("the cache signing key " + keyFile + " belongs to " + Ownership.owner(keyFile)
+          + ", not to you (" + Ownership.me() + "); set MPI_BUILD_SIGNING_KEY to a key file of yours");
+    }
+    if (!PRIVATE_FILE.containsAll(a.permissions())) {
+      String mode = PosixFilePermissions.toString(a.permissions());
+      throw new UnusableKeyException("the cache signing key " + keyFile + " has mode " + mode + " (" + octal(a)
+          + "): others can read your private key. Run: chmod 600 " + keyFile + " (and if others may have read it, "
+          + "remove it instead: a new key is made, and your entries are rebuilt)");
     }
     String priv = null;
     String pub = null;
@@ -246,26 +267,126 @@ public final class EntrySigning {
   }
 
   /**
-   * The keys listed in the cache directory's trust file: one base64 key per line, {@code #} comments. The
-   * file counts only if it is a regular file (not a link) owned by you or by the directory's owner, and
-   * writable by nobody else: otherwise anyone who can write there could trust themselves.
+   * The keys listed in the user's trust file {@code f}: one base64 key per line, {@code #} comments. The file
+   * counts only if it is a regular file (not a link) of this user's that nobody else can write; otherwise it is
+   * ignored, with a warning that says why, and only the user's own key is trusted.
    */
-  static List<String> trustFile(Path cacheDir) throws IOException {
-    Path f = cacheDir.resolve(TRUST_FILE);
-    if (!Files.exists(f, LinkOption.NOFOLLOW_LINKS)) {
+  static List<String> trustFile(Path f) throws IOException {
+    if (f == null || !Files.exists(f, LinkOption.NOFOLLOW_LINKS)) {
       return List.of();
     }
+    String why = trustFileProblem(f);
+    if (why != null) {
+      EssentialWarning.print("ignoring your trusted keys " + f + ": " + why + ". Only your own key is trusted "
+          + "until it is mended");
+      return List.of();
+    }
+    return publicKeys(Files.readAllLines(f, StandardCharsets.US_ASCII));
+  }
+
+  /** Why {@code f} cannot be the user's trust file (a link, not a file, someone else's, writable by others), or null. */
+  private static String trustFileProblem(Path f) throws IOException {
     PosixFileAttributes a = Files.readAttributes(f, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-    String dirOwner = Files.readAttributes(cacheDir, PosixFileAttributes.class).owner().getName();
-    String owner = a.owner().getName();
     boolean othersWrite = a.permissions().contains(PosixFilePermission.GROUP_WRITE)
         || a.permissions().contains(PosixFilePermission.OTHERS_WRITE);
-    if (!a.isRegularFile() || othersWrite || !(owner.equals(dirOwner) || owner.equals(System.getProperty("user.name")))) {
-      EssentialWarning.print("ignoring " + f + ": a trust file must be a regular file owned by the cache's owner ("
-          + dirOwner + ") and writable by nobody else");
-      return List.of();
+    return a.isSymbolicLink() ? "it is a symbolic link; put the file itself there"
+        : !a.isRegularFile() ? "it is not a regular file"
+        : !Ownership.mine(f) ? "it belongs to " + Ownership.owner(f) + ", not to you (" + Ownership.me() + ")"
+        : othersWrite ? "others can write it (mode " + PosixFilePermissions.toString(a.permissions()) + "); run: chmod "
+            + "go-w " + f
+        : null;
+  }
+
+  /**
+   * The public keys in {@code lines}: a trust file's (one base64 key per line, {@code #} comments, words after
+   * the key ignored) or a signing key file's {@code public} line. Lines that hold no Ed25519 public key are
+   * skipped.
+   */
+  static List<String> publicKeys(List<String> lines) {
+    List<String> keys = new java.util.ArrayList<>();
+    for (String line : lines) {
+      String l = line.replaceAll("#.*", "").trim();
+      if (l.startsWith("private ") || l.startsWith("seal ")) {
+        continue;
+      }
+      if (l.startsWith("public ")) {
+        l = l.substring(7).trim();
+      }
+      if (!l.isEmpty() && isPublicKey(l.split("\\s+")[0])) {
+        keys.add(l.split("\\s+")[0]);
+      }
     }
-    return Files.readAllLines(f, StandardCharsets.US_ASCII).stream().map(l -> l.replaceAll("#.*", "").trim())
-        .filter(l -> !l.isEmpty()).map(l -> l.split("\\s+")[0]).toList();
+    return keys;
+  }
+
+  private static boolean isPublicKey(String base64) {
+    try {
+      byte[] b = Base64.getDecoder().decode(base64);
+      return b.length == PUBLIC_KEY_BYTES
+          && KeyFactory.getInstance("Ed25519").generatePublic(new X509EncodedKeySpec(b)) != null;
+    } catch (IllegalArgumentException | GeneralSecurityException e) {
+      return false;
+    }
+  }
+
+  /**
+   * Adds the public keys found in {@code from} (a trust file of keys, or someone's signing key file, of which
+   * only the {@code public} line is read) to the user's trust file {@code trustFile}, creating it (mode 600, in
+   * a directory of mode 700) if absent. The file is replaced whole, atomically.
+   *
+   * @return the keys added (those already trusted are not repeated)
+   * @throws IOException if {@code from} holds no public key, or the trust file cannot be written
+   */
+  public static List<String> trust(Path trustFile, Path from) throws IOException {
+    List<String> offered = publicKeys(Files.readAllLines(from, StandardCharsets.US_ASCII));
+    if (offered.isEmpty()) {
+      throw new IOException(from + " holds no Ed25519 public key (a base64 line, or a key file's 'public' line)");
+    }
+    Path dir = trustFile.toAbsolutePath().getParent();
+    Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PRIVATE_DIR));
+    boolean exists = Files.exists(trustFile, LinkOption.NOFOLLOW_LINKS);
+    String problem = exists ? trustFileProblem(trustFile) : null;
+    if (problem != null) {
+      throw new IOException("cannot add to your trusted keys " + trustFile + ": " + problem);
+    }
+    List<String> old = exists ? trustFile(trustFile) : List.of();
+    StringBuilder text = new StringBuilder(exists
+        ? Files.readString(trustFile, StandardCharsets.US_ASCII) : "# public keys whose mpi-build cache entries you load\n");
+    if (text.length() > 0 && text.charAt(text.length() - 1) != '\n') {
+      text.append('\n');
+    }
+    List<String> added = new java.util.ArrayList<>();
+    for (String k : offered) {
+      if (!old.contains(k) && !added.contains(k)) {
+        added.add(k);
+        text.append(k).append("  # from ").append(from.toAbsolutePath()).append('\n');
+      }
+    }
+    Path tmp = Files.createTempFile(dir, ".trusted-keys.", ".tmp", PosixFilePermissions.asFileAttribute(PRIVATE_FILE));
+    try {
+      Files.writeString(tmp, text, StandardCharsets.US_ASCII);
+      Files.move(tmp, trustFile, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
+          java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    } finally {
+      Files.deleteIfExists(tmp);
+    }
+    return added;
+  }
+
+  private static String octal(PosixFileAttributes a) {
+    int m = 0;
+    for (PosixFilePermission p : a.permissions()) {
+      m |= 1 << (8 - p.ordinal());
+    }
+    return String.format("%03o", m);
+  }
+
+  /** A signing key file that exists but cannot be used; its message says why and what to run. */
+  private static final class UnusableKeyException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    UnusableKeyException(String message) {
+      super(message);
+    }
   }
 }

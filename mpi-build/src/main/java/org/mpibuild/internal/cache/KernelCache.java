@@ -164,7 +164,7 @@ public final class KernelCache {
   /** Whether an entry file exists for {@code key}, without reading it. */
   public boolean exists(String key) {
     d.op();
-    return Files.exists(d.entryFile(key));
+    return Files.exists(d.entryFile(key), java.nio.file.LinkOption.NOFOLLOW_LINKS);
   }
 
   /**

@@ -238,19 +238,21 @@ public class KernelCacheTest {
   }
 
   @Test
-  void entriesSignedByAnotherKeyNeedTheOwnersTrustFile(@TempDir Path tmp) throws Exception {
+  void entriesSignedByAnotherKeyNeedTheReadersOwnTrust(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("group-cache");
-    KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice")));
+    KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice"))
+        .withTrustedKeys(tmp.resolve("alice-trusted")));
     assertTrue(alice.store(KEY, envelope(1000)));
-    KernelCache bob = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")));
-    java.util.List<KernelCache.Listing> seen = bob.list();
+    CacheSettings bobs = CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")).withTrustedKeys(tmp.resolve("bob-trusted"));
+    java.util.List<KernelCache.Listing> seen = KernelCache.open(bobs).list();
     assertEquals("untrusted", seen.get(0).status(), "bob does not trust alice's key yet: " + seen);
     assertTrue(seen.get(0).problem().contains("not trusted"), seen.get(0).problem());
 
-    String aliceKey = EntrySigning.open(tmp.resolve("alice"), dir).publicKey();
-    Files.writeString(dir.resolve(EntrySigning.TRUST_FILE), "# the group's keys\n" + aliceKey + " alice\n");
-    KernelCache bobTrusting = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")));
-    assertNotNull(bobTrusting.lookup(KEY), "alice's entry, now trusted through the owner's trust file");
+    // Bob trusts alice's key once, in his own configuration, from her key file's public line.
+    assertEquals(1, EntrySigning.trust(tmp.resolve("bob-trusted"), tmp.resolve("alice")).size());
+    assertEquals(0, EntrySigning.trust(tmp.resolve("bob-trusted"), tmp.resolve("alice")).size(), "added once");
+    assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(tmp.resolve("bob-trusted"))));
+    assertNotNull(KernelCache.open(bobs).lookup(KEY), "alice's entry, now trusted through bob's own trust file");
     assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(tmp.resolve("bob"))));
   }
 
@@ -259,10 +261,10 @@ public class KernelCacheTest {
     Path dir = tmp.resolve("c");
     KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice")));
     alice.store(KEY, envelope(100));
-    Path trust = dir.resolve(EntrySigning.TRUST_FILE);
-    Files.writeString(trust, EntrySigning.open(tmp.resolve("alice"), dir).publicKey() + "\n");
+    Path trust = tmp.resolve("bob-trusted");
+    EntrySigning.trust(trust, tmp.resolve("alice"));
     Files.setPosixFilePermissions(trust, PosixFilePermissions.fromString("rw-rw-rw-"));
-    KernelCache bob = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")));
+    KernelCache bob = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")).withTrustedKeys(trust));
     assertNull(bob.lookup(KEY), "a world-writable trust file could trust anyone");
   }
 
