@@ -3,18 +3,31 @@ package org.mpibuild;
 import java.util.List;
 import org.mpibuild.internal.Envelope;
 import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.spi.NamedKernels;
+import org.mpibuild.spi.UseGuard;
 
-/** The kernel a build returns: the backend's loaded program, with the envelope and the statistics. */
-final class BuiltKernel implements Kernel {
+/**
+ * The kernel a build returns: the backend's loaded program, with the envelope and the statistics. It is a
+ * dependent of its {@link MpiBuild}, which closes it (before the backend) if the program did not.
+ */
+final class BuiltKernel implements Kernel, UseGuard.Dependent {
   private final LoadedProgram program;
   private final Envelope envelope;
   private final BuildStats stats;
-  private volatile boolean closed;
+  private final UseGuard guard;
+  private final UseGuard owner;
 
-  BuiltKernel(LoadedProgram program, Envelope envelope, BuildStats stats) {
+  /**
+   * @param owner the kernels of the MpiBuild that made it
+   * @throws IllegalStateException if that MpiBuild was closed meanwhile (the program is closed then)
+   */
+  BuiltKernel(LoadedProgram program, Envelope envelope, BuildStats stats, UseGuard owner) {
     this.program = program;
     this.envelope = envelope;
     this.stats = stats;
+    this.guard = new UseGuard(NamedKernels.describe(program.kernelNames()));
+    this.owner = owner;
+    owner.adopt(this);
   }
 
   @Override
@@ -34,10 +47,10 @@ final class BuiltKernel implements Kernel {
 
   @Override
   public BinaryData binaryData() {
-    if (closed) {
-      throw new IllegalStateException("kernel " + kernelNames() + " is closed: its binary is gone");
+    // inside a use: a close on another thread waits before it gives a received binary's buffer back
+    try (UseGuard.Use ignored = guard.enter()) {
+      return new BinaryData(envelope.detached());
     }
-    return new BinaryData(envelope.detached());
   }
 
   @Override
@@ -47,6 +60,7 @@ final class BuiltKernel implements Kernel {
 
   @Override
   public <T> T as(Class<T> type) {
+    guard.check();
     if (!type.isInstance(program)) {
       throw new IllegalArgumentException("this kernel was built by backend '" + backend() + "' as a "
           + program.getClass().getName() + ", not a " + type.getName());
@@ -56,9 +70,19 @@ final class BuiltKernel implements Kernel {
 
   @Override
   public void close() {
-    closed = true;
-    program.close();
-    envelope.payload().release(); // a received binary's buffer goes back to the broadcast's pool
+    close("it was closed");
+  }
+
+  @Override
+  public void close(String why) {
+    if (guard.close(why)) {
+      owner.forget(this);
+      try {
+        program.close(why);
+      } finally {
+        envelope.payload().release(); // a received binary's buffer goes back to the broadcast's pool
+      }
+    }
   }
 
   @Override

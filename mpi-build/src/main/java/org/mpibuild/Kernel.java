@@ -8,6 +8,14 @@ import java.util.List;
  *
  * <p>The device handles belong to the backend; reach them with {@link #as(Class)}, for example
  * {@code kernel.as(OpenClKernel.class).kernel("saxpy")}. Close the kernel to release them.
+ *
+ * <p><b>After close.</b> Once the kernel is closed, or its {@link MpiBuild} is (which closes it first),
+ * {@link #as(Class)}, {@link #binaryData()} and every call of the backend's view that would hand out a
+ * device handle or use one ({@code OpenClKernel.kernel(name)}, {@code queue()}, {@code CudaKernel.launch},
+ * ...) throw {@code IllegalStateException} naming the kernel and why, for example
+ * "kernel saxpy: its MpiBuild was closed". Closing twice does nothing. A close on one thread waits for a
+ * launch in progress on another ({@code CudaKernel.launch}) before it releases anything. Handles obtained
+ * before close must not be used after it. The names, backend, target and statistics stay readable.
  */
 public interface Kernel extends AutoCloseable {
 
@@ -38,7 +46,8 @@ public interface Kernel extends AutoCloseable {
    * after the kernel is closed.
    *
    * @return the binary data
-   * @throws IllegalStateException if the kernel is closed (a received binary's memory is reused then)
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed (a received binary's memory is
+   *     reused then)
    */
   BinaryData binaryData();
 
@@ -56,10 +65,11 @@ public interface Kernel extends AutoCloseable {
    * @param <T> that class
    * @return this kernel as {@code type}
    * @throws IllegalArgumentException if the kernel was built by another backend
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed, saying which
    */
   <T> T as(Class<T> type);
 
-  /** Releases the device objects of this kernel. */
+  /** Releases the device objects of this kernel. Idempotent. */
   @Override
   void close();
 }

@@ -10,6 +10,9 @@ import org.mpibuild.internal.Settings;
 import org.mpibuild.internal.Startup;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.UseGuard;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 
 /**
  * Builds kernels once per job instead of once per rank: the root compiles, broadcasts the binary, and
@@ -32,7 +35,19 @@ import org.mpibuild.spi.Communicator;
  * {@link #close()} are collective: every rank of the communicator calls them in the same order. They are
  * all-or-nothing: every rank returns, or every rank throws the same exception.
  *
- * <p>An instance is used by one thread at a time.
+ * <p><b>One thread at a time.</b> An instance is used by one thread at a time. A call made while another
+ * thread is inside a call of the same instance (a build, a batch, {@link #statistics()}, {@link #close()},
+ * ...) throws {@code IllegalStateException} at once, naming that thread and its call, and leaves that call
+ * untouched. The library's own threads (asynchronous builds, progress) do not count. For builds from
+ * several threads, give each thread an instance of its own with a communicator of its own.
+ *
+ * <p><b>After close.</b> {@link #close()} first closes the kernels this instance made and is still holding
+ * (their device objects are released), then the backend and its device context and queue. From then on,
+ * every call of this instance, and every call of its kernels and of their backend views that would hand out a
+ * device handle ({@code OpenClKernel.queue()}, {@code kernel(name)}, {@code CudaKernel.launch}, ...), and
+ * every stream-ordered messenger bound to its queue, throws {@code IllegalStateException} naming what was
+ * closed and why, for example "kernel saxpy: its MpiBuild was closed". A released handle is never handed
+ * out; a handle obtained before close must not be used after it.
  */
 public final class MpiBuild implements AutoCloseable {
   private final Startup opened;
@@ -42,8 +57,12 @@ public final class MpiBuild implements AutoCloseable {
   private final JobCounters counters = new JobCounters();
   private final CollectiveBuild protocol;
   private final AsyncBuilds.Lazy async;
+  /** The kernels this instance made and that are not closed yet: closed before the backend. */
+  private final UseGuard kernels = new UseGuard("this MpiBuild");
+  /** Who is inside a call of this instance, if anyone. */
+  private final AtomicReference<Caller> caller = new AtomicReference<>();
   private volatile BuildStats lastStats;
-  private boolean closed;
+  private volatile boolean closed;
 
   MpiBuild(Settings settings, Startup opened) {
     this.opened = opened;
@@ -101,13 +120,11 @@ public final class MpiBuild implements AutoCloseable {
    * @throws KernelLoadException on every rank, if some rank could not load the binary
    */
   public Kernel mpiBuildKernel(KernelSource request, int root) {
-    ensureOpen();
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
-      async.ifStarted(AsyncBuilds::drain);
+    return call("mpiBuildKernel", true, () -> {
       CollectiveBuild.Outcome o = protocol.run(request, root);
       lastStats = o.stats();
-      return new BuiltKernel(o.program(), o.envelope(), o.stats());
-    }
+      return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
+    });
   }
 
   /**
@@ -121,13 +138,11 @@ public final class MpiBuild implements AutoCloseable {
    * @throws KernelBuildException on every rank, as {@link #mpiBuildKernel(KernelSource, int)} does
    */
   public BinaryData mpiBuildBinary(KernelSource request, int root) {
-    ensureOpen();
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
-      async.ifStarted(AsyncBuilds::drain);
+    return call("mpiBuildBinary", true, () -> {
       CollectiveBuild.Outcome o = protocol.run(request, root, false);
       lastStats = o.stats();
       return new BinaryData(o.envelope());
-    }
+    });
   }
 
   /**
@@ -161,14 +176,15 @@ public final class MpiBuild implements AutoCloseable {
    * @throws IllegalStateException if {@code MPI_BUILD_PROGRESS=thread} but MPI is not MULTIPLE
    */
   public KernelFuture mpiBuildKernelAsync(KernelSource request, int root) {
-    ensureOpen();
-    AsyncBuilds builds = async.get();
-    int rank = comm.rank();
-    return new KernelFuture(builds.submit(p -> {
-      CollectiveBuild.Outcome o = p.run(request, root);
-      lastStats = o.stats();
-      return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats());
-    }, rank), builds);
+    return call("mpiBuildKernelAsync", false, () -> {
+      AsyncBuilds builds = async.get();
+      int rank = comm.rank();
+      return new KernelFuture(builds.submit(p -> {
+        CollectiveBuild.Outcome o = p.run(request, root);
+        lastStats = o.stats();
+        return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
+      }, rank), builds);
+    });
   }
 
   /**
@@ -177,7 +193,9 @@ public final class MpiBuild implements AutoCloseable {
    * futures; harmless otherwise. Not collective.
    */
   public void progress() {
-    async.ifStarted(AsyncBuilds::progress);
+    try (Entered ignored = enter("progress")) {
+      async.ifStarted(AsyncBuilds::progress);
+    }
   }
 
   /**
@@ -206,9 +224,7 @@ public final class MpiBuild implements AutoCloseable {
    * @throws KernelLoadException on every rank, if some rank could not load some binary
    */
   public java.util.List<Kernel> mpiBuildKernels(java.util.List<KernelSource> requests) {
-    ensureOpen();
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
-      async.ifStarted(AsyncBuilds::drain);
+    return call("mpiBuildKernels", true, () -> {
       java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, true, null);
       RuntimeException failure = CollectiveBuild.firstFailure(entries);
       if (failure != null) {
@@ -216,11 +232,11 @@ public final class MpiBuild implements AutoCloseable {
       }
       java.util.List<Kernel> out = new java.util.ArrayList<>(entries.size());
       for (CollectiveBuild.Entry e : entries) {
-        out.add(new BuiltKernel(e.program(), e.envelope(), e.stats()));
+        out.add(new BuiltKernel(e.program(), e.envelope(), e.stats(), kernels));
         lastStats = e.stats();
       }
       return out;
-    }
+    });
   }
 
   /**
@@ -235,9 +251,7 @@ public final class MpiBuild implements AutoCloseable {
    */
   public java.util.List<PrecompileResult> precompile(java.util.List<KernelSource> requests,
       java.util.function.Consumer<PrecompileResult> listener) {
-    ensureOpen();
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
-      async.ifStarted(AsyncBuilds::drain);
+    return call("precompile", true, () -> {
       java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, false,
           listener == null ? null : e -> listener.accept(PrecompileResult.of(e, null)));
       boolean[] cached = protocol.cached(entries);
@@ -247,7 +261,7 @@ public final class MpiBuild implements AutoCloseable {
             : PrecompileResult.Outcome.COMPILED));
       }
       return out;
-    }
+    });
   }
 
   /**
@@ -258,14 +272,13 @@ public final class MpiBuild implements AutoCloseable {
    * @throws KernelLoadException if the data is for another backend or target, or the device refuses it
    */
   public Kernel buildKernelFromBinaryData(BinaryData data) {
-    ensureOpen();
     if (data == null) {
       throw new NullPointerException("data is null");
     }
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
+    return call("buildKernelFromBinaryData", false, () -> {
       CollectiveBuild.Outcome o = Failures.loadOnThisRank(backend, comm.rank(), data.envelope());
-      return new BuiltKernel(o.program(), o.envelope(), o.stats());
-    }
+      return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
+    });
   }
 
   /**
@@ -275,12 +288,8 @@ public final class MpiBuild implements AutoCloseable {
    * @return the job-wide statistics, on every rank
    */
   public JobStatistics statistics() {
-    ensureOpen();
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
-      async.ifStarted(AsyncBuilds::drain);
-      return counters.reduce(comm, settings.collectiveTimeout(), settings.waiting(), opened.caches().untrustedEntries(),
-          opened.caches().trustCheckNanos());
-    }
+    return call("statistics", true, () -> counters.reduce(comm, settings.collectiveTimeout(), settings.waiting(),
+        opened.caches().untrustedEntries(), opened.caches().trustCheckNanos()));
   }
 
   /**
@@ -333,24 +342,80 @@ public final class MpiBuild implements AutoCloseable {
   }
 
   /**
-   * Releases the backend and the library's duplicate communicator. Never finalizes MPI. Collective.
-   * Kernels must be closed first.
+   * Closes the kernels of this instance that are still open, then releases the backend (its device context
+   * and queue) and the library's duplicate communicator. Never finalizes MPI. Collective. Waits first for
+   * the asynchronous builds started before it. Closing twice does nothing.
+   *
+   * <p>Afterwards every call of this instance throws {@code IllegalStateException}, and so does every call
+   * of its kernels that would hand out a device handle, naming the kernel and saying that its MpiBuild was
+   * closed (see the class comment). Handles obtained before must not be used after it.
+   *
+   * @throws IllegalStateException if another thread is inside a call of this instance (nothing is closed)
    */
   @Override
   public void close() {
-    if (closed) {
-      return;
-    }
-    try (LogContext ignored = LogContext.rank(comm.rank())) {
+    try (Entered ignored = enter("close"); LogContext ignored2 = LogContext.rank(comm.rank())) {
+      if (closed) {
+        return;
+      }
       async.ifStarted(AsyncBuilds::close);
       closed = true;
-      opened.close();
+      try {
+        kernels.close("its MpiBuild was closed"); // before the context and queue they belong to
+      } finally {
+        opened.close();
+      }
     }
   }
 
-  private void ensureOpen() {
-    if (closed) {
-      throw new IllegalStateException("this MpiBuild is closed");
+  /**
+   * Runs a call of the API: one thread at a time, on an open instance, with the rank in the log context,
+   * after the asynchronous builds started before it when {@code drain}.
+   */
+  private <T> T call(String name, boolean drain, Supplier<T> body) {
+    try (Entered ignored = enter(name)) {
+      if (closed) {
+        throw new IllegalStateException("MpiBuild." + name + ": this MpiBuild was closed");
+      }
+      try (LogContext ignored2 = LogContext.rank(comm.rank())) {
+        if (drain) {
+          async.ifStarted(AsyncBuilds::drain);
+        }
+        return body.get();
+      }
+    }
+  }
+
+  /** A thread inside a call of this instance, and the call. */
+  private record Caller(Thread thread, String call) {}
+
+  /** The end of a call; nested calls of the same thread end nothing. */
+  private interface Entered extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /**
+   * Marks this thread as inside {@code name}, or throws at once if another thread is inside a call: an
+   * instance is used by one thread at a time. Never waits. The library's own threads never come here.
+   */
+  private Entered enter(String name) {
+    Thread me = Thread.currentThread();
+    while (true) {
+      Caller c = caller.get();
+      if (c == null) {
+        Caller mine = new Caller(me, name);
+        if (caller.compareAndSet(null, mine)) {
+          return () -> caller.compareAndSet(mine, null);
+        }
+      } else if (c.thread() == me) {
+        return () -> { };
+      } else {
+        throw new IllegalStateException("MpiBuild." + name + " on thread '" + me.getName() + "' refused: thread '"
+            + c.thread().getName() + "' is inside MpiBuild." + c.call() + " of this instance, which is used by one "
+            + "thread at a time (give each thread an MpiBuild of its own, with a communicator of its own)");
+      }
+      // the holder left between the two reads: read again (no wait; it moved on)
     }
   }
 }

@@ -128,7 +128,12 @@ public interface Backend extends AutoCloseable {
     return load(bytes, kernelNames);
   }
 
-  /** Releases the device context. Programs loaded by this backend must be closed first. */
+  /**
+   * Releases the device context. The core closes the programs it holds first; a backend must still never
+   * release a handle that something it handed out can reach: it closes what it made (programs, helpers bound
+   * to its queue or stream) before it releases the context, so that their later calls throw
+   * {@code IllegalStateException} instead of reaching the driver ({@link UseGuard} does this). Idempotent.
+   */
   @Override
   void close();
 }

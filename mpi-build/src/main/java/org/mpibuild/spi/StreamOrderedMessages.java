@@ -77,6 +77,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   private final Communicator comm;
+  private final String name;
   private final List<Op> ops = new ArrayList<>();
   private final Thread thread;
   private volatile boolean closed;
@@ -95,6 +96,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
           + "MPI.InitThread(args, MPI.THREAD_MULTIPLE)");
     }
     this.comm = comm;
+    this.name = name;
     this.thread = new Thread(this::run, "mpi-build-stream " + name);
     this.thread.setDaemon(true);
     this.thread.start();
@@ -159,7 +161,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private CompletableFuture<Void> add(Op op) {
     synchronized (ops) {
       if (closed) {
-        throw new IllegalStateException("this stream-ordered helper is closed");
+        throw new IllegalStateException("stream-ordered messages on " + name + ": they were closed");
       }
       ops.add(op);
     }

@@ -49,6 +49,7 @@ import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NativeLibraries;
+import org.mpibuild.spi.UseGuard;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -86,6 +87,13 @@ final class CudaBackend implements Backend {
    * that follows checks the binary against them (a backend is used by one thread at a time).
    */
   private volatile JobBuild lastBuild;
+  /**
+   * Open until {@link #close()}: then the modules loaded here and the messengers on the context are closed,
+   * and only then is the context released.
+   */
+  private final UseGuard guard = new UseGuard("CUDA context");
+  /** The backends not closed yet, to find the owner of a context that a messenger is opened on. */
+  private static final java.util.Set<CudaBackend> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private CudaBackend(CudaSettings settings, CUdevice device, CUcontext context, String arch, String deviceProblem,
       String nvccVersion, String nvccProblem) {
@@ -96,6 +104,7 @@ final class CudaBackend implements Backend {
     this.deviceProblem = deviceProblem;
     this.nvccVersion = nvccVersion;
     this.nvccProblem = nvccProblem;
+    OPEN.add(this);
   }
 
   static CudaBackend open(CudaSettings settings) {
@@ -293,14 +302,39 @@ final class CudaBackend implements Backend {
       }
       functions.put(name, f);
     }
-    return new CudaKernel(context, module, functions);
+    return new CudaKernel(context, module, functions, guard);
   }
 
+  /**
+   * Closes the modules loaded here and the messengers on the context (later calls on them throw, saying
+   * that their MpiBuild was closed), then releases the context. Idempotent.
+   */
   @Override
   public void close() {
-    if (device != null) {
+    OPEN.remove(this);
+    if (guard.close("its MpiBuild was closed") && device != null) {
       cuDevicePrimaryCtxRelease(device);
     }
+  }
+
+  /** The guard that modules and messengers register with, so that they are closed before the context. */
+  UseGuard guard() {
+    return guard;
+  }
+
+  /**
+   * Returns an open backend whose context {@code context} is, if any.
+   *
+   * @param context a CUDA context
+   * @return its backend, or null for a context the program made itself
+   */
+  static CudaBackend owning(CUcontext context) {
+    for (CudaBackend b : OPEN) {
+      if (b.context != null && b.context.equals(context)) {
+        return b;
+      }
+    }
+    return null;
   }
 
   /**

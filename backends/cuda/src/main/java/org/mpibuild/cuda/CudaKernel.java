@@ -16,6 +16,7 @@ import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NamedKernels;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * The CUDA view of a {@link org.mpibuild.Kernel}: a module loaded through the driver API and its
@@ -25,19 +26,39 @@ import org.mpibuild.spi.NamedKernels;
  * CudaKernel k = kernel.as(CudaKernel.class);
  * k.launch("saxpy", new int[] {blocks, 1, 1}, new int[] {256, 1, 1}, 0, null, 2.0f, x, y, n);
  * }</pre>
+ *
+ * <p>Once the kernel or its {@link org.mpibuild.MpiBuild} is closed, {@link #launch} and every method that
+ * returns a handle throw {@code IllegalStateException} naming the kernel and why ("kernel saxpy: its MpiBuild
+ * was closed"). A close on another thread waits for a launch in progress before it unloads the module.
  */
 public final class CudaKernel implements LoadedProgram {
   private final CUcontext context;
   private final CUmodule module;
   private final NamedKernels<CUfunction> functions;
+  private final UseGuard owner;
+  private final Runnable unload;
 
-  CudaKernel(CUcontext context, CUmodule module, Map<String, CUfunction> functions) {
+  /**
+   * @param owner the guard of the backend that loaded it, which closes it before the context is released
+   * @param unload releases the module
+   */
+  CudaKernel(CUcontext context, CUmodule module, Map<String, CUfunction> functions, UseGuard owner, Runnable unload) {
     this.context = context;
     this.module = module;
     this.functions = new NamedKernels<>(functions, "module");
+    this.owner = owner;
+    this.unload = unload;
+    owner.adopt(this);
   }
 
-  /** @return the first function, the only one for single-kernel requests */
+  CudaKernel(CUcontext context, CUmodule module, Map<String, CUfunction> functions, UseGuard owner) {
+    this(context, module, functions, owner, () -> cuModuleUnload(module));
+  }
+
+  /**
+   * @return the first function, the only one for single-kernel requests
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public CUfunction function() {
     return functions.first();
   }
@@ -48,18 +69,27 @@ public final class CudaKernel implements LoadedProgram {
    * @param name a name from {@link #kernelNames()}
    * @return the function
    * @throws IllegalArgumentException if there is none of that name
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
    */
   public CUfunction function(String name) {
     return functions.get(name);
   }
 
-  /** @return the module */
+  /**
+   * @return the module
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public CUmodule module() {
+    functions.check();
     return module;
   }
 
-  /** @return the context the module was loaded into (the device's primary context) */
+  /**
+   * @return the context the module was loaded into (the device's primary context)
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public CUcontext context() {
+    functions.check();
     return context;
   }
 
@@ -79,7 +109,8 @@ public final class CudaKernel implements LoadedProgram {
    * @param stream the stream, or null for the default stream
    * @param args the kernel's arguments
    * @throws IllegalArgumentException for an argument of another type, naming its index
-   * @throws IllegalStateException if the launch fails, with the CUDA error
+   * @throws IllegalStateException if the launch fails, with the CUDA error; if the kernel or its MpiBuild is
+   *     closed, saying which (nothing reaches the driver then)
    */
   public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
     if (grid.length != 3 || block.length != 3) {
@@ -89,9 +120,13 @@ public final class CudaKernel implements LoadedProgram {
     for (int i = 0; i < args.length; i++) {
       params[i] = pointerTo(i, args[i]);
     }
-    check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-    check(cuLaunchKernel(function(name), grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream,
-        Pointer.to(params), null), "cuLaunchKernel(" + name + ")");
+    // inside a use: a close on another thread waits for the launch before it unloads the module
+    try (UseGuard.Use ignored = functions.guard().enter()) {
+      CUfunction f = function(name);
+      check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream,
+          Pointer.to(params), null), "cuLaunchKernel(" + name + ")");
+    }
   }
 
   private static Pointer pointerTo(int index, Object a) {
@@ -123,8 +158,14 @@ public final class CudaKernel implements LoadedProgram {
 
   @Override
   public void close() {
-    if (functions.release()) {
-      cuModuleUnload(module);
+    close("it was closed");
+  }
+
+  @Override
+  public void close(String why) {
+    if (functions.release(why)) {
+      owner.forget(this);
+      unload.run();
     }
   }
 }

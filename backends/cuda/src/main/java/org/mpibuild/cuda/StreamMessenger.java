@@ -28,6 +28,7 @@ import jcuda.driver.CUstreamWaitValue_flags;
 import jcuda.driver.JCudaDriver;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.StreamOrderedMessages;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of
@@ -41,16 +42,28 @@ import org.mpibuild.spi.StreamOrderedMessages;
  *
  * <p><b>Not yet run on a GPU</b>: no GPU was available where it was written; the OpenCL helper is the
  * one tested. MPI must provide {@code MPI_THREAD_MULTIPLE}.
+ *
+ * <p><b>After close.</b> A messenger on the context of an {@link org.mpibuild.MpiBuild}
+ * ({@link CudaKernel#context()}) is closed by it, before the context is released. Once the messenger or its
+ * MpiBuild is closed, {@link #sendAfter} and {@link #receiveBefore} throw {@code IllegalStateException}
+ * naming the messenger and why ("messenger on stream ...: its MpiBuild was closed") and make no CUDA call; a
+ * close on another thread waits for the enqueue in progress.
  */
 public final class StreamMessenger implements AutoCloseable {
   private final CUcontext context;
   private final CUstream stream;
   private final StreamOrderedMessages messages;
+  private final UseGuard guard;
+  /** The backend whose context this is, which closes the messenger before it releases the context; or null. */
+  private final CudaBackend owner;
+  private final UseGuard.Dependent dependent = this::close;
 
-  private StreamMessenger(CUcontext context, CUstream stream, StreamOrderedMessages messages) {
+  private StreamMessenger(CUcontext context, CUstream stream, StreamOrderedMessages messages, CudaBackend owner) {
     this.context = context;
     this.stream = stream;
     this.messages = messages;
+    this.guard = new UseGuard("messenger on stream " + stream);
+    this.owner = owner;
   }
 
   /**
@@ -60,14 +73,30 @@ public final class StreamMessenger implements AutoCloseable {
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
   public static StreamMessenger open(Communicator comm, CUcontext context, CUstream stream) {
-    return new StreamMessenger(context, stream, new StreamOrderedMessages(comm, "cuda " + stream));
+    CudaBackend owner = CudaBackend.owning(context);
+    // inside a use of the owner: its close waits until the messenger is registered, then closes it
+    try (UseGuard.Use ignored = owner == null ? null : owner.guard().enter()) {
+      StreamMessenger m = new StreamMessenger(context, stream, new StreamOrderedMessages(comm, "cuda " + stream), owner);
+      if (owner != null) {
+        owner.guard().adopt(m.dependent);
+      }
+      return m;
+    }
   }
 
   /**
    * Sends the first {@code bytes} of {@code buffer} to {@code dest} once the work already on the stream
    * has finished. Returns at once; the future completes when the message is sent.
+   *
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public CompletableFuture<Void> sendAfter(CUdeviceptr buffer, long bytes, int dest, int tag) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      return enqueueSend(buffer, bytes, dest, tag);
+    }
+  }
+
+  private CompletableFuture<Void> enqueueSend(CUdeviceptr buffer, long bytes, int dest, int tag) {
     current();
     Pinned staging = Pinned.allocate(bytes, 0);
     try {
@@ -84,8 +113,16 @@ public final class StreamMessenger implements AutoCloseable {
    * Receives {@code bytes} bytes from {@code source} into the start of {@code buffer}, so that work
    * enqueued on the stream after this call sees them. Returns at once; the future completes when the data
    * is on the device.
+   *
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public CompletableFuture<Void> receiveBefore(CUdeviceptr buffer, long bytes, int source, int tag) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      return enqueueReceive(buffer, bytes, source, tag);
+    }
+  }
+
+  private CompletableFuture<Void> enqueueReceive(CUdeviceptr buffer, long bytes, int source, int tag) {
     current();
     Pinned staging = Pinned.allocate(bytes, 0);
     Pinned flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
@@ -104,10 +141,22 @@ public final class StreamMessenger implements AutoCloseable {
     }
   }
 
-  /** Stops the progress thread; messages still in flight fail, and the stream is released past their waits. */
+  /**
+   * Stops the progress thread; messages still in flight fail, and the stream is released past their waits.
+   * Idempotent.
+   */
   @Override
   public void close() {
-    messages.close();
+    close("it was closed");
+  }
+
+  private void close(String why) {
+    if (guard.close(why)) {
+      if (owner != null) {
+        owner.guard().forget(dependent);
+      }
+      messages.close();
+    }
   }
 
   private void current() {

@@ -61,12 +61,15 @@ import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NativeLibraries;
+import org.mpibuild.spi.UseGuard;
 
 /** The OpenCL backend on one device, through JOCL. Calls are checked by return code, never by JOCL's global exception switch. */
 final class OpenClBackend implements Backend {
   private static final String JOCL_LIBRARY = "JOCL_2_0_5";
   private static volatile String nativeProblem;
   private static volatile boolean nativeReady;
+  /** The backends not closed yet, to find the owner of a queue that a messenger is opened on. */
+  private static final java.util.Set<OpenClBackend> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   private final cl_device_id device;
   private final cl_context context;
@@ -77,6 +80,11 @@ final class OpenClBackend implements Backend {
   private final int platformIndex;
   private final int deviceIndex;
   private final boolean pocl;
+  /**
+   * Open until {@link #close()}: then the programs loaded here and the messengers on the queue are closed,
+   * and only then are the queue and the context released.
+   */
+  private final UseGuard guard = new UseGuard("OpenCL context and command queue");
 
   private OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target,
       String compiler, int platformIndex, int deviceIndex, boolean pocl) {
@@ -88,6 +96,7 @@ final class OpenClBackend implements Backend {
     this.platformIndex = platformIndex;
     this.deviceIndex = deviceIndex;
     this.pocl = pocl;
+    OPEN.add(this);
   }
 
   static OpenClBackend open(String platformSelector, String deviceSelector) {
@@ -369,22 +378,55 @@ final class OpenClBackend implements Backend {
     return cString(b);
   }
 
+  /** @throws IllegalStateException if the backend is closed */
   cl_context context() {
+    guard.check();
     return context;
   }
 
+  /** @throws IllegalStateException if the backend is closed */
   cl_device_id device() {
+    guard.check();
     return device;
   }
 
+  /** @throws IllegalStateException if the backend is closed */
   cl_command_queue queue() {
+    guard.check();
     return queue;
   }
 
+  /** The guard that programs and messengers register with, so that they are closed before the queue. */
+  UseGuard guard() {
+    return guard;
+  }
+
+  /**
+   * Returns the open backend whose command queue {@code queue} is, if any.
+   *
+   * @param queue a command queue
+   * @return its backend, or null for a queue the program made itself
+   */
+  static OpenClBackend owning(cl_command_queue queue) {
+    for (OpenClBackend b : OPEN) {
+      if (b.queue.equals(queue)) {
+        return b;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Closes the programs loaded here and the messengers on the queue (later calls on them throw, saying
+   * that their MpiBuild was closed), then releases the queue and the context. Idempotent.
+   */
   @Override
   public void close() {
-    clReleaseCommandQueue(queue);
-    clReleaseContext(context);
+    OPEN.remove(this);
+    if (guard.close("its MpiBuild was closed")) {
+      clReleaseCommandQueue(queue);
+      clReleaseContext(context);
+    }
   }
 
   /**

@@ -18,7 +18,10 @@ import org.mpibuild.spi.NamedKernels;
  * command queue they belong to. Reach it with {@code kernel.as(OpenClKernel.class)}.
  *
  * <p>The context and queue belong to the {@link org.mpibuild.MpiBuild} that made the kernel and stay
- * valid until it is closed; {@link #close()} releases the program and its kernels.
+ * valid until it is closed; {@link #close()} releases the program and its kernels. Once either is closed,
+ * every method here that returns a handle throws {@code IllegalStateException} naming the kernel and why
+ * ("kernel saxpy: its MpiBuild was closed"): a released handle is never handed out. Handles obtained
+ * before must not be used after.
  */
 public final class OpenClKernel implements LoadedProgram {
   private final OpenClBackend backend;
@@ -29,9 +32,15 @@ public final class OpenClKernel implements LoadedProgram {
     this.backend = backend;
     this.program = program;
     this.kernels = new NamedKernels<>(kernels, "program");
+    backend.guard().adopt(this);
   }
 
-  /** @return the first kernel, the only one for single-kernel sources */
+  /**
+   * Returns the first kernel.
+   *
+   * @return the first kernel, the only one for single-kernel sources
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public cl_kernel kernel() {
     return kernels.first();
   }
@@ -42,6 +51,7 @@ public final class OpenClKernel implements LoadedProgram {
    * @param name a name from {@link #kernelNames()}
    * @return the kernel
    * @throws IllegalArgumentException if there is no kernel of that name
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
    */
   public cl_kernel kernel(String name) {
     return kernels.get(name);
@@ -52,31 +62,53 @@ public final class OpenClKernel implements LoadedProgram {
     return kernels.names();
   }
 
-  /** @return the program */
+  /**
+   * @return the program
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public cl_program program() {
+    kernels.check();
     return program;
   }
 
-  /** @return the context the program was loaded into */
+  /**
+   * @return the context the program was loaded into
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public cl_context context() {
+    kernels.check();
     return backend.context();
   }
 
-  /** @return the device the program was loaded on */
+  /**
+   * @return the device the program was loaded on
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public cl_device_id device() {
+    kernels.check();
     return backend.device();
   }
 
-  /** @return an in-order command queue on {@link #device()} */
+  /**
+   * @return an in-order command queue on {@link #device()}
+   * @throws IllegalStateException if the kernel or its MpiBuild is closed
+   */
   public cl_command_queue queue() {
+    kernels.check();
     return backend.queue();
   }
 
   @Override
   public void close() {
-    if (!kernels.release()) {
+    close("it was closed");
+  }
+
+  @Override
+  public void close(String why) {
+    if (!kernels.release(why)) {
       return;
     }
+    backend.guard().forget(this);
     for (cl_kernel k : kernels.all()) {
       clReleaseKernel(k);
     }

@@ -26,6 +26,7 @@ import org.jocl.cl_event;
 import org.jocl.cl_mem;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.StreamOrderedMessages;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * MPI messages ordered with an OpenCL command queue, with no host synchronization in between:
@@ -48,33 +49,56 @@ import org.mpibuild.spi.StreamOrderedMessages;
  * <p>The queue must be in order (the default). MPI must provide {@code MPI_THREAD_MULTIPLE}. Futures fail,
  * never hang, on MPI or device errors; {@link #close()} fails what is still in flight and releases the
  * device work waiting for it with an error.
+ *
+ * <p><b>After close.</b> A messenger on the queue of an {@link org.mpibuild.MpiBuild} ({@link OpenClKernel#queue()})
+ * is closed by it, before the queue is released. Once the messenger or its MpiBuild is closed,
+ * {@link #sendAfter} and {@link #receiveBefore} throw {@code IllegalStateException} naming the messenger and
+ * why ("messenger on queue ...: its MpiBuild was closed") and enqueue nothing; a close on another thread
+ * waits for the enqueue in progress. A messenger on a queue the program made itself must be closed before
+ * that queue is released.
  */
 public final class QueueMessenger implements AutoCloseable {
   private final cl_command_queue queue;
   private final cl_context context;
   private final StreamOrderedMessages messages;
+  private final UseGuard guard;
+  /** The backend whose queue this is, which closes the messenger before it releases the queue; or null. */
+  private final OpenClBackend owner;
+  private final UseGuard.Dependent dependent = this::close;
 
-  private QueueMessenger(cl_command_queue queue, cl_context context, StreamOrderedMessages messages) {
+  private QueueMessenger(cl_command_queue queue, cl_context context, StreamOrderedMessages messages,
+      OpenClBackend owner) {
     this.queue = queue;
     this.context = context;
     this.messages = messages;
+    this.guard = new UseGuard("messenger on queue " + queue);
+    this.owner = owner;
   }
 
   /**
    * Binds a helper to a communicator and an in-order command queue.
    *
    * @param comm the communicator, for example {@code MpiJava.communicator(MPI.COMM_WORLD)}; the caller closes it
-   * @param queue the command queue; it must outlive the helper
+   * @param queue the command queue: an MpiBuild's ({@link OpenClKernel#queue()}), which closes the helper
+   *     when it closes, or the program's own, which must outlive the helper
    * @return the helper, with its progress thread started
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
   public static QueueMessenger open(Communicator comm, cl_command_queue queue) {
-    cl_context[] context = {new cl_context()};
-    int rc = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, Sizeof.cl_context, Pointer.to(context[0]), null);
-    if (rc != CL_SUCCESS) {
-      throw new IllegalArgumentException("not a usable command queue: " + CL.stringFor_errorCode(rc));
+    OpenClBackend owner = OpenClBackend.owning(queue);
+    // inside a use of the owner: its close waits until the messenger is registered, then closes it
+    try (UseGuard.Use ignored = owner == null ? null : owner.guard().enter()) {
+      cl_context[] context = {new cl_context()};
+      int rc = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, Sizeof.cl_context, Pointer.to(context[0]), null);
+      if (rc != CL_SUCCESS) {
+        throw new IllegalArgumentException("not a usable command queue: " + CL.stringFor_errorCode(rc));
+      }
+      QueueMessenger m = new QueueMessenger(queue, context[0], new StreamOrderedMessages(comm, queue.toString()), owner);
+      if (owner != null) {
+        owner.guard().adopt(m.dependent);
+      }
+      return m;
     }
-    return new QueueMessenger(queue, context[0], new StreamOrderedMessages(comm, queue.toString()));
   }
 
   /**
@@ -86,14 +110,17 @@ public final class QueueMessenger implements AutoCloseable {
    * @param dest the receiving rank
    * @param tag the message tag
    * @return completes when the message is sent and the buffer may be overwritten by later work
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
-    ByteBuffer staging = staging(bytes);
-    cl_event read = new cl_event();
-    check(clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(staging), 0, null, read),
-        "clEnqueueReadBuffer");
-    check(clFlush(queue), "clFlush");
-    return messages.send(staging, dest, tag, new EventStep(read));
+    try (UseGuard.Use ignored = guard.enter()) {
+      ByteBuffer staging = staging(bytes);
+      cl_event read = new cl_event();
+      check(clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(staging), 0, null, read),
+          "clEnqueueReadBuffer");
+      check(clFlush(queue), "clFlush");
+      return messages.send(staging, dest, tag, new EventStep(read));
+    }
   }
 
   /**
@@ -105,8 +132,15 @@ public final class QueueMessenger implements AutoCloseable {
    * @param source the sending rank
    * @param tag the message tag
    * @return completes when the data is in the device buffer
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public CompletableFuture<Void> receiveBefore(cl_mem buffer, long bytes, int source, int tag) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      return enqueueReceive(buffer, bytes, source, tag);
+    }
+  }
+
+  private CompletableFuture<Void> enqueueReceive(cl_mem buffer, long bytes, int source, int tag) {
     ByteBuffer staging = staging(bytes);
     int[] err = new int[1];
     cl_event gate = clCreateUserEvent(context, err);
@@ -128,10 +162,22 @@ public final class QueueMessenger implements AutoCloseable {
     return messages.inFlight();
   }
 
-  /** Stops the progress thread; messages still in flight fail, and queued work waiting for them errors out. */
+  /**
+   * Stops the progress thread; messages still in flight fail, and queued work waiting for them errors out.
+   * Idempotent.
+   */
   @Override
   public void close() {
-    messages.close();
+    close("it was closed");
+  }
+
+  private void close(String why) {
+    if (guard.close(why)) {
+      if (owner != null) {
+        owner.guard().forget(dependent);
+      }
+      messages.close();
+    }
   }
 
   private static ByteBuffer staging(long bytes) {
