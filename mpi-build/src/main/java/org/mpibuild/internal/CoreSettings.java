@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.mpibuild.internal.cache.CacheSettings;
 import org.mpibuild.spi.Setting;
 
@@ -71,6 +72,29 @@ public final class CoreSettings {
   public static final Setting<Path> SIGNING_KEY = Setting.path("MPI_BUILD_SIGNING_KEY", "mpibuild.cache.signingKey",
       "`~/.config/mpi-build/signing-key`", "your private key that signs the cache entries you write (created, mode "
       + "600, on first use); entries are loaded only when signed by it or by a key in the cache's `trusted-keys`");
+
+  /**
+   * Names that look like settings but are not the library's, on purpose: read by the launch scripts
+   * ({@code bin/mpi-build}, {@code bin/mpi-build-rank}), provisioning, the examples, the benchmarks or the
+   * tests, never by the library. Never reported as misspelt ({@link SettingNames}).
+   */
+  public static final Set<String> NOT_SETTINGS = Set.of("MPI_BUILD_HOME", "MPI_BUILD_JAVA", "MPI_BUILD_JAVA_OPTS",
+      "MPI_BUILD_MPI_JAR", "MPI_BUILD_MPIRUN", "MPI_BUILD_OMPI_LIBDIR", "MPI_BUILD_FFM_JDK", "MPI_BUILD_LOG_LEVEL",
+      "MPI_BUILD_POCL_CACHE_ROOT", "MPI_BUILD_STATS_JSON", "MPI_BUILD_GPG_KEY", "MPI_BUILD_BASE_IMAGE");
+
+  /** Prefixes of such names: provisioning's switches, the benchmarks' and the integration tests' own. */
+  public static final List<String> NOT_SETTING_PREFIXES = List.of("MPI_BUILD_PROVISION_", "MPI_BUILD_BENCH_",
+      "mpibuild.it.");
+
+  /**
+   * The settings of the project's own plug-ins (backends and MPI bindings), variables and properties: real
+   * settings even where that plug-in is not on the class path, so never reported as misspelt. A test keeps
+   * it equal to what the plug-ins declare.
+   */
+  public static final Set<String> PLUGIN_SETTINGS = Set.of("MPI_BUILD_MPI_LIBRARY", "MPI_BUILD_MPI_ABI",
+      "MPI_BUILD_CUDA_ARCH", "mpibuild.cuda.arch", "MPI_BUILD_CUDA_COMPILERS", "mpibuild.cuda.compilers",
+      "MPI_BUILD_NVCC", "mpibuild.cuda.nvcc", "MPI_BUILD_CUDA_DEVICE", "mpibuild.cuda.device",
+      "MPI_BUILD_OPENCL_PLATFORM", "mpibuild.opencl.platform", "MPI_BUILD_OPENCL_DEVICE", "mpibuild.opencl.device");
 
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
