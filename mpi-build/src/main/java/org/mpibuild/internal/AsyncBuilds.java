@@ -325,11 +325,18 @@ public final class AsyncBuilds implements AutoCloseable {
   private static final class Posted extends ForwardingCommunicator {
     private final Mode mode;
     private final Queue calls;
+    /** Whether this wrapper made its communicator (a split), so that closing it frees that communicator. */
+    private final boolean owns;
 
     Posted(Communicator inner, Mode mode, Queue calls) {
+      this(inner, mode, calls, false);
+    }
+
+    private Posted(Communicator inner, Mode mode, Queue calls, boolean owns) {
       super(inner);
       this.mode = mode;
       this.calls = calls;
+      this.owns = owns;
     }
 
     /** Starts the call here (thread mode) or posts it for the program's thread (caller mode). */
@@ -386,12 +393,12 @@ public final class AsyncBuilds implements AutoCloseable {
 
     @Override
     public Communicator split(int color) {
-      return new Posted(blocking(() -> inner.split(color)), mode, calls);
+      return new Posted(blocking(() -> inner.split(color)), mode, calls, true);
     }
 
     @Override
     public Communicator splitByNode() {
-      return new Posted(blocking(inner::splitByNode), mode, calls);
+      return new Posted(blocking(inner::splitByNode), mode, calls, true);
     }
 
     @Override
@@ -404,7 +411,12 @@ public final class AsyncBuilds implements AutoCloseable {
 
     @Override
     public void close() {
-      // the instance closes its own communicators
+      if (owns) {
+        blocking(() -> {
+          inner.close();
+          return null;
+        });
+      } // else the instance closes its own communicators
     }
   }
 

@@ -20,7 +20,8 @@ public final class CoreSettings {
       + "to reach MPI\")");
   public static final Setting<Settings.Mode> MODE = Setting.choice("MPI_BUILD_MODE", "mpibuild.mode",
       Settings.Mode.class, Settings.Mode.AUTO, "`auto`: MPI when launched by mpirun or when the program initialized "
-      + "MPI, else local; `local`: never MPI; `mpi`: require MPI");
+      + "MPI, else local (launched with several ranks and no MPI binding, it fails); `local`: never MPI, each rank "
+      + "builds alone; `mpi`: require MPI");
   public static final Setting<String> BACKEND = Setting.text("MPI_BUILD_BACKEND", "mpibuild.backend", null,
       "CUDA if a GPU is usable, else OpenCL", "backend id, `cuda` or `opencl`");
   public static final Setting<Long> CHUNK_BYTES = Setting.bytes("MPI_BUILD_CHUNK_BYTES", "mpibuild.chunkBytes",
@@ -33,8 +34,8 @@ public final class CoreSettings {
       "seconds the root's compile may take (more than 0)");
   public static final Setting<Duration> COLLECTIVE_TIMEOUT = Setting.deadline("MPI_BUILD_COLLECTIVE_TIMEOUT",
       "mpibuild.collectiveTimeoutSeconds", Settings.DEFAULT_COLLECTIVE_TIMEOUT, Duration.ofDays(7), "`600`",
-      "seconds a rank waits for the others to enter a collective call; past it, the job is aborted naming the "
-      + "ranks that never came; `off` waits for ever");
+      "seconds a rank waits for the others to enter a collective call, blocking or asynchronous; past it, the job "
+      + "is aborted naming the ranks that never came; `off` waits for ever; equal on every rank (agreed at opening)");
   public static final Setting<Integer> SPIN_MICROS = Setting.count("MPI_BUILD_SPIN_US", "mpibuild.spinMicros",
       Waiting.DEFAULT_SPIN_MICROS, 0, 1_000_000, "`1000`", "microseconds a waiting rank polls MPI before it sleeps "
       + "(sleeps then grow to 1 ms); more lowers a broadcast's latency, but a polling rank takes a core from the "
