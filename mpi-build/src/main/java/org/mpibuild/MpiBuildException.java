@@ -10,6 +10,8 @@ package org.mpibuild;
  *       {@link KernelLoadException} (the ranks that could not load), {@link BuildTimeoutException},
  *       {@link CorruptBinaryException}, {@link CommunicationException} and
  *       {@link BackendUnavailableException} under it.
+ *   <li>{@link MpiUnavailableException}: the job was launched with several ranks but no MPI binding can
+ *       run, so the instance cannot be created.
  * </ul>
  *
  * <p>Misuse is reported with the JDK's exceptions, as their contracts say: {@link IllegalArgumentException}

@@ -28,10 +28,19 @@ import picocli.CommandLine.Command;
         "compilers, the kernel cache. Exit codes: 0 usable, 1 something needed is missing (the fix is printed)."})
 final class DoctorCommand implements Callable<Integer> {
   private final List<String> problems = new ArrayList<>();
-  private final SettingSource settings = SettingSource.ofProcess();
+  private final SettingSource settings;
   /** Every setting of the core, the backends and the bindings, found once. */
   private final List<Setting<?>> all = Setting.all();
-  private PrintStream out;
+  PrintStream out;
+
+  DoctorCommand() {
+    this(SettingSource.ofProcess());
+  }
+
+  /** A doctor that reads its settings from {@code settings} (tests). */
+  DoctorCommand(SettingSource settings) {
+    this.settings = settings;
+  }
 
   @Override
   public Integer call() {
@@ -62,8 +71,11 @@ final class DoctorCommand implements Callable<Integer> {
     return 1;
   }
 
-  /** Every setting of the registry that is set, checked; a bad one is a problem. */
-  private void configuration() {
+  /**
+   * Every setting of the registry that is set, checked; a bad one is a problem. A name that looks like a
+   * setting and is none is warned about, with the nearest setting.
+   */
+  void configuration() {
     int set = 0;
     for (Setting<?> s : all) {
       String raw = settings.raw(s);
@@ -78,6 +90,7 @@ final class DoctorCommand implements Callable<Integer> {
       }
     }
     ok(set + " of " + all.size() + " settings set; the others have their defaults");
+    Setting.misspelt(settings).forEach(this::warn);
   }
 
   private String raw(String variable) {

@@ -142,6 +142,27 @@ public final class Faults {
             step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
           }
         }
+        case "deadline-off-one-rank" -> opening(name, rank, rank == 1
+            ? MpiBuild.builder().set("MPI_BUILD_COLLECTIVE_TIMEOUT", "off") : MpiBuild.builder());
+        case "off-waits-idle" -> withWorld(mb -> {
+          // MPI_BUILD_COLLECTIVE_TIMEOUT=off: rank 1 waits 4 s for rank 0, still computing, and measures what
+          // that wait costs it in CPU time.
+          if (rank == 0) {
+            Thread.sleep(4_000);
+          }
+          long cpu = cpuNanos();
+          long t0 = System.nanoTime();
+          mb.mpiBuildKernel(Saxpy.REQUEST, 0).close();
+          System.out.println("WAITED rank=" + rank + " wall_ms=" + (System.nanoTime() - t0) / 1_000_000 + " cpu_ms="
+              + (cpuNanos() - cpu) / 1_000_000);
+        });
+        case "async-never-started" -> withWorld(mb -> {
+          // MPI_BUILD_PROGRESS=caller: rank 1 never starts the asynchronous build that rank 0 waits for.
+          if (rank == 1) {
+            Thread.sleep(100_000);
+          }
+          step(name, "1", mb, () -> mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0).join());
+        });
         default -> throw new IllegalArgumentException("unknown fault case '" + name + "'");
       }
     } finally {
@@ -185,6 +206,11 @@ public final class Faults {
         + compiled + " verified=" + verified + " ms=" + (System.nanoTime() - t0) / 1_000_000 + " message="
         + String.valueOf(message).replace("\r", "").replace("\n", " | "));
     System.out.flush();
+  }
+
+  /** This process's CPU time, every thread, in nanoseconds. */
+  static long cpuNanos() {
+    return ProcessHandle.current().info().totalCpuDuration().orElseThrow().toNanos();
   }
 
   static void killSelf() throws IOException, InterruptedException, MPIException {

@@ -64,10 +64,21 @@ final class Mpirun {
    * a kernel cache directory of its own, empty at start.
    */
   static Job run(int ranks, long timeoutSeconds, java.util.Map<String, String> env, String mainClass, String... args) {
+    return runOn(classpath(), ranks, timeoutSeconds, env, mainClass, args);
+  }
+
+  /** The class path of the programs: this module's jar and its dependencies. */
+  static String classpath() {
     String classpath = System.getProperty("mpibuild.it.classpath");
     if (classpath == null) {
       fail("mpibuild.it.classpath is not set: run the integration tests through Maven (make test)");
     }
+    return classpath;
+  }
+
+  /** As {@link #run(int, long, java.util.Map, String, String...)}, on another class path. */
+  static Job runOn(String classpath, int ranks, long timeoutSeconds, java.util.Map<String, String> env,
+      String mainClass, String... args) {
     try {
       Path dir = Files.createTempDirectory("mpi-build-it");
       // Each job keeps Open MPI's session directory to itself: jobs started together on one host otherwise

@@ -27,27 +27,31 @@ final class Arrival {
 
   /**
    * Returns the element-wise maximum of {@code values} over all ranks, waiting at most {@code deadline}
-   * (zero: for ever) for every rank to enter. Collective.
+   * (zero: for ever) for every rank to enter. Collective. Every rank makes the same MPI calls whatever its
+   * deadline (the arrival messages and one non-blocking all-reduce), and waits without spinning once
+   * {@link Waiting}'s short spin is over, with a deadline or without.
    *
    * @param what the call being entered, for messages: "the build of [saxpy]"
    */
   static int[] allReduceMax(Communicator comm, int[] values, Duration deadline, Waiting waiting,
       Supplier<String> what) {
-    if (comm.size() == 1 || deadline.isZero()) {
+    if (comm.size() == 1) {
       return comm.allReduceMax(values);
     }
+    boolean forever = deadline.isZero();
     List<Communicator.Request> arrivals = announce(comm);
     int[] result = new int[values.length];
     Communicator.Request all = comm.iAllReduceMax(values, result);
     long start = System.nanoTime();
-    long interval = Math.min(Duration.ofSeconds(60).toNanos(), Math.max(deadline.toNanos() / 3, 1));
+    long interval = forever ? Duration.ofSeconds(60).toNanos()
+        : Math.min(Duration.ofSeconds(60).toNanos(), Math.max(deadline.toNanos() / 3, 1));
     long nextWarning = start + interval;
     // Rank 0 aborts at the deadline with the names; the others give it a grace period to do so.
     long end = start + deadline.toNanos() + (comm.rank() == 0 ? 0 : Math.max(5_000_000_000L, deadline.toNanos() / 10));
     Waiting.Pause pause = waiting.start();
     while (!all.test()) {
       long now = System.nanoTime();
-      if (now - end > 0) {
+      if (!forever && now - end > 0) {
         comm.abort(abortMessage(comm, arrivals, deadline, what.get()), ABORT_CODE);
         throw new IllegalStateException("aborted: ranks did not enter " + what.get()); // abort returned (tests)
       }
@@ -58,11 +62,14 @@ final class Arrival {
       }
       pause.pause(all);
     }
-    arrivals.forEach(Communicator.Request::await); // every rank has sent its message: they all complete
+    awaitAll(arrivals);
     return result;
   }
 
-  /** Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages. */
+  /**
+   * Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages,
+   * whether it says so at once or when the request is tested (a call posted for the program's thread).
+   */
   private static List<Communicator.Request> announce(Communicator comm) {
     List<Communicator.Request> out = new ArrayList<>();
     try {
@@ -79,16 +86,35 @@ final class Arrival {
     return out;
   }
 
+  /** Whether arrival {@code i} completed; a binding without messages empties the list (see {@link #announce}). */
+  private static boolean arrived(List<Communicator.Request> arrivals, int i) {
+    try {
+      return arrivals.get(i).test();
+    } catch (UnsupportedOperationException e) {
+      arrivals.clear();
+      return true;
+    }
+  }
+
+  /** Completes every arrival: once the all-reduce is done, every rank has sent its message. */
+  private static void awaitAll(List<Communicator.Request> arrivals) {
+    try {
+      arrivals.forEach(Communicator.Request::await);
+    } catch (UnsupportedOperationException e) {
+      arrivals.clear();
+    }
+  }
+
   /** "ranks [3, 7]" on rank 0 when it can tell, else "the other ranks". */
   private static String awaited(Communicator comm, List<Communicator.Request> arrivals) {
-    if (comm.rank() != 0 || arrivals.isEmpty()) {
-      return "the other ranks";
-    }
     List<Integer> absent = new ArrayList<>();
-    for (int i = 0; i < arrivals.size(); i++) {
-      if (!arrivals.get(i).test()) {
+    for (int i = 0; comm.rank() == 0 && i < arrivals.size(); i++) {
+      if (!arrived(arrivals, i)) {
         absent.add(i + 1);
       }
+    }
+    if (comm.rank() != 0 || arrivals.isEmpty()) {
+      return "the other ranks";
     }
     return "ranks " + absent;
   }

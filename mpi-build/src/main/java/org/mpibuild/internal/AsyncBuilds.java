@@ -25,9 +25,13 @@ import org.mpibuild.spi.Communicator;
  *       builds complete with no help from the program.
  *   <li><b>caller</b> (SINGLE, FUNNELED, SERIALIZED): the library thread only posts them; the program's
  *       thread starts and tests them when it touches a future ({@code isDone}, {@code get}) or calls
- *       {@code progress()}. Compiles, cache reads and loading run on library threads: once the ranks have
- *       agreed (one all-reduce, completed by the first progress calls), the root's compile overlaps the
- *       program's work even between progress calls.
+ *       {@code progress()}. Every MPI call of a build is posted so: the collectives, the arrival messages
+ *       ({@link Arrival}) and an abort at the deadline. The library thread sees each as a request that
+ *       completes when the program's thread has completed it, so {@code MPI_BUILD_COLLECTIVE_TIMEOUT} holds
+ *       as for a blocking build: past it, while the program waits for a future, the job is aborted, naming
+ *       the ranks that never started the build. Compiles, cache reads and loading run on library threads:
+ *       once the ranks have agreed (one all-reduce, completed by the first progress calls), the root's
+ *       compile overlaps the program's work even between progress calls.
  * </ul>
  */
 public final class AsyncBuilds implements AutoCloseable {
@@ -40,18 +44,21 @@ public final class AsyncBuilds implements AutoCloseable {
   private final Mode mode;
   private final Posted posted;
   private final CollectiveBuild protocol;
+  private final Waiting waiting;
   private final ExecutorService thread;
   private final ArrayDeque<CompletableFuture<?>> inFlight = new ArrayDeque<>();
 
   /**
-   * @param protocol the instance's protocol; its communicator is wrapped
+   * @param protocol the instance's protocol; its communicators are wrapped
    * @param comm the instance's communicator
    * @param setting what the configuration asks for
    */
   public AsyncBuilds(CollectiveBuild protocol, Communicator comm, Settings.Progress setting) {
     this.mode = chooseMode(comm.threadLevel(), setting);
-    this.posted = new Posted(comm, mode);
-    this.protocol = protocol.over(posted);
+    this.waiting = protocol.waiting();
+    Queue calls = new Queue();
+    this.posted = new Posted(comm, mode, calls);
+    this.protocol = protocol.over(c -> c == comm ? posted : new Posted(c, mode, calls));
     int rank = comm.rank();
     this.thread = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "mpi-build-async rank " + rank);
@@ -103,25 +110,33 @@ public final class AsyncBuilds implements AutoCloseable {
   }
 
   /**
-   * Makes progress without blocking: in caller mode, starts the MPI call the library thread has posted
-   * and tests the one in flight. Does nothing in thread mode.
+   * Makes progress without blocking: in caller mode, starts the MPI calls the library thread has posted
+   * and tests those in flight. Does nothing in thread mode.
    */
   public void progress() {
     if (mode == Mode.CALLER) {
-      posted.progress(false);
+      posted.calls.progress();
     }
   }
 
-  /** Blocks until {@code f} completes, making progress in caller mode. */
+  /**
+   * Blocks until {@code f} completes, making progress in caller mode; waits as {@link Waiting} does (a short
+   * spin, then sleeps that end early when an MPI call completes or the library thread posts one).
+   */
   public <T> void await(CompletableFuture<T> f, long timeoutNanos) throws java.util.concurrent.TimeoutException {
     long deadline = System.nanoTime() + timeoutNanos;
+    Waiting.Pause pause = waiting.start();
+    if (mode == Mode.CALLER) {
+      Thread self = Thread.currentThread();
+      f.whenComplete((v, e) -> LockSupport.unpark(self)); // ends a sleep in Queue.idle at once
+    }
     while (!f.isDone()) {
       if (System.nanoTime() - deadline > 0) {
         throw new java.util.concurrent.TimeoutException("the build did not complete in time");
       }
       if (mode == Mode.CALLER) {
-        if (!posted.progress(true)) {
-          LockSupport.parkNanos(20_000);
+        if (!posted.calls.progress()) {
+          posted.calls.idle(pause, f);
         }
       } else {
         try {
@@ -156,125 +171,219 @@ public final class AsyncBuilds implements AutoCloseable {
   }
 
   /**
-   * The communicator the library thread uses: every collective goes through {@link #call}, which in thread
-   * mode starts it and waits on the library thread, and in caller mode posts it for the caller's thread and
-   * waits until the caller has completed it.
+   * An MPI call that the library thread posted for the program's thread, seen by the library thread as a
+   * request: it completes when the program's thread has started the call and seen it complete.
    */
-  private static final class Posted extends ForwardingCommunicator {
-    private final Mode mode;
-    private final java.util.concurrent.ConcurrentLinkedQueue<Call> queue = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    private Call current;
+  private static final class Call implements Communicator.Request {
+    final Supplier<Communicator.Request> start;
+    final CompletableFuture<Void> done = new CompletableFuture<>();
+    /** The binding's request; touched by the program's thread only. */
+    Communicator.Request request;
 
-    Posted(Communicator inner, Mode mode) {
-      super(inner);
-      this.mode = mode;
+    Call(Supplier<Communicator.Request> start) {
+      this.start = start;
     }
 
-    /** A collective posted by the library thread. */
-    private static final class Call {
-      final Supplier<Request> start;
-      final CompletableFuture<Void> done = new CompletableFuture<>();
-      Request request;
-
-      Call(Supplier<Request> start) {
-        this.start = start;
+    @Override
+    public boolean test() {
+      if (!done.isDone()) {
+        return false;
       }
+      await();
+      return true;
     }
 
-    private void call(Supplier<Request> start) {
-      if (mode == Mode.THREAD) {
-        start.get().await();
-        return;
-      }
-      Call c = new Call(start);
-      queue.add(c);
+    @Override
+    public void await() {
       try {
-        c.done.get();
+        done.get();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted while waiting for the program's thread to make MPI progress", e);
       } catch (java.util.concurrent.ExecutionException e) {
+        if (e.getCause() instanceof Error err) {
+          throw err;
+        }
         throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
       }
     }
 
+    @Override
+    public boolean await(long nanos) {
+      try {
+        done.get(nanos, TimeUnit.NANOSECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        return false;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for the program's thread to make MPI progress", e);
+      } catch (java.util.concurrent.ExecutionException e) {
+        // thrown by test()
+      }
+      return test();
+    }
+  }
+
+  /**
+   * The calls posted by the library thread, in the order posted, and those the program's thread has
+   * started and not yet seen complete. Shared by the wrappers of one instance's communicators.
+   */
+  private static final class Queue {
+    private final java.util.concurrent.ConcurrentLinkedQueue<Call> posted = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final List<Call> started = new ArrayList<>();
+    private volatile Thread idler;
+
+    /** On the library thread: posts {@code start} for the program's thread, and wakes it if it waits. */
+    Call post(Supplier<Communicator.Request> start) {
+      Call c = new Call(start);
+      posted.add(c);
+      Thread t = idler;
+      if (t != null) {
+        LockSupport.unpark(t);
+      }
+      return c;
+    }
+
     /**
-     * On the caller's thread: starts the posted call if none is in flight, and tests (or, with
-     * {@code block}, waits for) the one in flight. Returns whether anything happened.
+     * On the program's thread: starts every posted call, in order, and tests every call in flight, without
+     * blocking (a posted blocking collective runs to completion here). Returns whether anything happened.
      */
-    synchronized boolean progress(boolean block) {
+    synchronized boolean progress() {
       boolean moved = false;
-      while (true) {
-        if (current == null) {
-          current = queue.poll();
-          if (current == null) {
-            return moved;
-          }
-          try {
-            current.request = current.start.get();
-          } catch (RuntimeException | Error e) {
-            current.done.completeExceptionally(e);
-            current = null;
-            moved = true;
-            continue;
-          }
-        }
-        try {
-          if (block) {
-            current.request.await();
-          } else if (!current.request.test()) {
-            return moved;
-          }
-          current.done.complete(null);
-        } catch (RuntimeException | Error e) {
-          current.done.completeExceptionally(e);
-        }
-        current = null;
+      for (Call c = posted.poll(); c != null; c = posted.poll()) {
         moved = true;
-        if (block) {
-          return true;
+        try {
+          c.request = c.start.get();
+          started.add(c);
+        } catch (RuntimeException | Error e) {
+          c.done.completeExceptionally(e);
         }
       }
+      for (java.util.Iterator<Call> it = started.iterator(); it.hasNext(); ) {
+        Call c = it.next();
+        try {
+          if (!c.request.test()) {
+            continue;
+          }
+          c.done.complete(null);
+        } catch (RuntimeException | Error e) {
+          c.done.completeExceptionally(e);
+        }
+        it.remove();
+        moved = true;
+      }
+      return moved;
+    }
+
+    /**
+     * On the program's thread, when {@link #progress} did nothing: spins or sleeps once, as {@code pause}
+     * says; the sleep is the binding's wait on the oldest call in flight, or a park that a newly posted call
+     * ends (and the completion of {@code f}, whose waiter unparks this thread).
+     */
+    void idle(Waiting.Pause pause, CompletableFuture<?> f) {
+      Communicator.Request oldest;
+      synchronized (this) {
+        oldest = started.isEmpty() ? null : started.get(0).request;
+      }
+      if (oldest == null) {
+        oldest = new Communicator.Request() {
+          @Override
+          public boolean test() {
+            return !posted.isEmpty() || f.isDone();
+          }
+
+          @Override
+          public void await() {
+            throw new UnsupportedOperationException();
+          }
+
+          @Override
+          public boolean await(long nanos) {
+            idler = Thread.currentThread();
+            try {
+              if (!test()) {
+                LockSupport.parkNanos(nanos);
+              }
+            } finally {
+              idler = null;
+            }
+            return test();
+          }
+        };
+      }
+      synchronized (this) {
+        pause.pause(oldest); // the binding's requests are tested and waited for on this thread only
+      }
+    }
+  }
+
+  /**
+   * A communicator the library thread uses: in thread mode, it passes every call on; in caller mode, every
+   * MPI call (collective, message or abort) is posted to the {@link Queue} for the program's thread, and a
+   * blocking one waits until the program's thread has completed it.
+   */
+  private static final class Posted extends ForwardingCommunicator {
+    private final Mode mode;
+    private final Queue calls;
+    /** Whether this wrapper made its communicator (a split), so that closing it frees that communicator. */
+    private final boolean owns;
+
+    Posted(Communicator inner, Mode mode, Queue calls) {
+      this(inner, mode, calls, false);
+    }
+
+    private Posted(Communicator inner, Mode mode, Queue calls, boolean owns) {
+      super(inner);
+      this.mode = mode;
+      this.calls = calls;
+      this.owns = owns;
+    }
+
+    /** Starts the call here (thread mode) or posts it for the program's thread (caller mode). */
+    private Request start(Supplier<Request> start) {
+      return mode == Mode.THREAD ? start.get() : calls.post(start);
+    }
+
+    /** A blocking call, made where {@link #start} makes calls; the library thread sleeps until it is done. */
+    private <T> T blocking(Supplier<T> call) {
+      List<T> out = new ArrayList<>(1);
+      start(() -> {
+        out.add(call.get());
+        return Request.COMPLETED;
+      }).await();
+      return out.get(0);
     }
 
     @Override
     public void broadcast(ByteBuffer buffer, int root) {
-      call(() -> inner.iBroadcast(buffer, root));
+      start(() -> inner.iBroadcast(buffer, root)).await();
     }
 
     @Override
     public Request iBroadcast(ByteBuffer buffer, int root) {
-      if (mode == Mode.THREAD) {
-        return inner.iBroadcast(buffer, root);
-      }
-      broadcast(buffer, root);
-      return Request.COMPLETED;
+      return start(() -> inner.iBroadcast(buffer, root));
     }
 
     @Override
     public Request iAllReduceMax(int[] values, int[] result) {
-      if (mode == Mode.THREAD) {
-        return inner.iAllReduceMax(values, result);
-      }
-      System.arraycopy(allReduceMax(values), 0, result, 0, result.length);
-      return Request.COMPLETED;
+      return start(() -> inner.iAllReduceMax(values, result));
     }
 
     @Override
     public int[] allReduceMax(int[] values) {
       int[] out = new int[values.length];
-      call(() -> inner.iAllReduceMax(values, out));
+      start(() -> inner.iAllReduceMax(values, out)).await();
       return out;
     }
 
-    /** A blocking collective, made where {@link #call} makes its calls. */
-    private <T> T blocking(Supplier<T> collective) {
-      List<T> out = new ArrayList<>(1);
-      call(() -> {
-        out.add(collective.get());
-        return Request.COMPLETED;
-      });
-      return out.get(0);
+    @Override
+    public Request iSend(ByteBuffer buffer, int dest, int tag) {
+      return start(() -> inner.iSend(buffer, dest, tag));
+    }
+
+    @Override
+    public Request iReceive(ByteBuffer buffer, int source, int tag) {
+      return start(() -> inner.iReceive(buffer, source, tag));
     }
 
     @Override
@@ -284,17 +393,30 @@ public final class AsyncBuilds implements AutoCloseable {
 
     @Override
     public Communicator split(int color) {
-      return blocking(() -> inner.split(color));
+      return new Posted(blocking(() -> inner.split(color)), mode, calls, true);
     }
 
     @Override
     public Communicator splitByNode() {
-      return blocking(inner::splitByNode);
+      return new Posted(blocking(inner::splitByNode), mode, calls, true);
+    }
+
+    @Override
+    public void abort(String message, int errorCode) {
+      blocking(() -> {
+        inner.abort(message, errorCode);
+        return null;
+      });
     }
 
     @Override
     public void close() {
-      // the instance closes its own communicator
+      if (owns) {
+        blocking(() -> {
+          inner.close();
+          return null;
+        });
+      } // else the instance closes its own communicators
     }
   }
 

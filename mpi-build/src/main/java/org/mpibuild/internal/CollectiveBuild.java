@@ -93,9 +93,17 @@ public final class CollectiveBuild {
     this.broadcaster = new EnvelopeBroadcast(settings, waiting);
   }
 
-  /** The same protocol, carried by another communicator over the same ranks (for asynchronous builds). */
-  public CollectiveBuild over(Communicator other) {
-    return new CollectiveBuild(other, backend, settings, caches, counters, targets, recorder);
+  /**
+   * The same protocol, its communicators (the job's and, when the job is split by target, this rank's
+   * group's) each carried by {@code wrap}'s wrapper over the same ranks (for asynchronous builds).
+   */
+  public CollectiveBuild over(java.util.function.UnaryOperator<Communicator> wrap) {
+    return new CollectiveBuild(wrap.apply(comm), backend, settings, caches, counters, targets.over(wrap), recorder);
+  }
+
+  /** How this protocol's ranks wait for MPI. */
+  Waiting waiting() {
+    return waiting;
   }
 
   /** Runs the protocol on every rank of the communicator, loading the kernel everywhere. */

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.mpibuild.internal.cache.CacheSettings;
 import org.mpibuild.spi.Setting;
 
@@ -19,7 +20,8 @@ public final class CoreSettings {
       + "to reach MPI\")");
   public static final Setting<Settings.Mode> MODE = Setting.choice("MPI_BUILD_MODE", "mpibuild.mode",
       Settings.Mode.class, Settings.Mode.AUTO, "`auto`: MPI when launched by mpirun or when the program initialized "
-      + "MPI, else local; `local`: never MPI; `mpi`: require MPI");
+      + "MPI, else local (launched with several ranks and no MPI binding, it fails); `local`: never MPI, each rank "
+      + "builds alone; `mpi`: require MPI");
   public static final Setting<String> BACKEND = Setting.text("MPI_BUILD_BACKEND", "mpibuild.backend", null,
       "CUDA if a GPU is usable, else OpenCL", "backend id, `cuda` or `opencl`");
   public static final Setting<Long> CHUNK_BYTES = Setting.bytes("MPI_BUILD_CHUNK_BYTES", "mpibuild.chunkBytes",
@@ -32,8 +34,8 @@ public final class CoreSettings {
       "seconds the root's compile may take (more than 0)");
   public static final Setting<Duration> COLLECTIVE_TIMEOUT = Setting.deadline("MPI_BUILD_COLLECTIVE_TIMEOUT",
       "mpibuild.collectiveTimeoutSeconds", Settings.DEFAULT_COLLECTIVE_TIMEOUT, Duration.ofDays(7), "`600`",
-      "seconds a rank waits for the others to enter a collective call; past it, the job is aborted naming the "
-      + "ranks that never came; `off` waits for ever");
+      "seconds a rank waits for the others to enter a collective call, blocking or asynchronous; past it, the job "
+      + "is aborted naming the ranks that never came; `off` waits for ever; equal on every rank (agreed at opening)");
   public static final Setting<Integer> SPIN_MICROS = Setting.count("MPI_BUILD_SPIN_US", "mpibuild.spinMicros",
       Waiting.DEFAULT_SPIN_MICROS, 0, 1_000_000, "`1000`", "microseconds a waiting rank polls MPI before it sleeps "
       + "(sleeps then grow to 1 ms); more lowers a broadcast's latency, but a polling rank takes a core from the "
@@ -75,6 +77,29 @@ public final class CoreSettings {
       "`~/.config/mpi-build/trusted-keys`", "the other public keys whose cache entries you load (a group's, "
       + "say): one base64 key per line, `#` comments; read only if it is a regular file of yours that nobody else "
       + "can write; `mpi-build cache trust FILE` adds keys. A cache directory's own files are never a source of trust");
+
+  /**
+   * Names that look like settings but are not the library's, on purpose: read by the launch scripts
+   * ({@code bin/mpi-build}, {@code bin/mpi-build-rank}), provisioning, the examples, the benchmarks or the
+   * tests, never by the library. Never reported as misspelt ({@link SettingNames}).
+   */
+  public static final Set<String> NOT_SETTINGS = Set.of("MPI_BUILD_HOME", "MPI_BUILD_JAVA", "MPI_BUILD_JAVA_OPTS",
+      "MPI_BUILD_MPI_JAR", "MPI_BUILD_MPIRUN", "MPI_BUILD_OMPI_LIBDIR", "MPI_BUILD_FFM_JDK", "MPI_BUILD_LOG_LEVEL",
+      "MPI_BUILD_POCL_CACHE_ROOT", "MPI_BUILD_STATS_JSON", "MPI_BUILD_GPG_KEY", "MPI_BUILD_BASE_IMAGE");
+
+  /** Prefixes of such names: provisioning's switches, the benchmarks' and the integration tests' own. */
+  public static final List<String> NOT_SETTING_PREFIXES = List.of("MPI_BUILD_PROVISION_", "MPI_BUILD_BENCH_",
+      "mpibuild.it.");
+
+  /**
+   * The settings of the project's own plug-ins (backends and MPI bindings), variables and properties: real
+   * settings even where that plug-in is not on the class path, so never reported as misspelt. A test keeps
+   * it equal to what the plug-ins declare.
+   */
+  public static final Set<String> PLUGIN_SETTINGS = Set.of("MPI_BUILD_MPI_LIBRARY", "MPI_BUILD_MPI_ABI",
+      "MPI_BUILD_CUDA_ARCH", "mpibuild.cuda.arch", "MPI_BUILD_CUDA_COMPILERS", "mpibuild.cuda.compilers",
+      "MPI_BUILD_NVCC", "mpibuild.cuda.nvcc", "MPI_BUILD_CUDA_DEVICE", "mpibuild.cuda.device",
+      "MPI_BUILD_OPENCL_PLATFORM", "mpibuild.opencl.platform", "MPI_BUILD_OPENCL_DEVICE", "mpibuild.opencl.device");
 
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,

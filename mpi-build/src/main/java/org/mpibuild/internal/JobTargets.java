@@ -82,6 +82,12 @@ public final class JobTargets implements AutoCloseable {
     return grouped() ? members.get(group).get(distributionRank) : distributionRank;
   }
 
+  /** The same targets, this rank's group communicator (if any) carried by {@code wrap}'s wrapper. */
+  JobTargets over(java.util.function.UnaryOperator<Communicator> wrap) {
+    return new JobTargets(rankTargets, distinct, members, group, groupComm == null ? null : wrap.apply(groupComm),
+        jobWideBinary);
+  }
+
   /** The targets the rank that compiles for this rank's group builds for, by rank. */
   List<String> buildTargets() {
     if (jobWideBinary) {

@@ -32,10 +32,19 @@ final class RequestAgreement {
     shaping.put("MPI_BUILD_BATCH_RANKS", Integer.toString(s.batchRanks()));
     shaping.put("MPI_BUILD_CHUNK_BYTES", Integer.toString(s.chunkBytes()));
     shaping.put("MPI_BUILD_PROGRESS", s.progress().name());
+    shaping.put("MPI_BUILD_COLLECTIVE_TIMEOUT", deadlineText(s.collectiveTimeout()));
     String note = "its settings: " + shaping.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
         .collect(java.util.stream.Collectors.joining(", "));
     agree(comm, RequestFingerprint.of(shaping, note), s.collectiveTimeout(), s.waiting(), () -> "the opening of mpi-build",
         "ranks run with different settings that decide which collectives a build makes", "with");
+  }
+
+  /** A deadline as settings write it: {@code off}, {@code 600s}, {@code 2500ms}. */
+  static String deadlineText(Duration d) {
+    if (d.isZero()) {
+      return "off";
+    }
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
   }
 
   private static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Waiting waiting,

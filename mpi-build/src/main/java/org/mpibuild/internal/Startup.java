@@ -29,6 +29,7 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
    * @param backend an opened backend, or null to open the one the settings name
    */
   public static Startup open(Settings settings, Communicator communicator, Backend backend) {
+    SettingNames.warnOnce(settings.source());
     boolean ownsComm = communicator == null;
     Communicator comm = ownsComm ? MpiBindings.openWorld(settings.mode(), settings.binding())
         : new Borrowed(communicator);

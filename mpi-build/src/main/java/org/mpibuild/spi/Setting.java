@@ -344,6 +344,19 @@ public final class Setting<T> {
   }
 
   /**
+   * Returns one line per {@code MPI_BUILD_*} environment variable or {@code mpibuild.*} system property in
+   * {@code source} that names no setting (and is not one of the names the launch scripts, provisioning or
+   * tests read), each naming the nearest setting of {@link #all()}; empty when there is none. The library
+   * prints these once per process when an instance is created; {@code mpi-build doctor} lists them.
+   *
+   * @param source where settings come from
+   * @return the lines, by name
+   */
+  public static List<String> misspelt(SettingSource source) {
+    return org.mpibuild.internal.SettingNames.misspelt(source);
+  }
+
+  /**
    * Parses a byte count such as {@code 4096}, {@code 64k}, {@code 16m} or {@code 2g} (powers of 1024).
    *
    * @param v the text

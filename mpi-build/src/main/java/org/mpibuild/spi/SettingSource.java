@@ -77,6 +77,30 @@ public final class SettingSource {
   }
 
   /**
+   * Returns the names of the environment variables that start with {@code variablePrefix} and of the
+   * system properties that start with {@code propertyPrefix}, so that names that are no setting can be
+   * found (a misspelt {@code MPI_BUILD_*} variable is otherwise ignored without a word).
+   *
+   * @param variablePrefix for example {@code "MPI_BUILD_"}
+   * @param propertyPrefix for example {@code "mpibuild."}
+   * @return the names, sorted
+   */
+  public java.util.SortedSet<String> namesLike(String variablePrefix, String propertyPrefix) {
+    java.util.SortedSet<String> out = new java.util.TreeSet<>();
+    for (String v : env.keySet()) {
+      if (v.startsWith(variablePrefix)) {
+        out.add(v);
+      }
+    }
+    for (String p : props.stringPropertyNames()) {
+      if (p.startsWith(propertyPrefix)) {
+        out.add(p);
+      }
+    }
+    return out;
+  }
+
+  /**
    * Returns a system property.
    *
    * @param name the property

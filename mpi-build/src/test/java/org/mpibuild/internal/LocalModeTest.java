@@ -44,6 +44,40 @@ class LocalModeTest {
     assertFalse(MpiBindings.launchedByMpi(Map.of("HOME", "/root")));
   }
 
+  /**
+   * Launched as one rank of several with no binding on the class path (this module's tests have none):
+   * no silent local build, but a failure naming the artifacts and the setting, also on stderr.
+   */
+  @Test
+  void launchedWithSeveralRanksAndNoBindingFailsNamingWhatToAdd() {
+    java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream saved = System.err;
+    org.mpibuild.MpiUnavailableException e;
+    System.setErr(new java.io.PrintStream(err, true));
+    try {
+      e = assertThrows(org.mpibuild.MpiUnavailableException.class, () -> MpiBindings.openWorld(Settings.Mode.AUTO,
+          Settings.Binding.AUTO, Map.of("OMPI_COMM_WORLD_SIZE", "2", "OMPI_COMM_WORLD_RANK", "1")));
+    } finally {
+      System.setErr(saved);
+    }
+    for (String s : List.of("one of 2 ranks", "org.mpibuild:mpi-build-mpijava", "org.mpibuild:mpi-build-ffm",
+        "MPI_BUILD_MODE=local", "mpi-build-mpijava is not on the class path")) {
+      assertTrue(e.getMessage().contains(s), s + " in: " + e.getMessage());
+    }
+    assertTrue(err.toString().contains("mpi-build: warning: " + e.getMessage()), err.toString());
+    assertTrue(MpiBindings.openWorld(Settings.Mode.LOCAL, Settings.Binding.AUTO, Map.of("OMPI_COMM_WORLD_SIZE", "2"))
+        .description().startsWith("local"), "MPI_BUILD_MODE=local builds locally on purpose");
+  }
+
+  @Test
+  void theLaunchersSizeIsReadFromEachLaunchersVariables() {
+    assertEquals(4, MpiBindings.launchedSize(Map.of("OMPI_COMM_WORLD_SIZE", "4")));
+    assertEquals(3, MpiBindings.launchedSize(Map.of("PMI_RANK", "0", "PMI_SIZE", "3"))); // Hydra
+    assertEquals(8, MpiBindings.launchedSize(Map.of("PMIX_RANK", "0", "SLURM_STEP_NUM_TASKS", "8"))); // srun --mpi=pmix
+    assertEquals(0, MpiBindings.launchedSize(Map.of("SLURM_NTASKS", "8")), "a batch script's plain java is one process");
+    assertEquals(0, MpiBindings.launchedSize(Map.of("PMIX_RANK", "0")), "size not told");
+  }
+
   @Test
   void binaryDataLoadsOnlyOnItsTarget() {
     FakeBackend backend = new FakeBackend();

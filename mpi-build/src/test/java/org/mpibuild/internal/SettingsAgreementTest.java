@@ -58,6 +58,44 @@ class SettingsAgreementTest {
     }
   }
 
+  interface Body {
+    Object run(int rank, MpiBuild build) throws Exception;
+  }
+
+  /**
+   * Opens an instance on every rank of {@code world} with these settings and runs {@code body}; returns each
+   * rank's value or exception.
+   */
+  static List<Object> onRanks(InProcessCommunicator.World world, java.util.Map<String, String> settings, Body body)
+      throws Exception {
+    int size = world.rank(0).size();
+    ExecutorService pool = Executors.newFixedThreadPool(size);
+    try {
+      List<Future<Object>> futures = new ArrayList<>();
+      for (int r = 0; r < size; r++) {
+        int rank = r;
+        futures.add(pool.submit(() -> {
+          MpiBuildBuilder b = MpiBuild.builder().communicator(world.rank(rank)).backend(new FakeBackend()).noCache();
+          settings.forEach(b::set);
+          try (MpiBuild m = b.build()) {
+            return body.run(rank, m);
+          }
+        }));
+      }
+      List<Object> out = new ArrayList<>();
+      for (Future<Object> f : futures) {
+        try {
+          out.add(f.get(30, TimeUnit.SECONDS));
+        } catch (ExecutionException e) {
+          out.add(e.getCause());
+        }
+      }
+      return out;
+    } finally {
+      pool.shutdownNow();
+    }
+  }
+
   static void sameMismatchEverywhere(List<Object> results, String setting, int rank) {
     String first = null;
     for (Object o : results) {
@@ -84,6 +122,21 @@ class SettingsAgreementTest {
     }), "MPI_BUILD_NODE_CACHE_DIR", 1);
   }
 
+  /**
+   * The collective deadline is agreed at opening: {@code off} on one rank is the same clear error on every
+   * rank, quickly (it once made that rank run other collectives than the rest, and no call ever matched).
+   */
+  @Test
+  void aCollectiveDeadlineOffOnOneRankFailsEveryRankAlike() throws Exception {
+    long t0 = System.nanoTime();
+    List<Object> results = open(3, (rank, b) -> b.set("MPI_BUILD_COLLECTIVE_TIMEOUT", rank == 1 ? "off" : "3"));
+    sameMismatchEverywhere(results, "MPI_BUILD_COLLECTIVE_TIMEOUT", 1);
+    String message = ((Exception) results.get(0)).getMessage();
+    assertTrue(message.contains("MPI_BUILD_COLLECTIVE_TIMEOUT=off") && message.contains("MPI_BUILD_COLLECTIVE_TIMEOUT=3s"),
+        message);
+    assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(3), "an error, not a wait for the deadline");
+  }
+
   @Test
   void equalSettingsOpen() throws Exception {
     assertEquals(List.of("opened", "opened"), open(2, (rank, b) -> b.batchRanks(1)));
@@ -107,8 +160,10 @@ class SettingsAgreementTest {
             try {
               m.mpiBuildKernel("__kernel void k() {}", 0).close();
             } catch (IllegalStateException e) {
-              assertTrue(e.getMessage().contains("did not all enter the build of") && e.getMessage().contains(
-                  "MPI_BUILD_COLLECTIVE_TIMEOUT"), e.getMessage());
+              // rank 0 names the absent rank (the in-process communicator carries the arrival messages)
+              String expected = rank == 0 ? "ranks [2] of 3 did not enter the build of" : "did not all enter the build of";
+              assertTrue(e.getMessage().contains(expected) && e.getMessage().contains("MPI_BUILD_COLLECTIVE_TIMEOUT"),
+                  e.getMessage());
               return (System.nanoTime() - t0) / 1_000_000;
             }
             return -1L;

@@ -14,7 +14,10 @@ import org.mpibuild.spi.Communicator;
 /**
  * Several ranks in one JVM, one thread each, for unit tests of the protocol. Collectives meet at a
  * barrier with a deadline, so a protocol bug that would hang a real job fails the test instead. Every
- * collective call is recorded, so tests can assert what was (and was not) sent.
+ * collective call is recorded, so tests can assert what was (and was not) sent. Point-to-point messages
+ * are buffered (a send completes at once). Below {@link ThreadLevel#SERIALIZED}, as under
+ * {@code MPI_THREAD_FUNNELED}, a rank's MPI may be called only from the thread that first called it: a
+ * call from another thread throws, and is recorded ({@link World#threadViolations()}).
  */
 public final class InProcessCommunicator implements Communicator {
 
@@ -34,6 +37,9 @@ public final class InProcessCommunicator implements Communicator {
     private int[] topRankOf;
     private volatile String abortMessage;
     private volatile ThreadLevel threadLevel = ThreadLevel.MULTIPLE;
+    private final java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.LinkedBlockingQueue<byte[]>>
+        mailboxes = new java.util.concurrent.ConcurrentHashMap<>();
+    private final List<String> threadViolations = Collections.synchronizedList(new ArrayList<>());
 
     /** A job of {@code size} ranks on one node whose collectives fail after {@code timeoutMillis}. */
     public World(int size, long timeoutMillis) {
@@ -89,6 +95,22 @@ public final class InProcessCommunicator implements Communicator {
       }
     }
 
+    /**
+     * The MPI calls made, below {@link ThreadLevel#SERIALIZED}, from a thread other than the rank's own
+     * (the one that first called its MPI), in this job and its splits: each names the rank, the call and
+     * the two threads.
+     */
+    public List<String> threadViolations() {
+      synchronized (top.threadViolations) {
+        return List.copyOf(top.threadViolations);
+      }
+    }
+
+    private java.util.concurrent.LinkedBlockingQueue<byte[]> mailbox(int source, int dest, int tag) {
+      return mailboxes.computeIfAbsent(source + ">" + dest + "#" + tag,
+          k -> new java.util.concurrent.LinkedBlockingQueue<>());
+    }
+
     /** The message of the first abort, or null. */
     public String abortMessage() {
       return abortMessage;
@@ -129,11 +151,34 @@ public final class InProcessCommunicator implements Communicator {
   private final World world;
   private final int rank;
   private int splits;
+  /** The thread that first called this rank's MPI: under FUNNELED, the only one allowed to. */
+  private volatile Thread own;
   private java.util.concurrent.ExecutorService progress;
 
   private InProcessCommunicator(World world, int rank) {
     this.world = world;
     this.rank = rank;
+  }
+
+  /** Below SERIALIZED: fails (and records) a call from a thread other than the rank's own. */
+  private void checkThread(String operation) {
+    if (world.threadLevel.compareTo(ThreadLevel.SERIALIZED) >= 0) {
+      return;
+    }
+    Thread me = Thread.currentThread();
+    if (own == null) {
+      synchronized (this) {
+        if (own == null) {
+          own = me;
+        }
+      }
+    }
+    if (own != me) {
+      String v = "rank " + rank + ": " + operation + " called from thread '" + me.getName() + "', not from '"
+          + own.getName() + "', the only thread allowed to call MPI under MPI_THREAD_" + world.threadLevel;
+      world.top.threadViolations.add(v);
+      throw new IllegalStateException(v);
+    }
   }
 
   /**
@@ -156,6 +201,7 @@ public final class InProcessCommunicator implements Communicator {
     return new Request() {
       @Override
       public boolean test() {
+        checkThread("MPI_Test");
         if (!f.isDone()) {
           return false;
         }
@@ -166,6 +212,7 @@ public final class InProcessCommunicator implements Communicator {
       /** Woken when the collective completes: slices of 50 ms cost nothing, and spare a thousand threads. */
       @Override
       public boolean await(long nanos) {
+        checkThread("MPI_Test");
         try {
           f.get(Math.max(nanos, 50_000_000), TimeUnit.NANOSECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
@@ -182,6 +229,7 @@ public final class InProcessCommunicator implements Communicator {
 
       @Override
       public void await() {
+        checkThread("MPI_Wait");
         try {
           f.get();
         } catch (InterruptedException e) {
@@ -215,11 +263,13 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public Request iBroadcast(ByteBuffer buffer, int root) {
+    checkThread("MPI_Ibcast");
     return start(() -> doBroadcast(buffer, root));
   }
 
   @Override
   public Request iAllReduceMax(int[] values, int[] result) {
+    checkThread("MPI_Iallreduce");
     int[] mine = values.clone();
     return start(() -> System.arraycopy(doAllReduceMax(mine), 0, result, 0, result.length));
   }
@@ -231,11 +281,79 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public Communicator split(int color) {
+    checkThread("MPI_Comm_split");
     world.record(rank, "split", -1, 0);
-    return ordered(() -> splitBy(color));
+    return ownedHere(ordered(() -> splitBy(color)));
   }
 
-  private Communicator splitBy(int color) {
+  /** A new communicator belongs to the thread that asked for it. */
+  private Communicator ownedHere(InProcessCommunicator c) {
+    c.own = own;
+    return c;
+  }
+
+  @Override
+  public Request iSend(ByteBuffer buffer, int dest, int tag) {
+    checkThread("MPI_Isend");
+    byte[] bytes = new byte[buffer.remaining()];
+    buffer.duplicate().get(bytes);
+    world.mailbox(rank, dest, tag).add(bytes);
+    return Request.COMPLETED;
+  }
+
+  @Override
+  public Request iReceive(ByteBuffer buffer, int source, int tag) {
+    checkThread("MPI_Irecv");
+    java.util.concurrent.LinkedBlockingQueue<byte[]> box = world.mailbox(source, rank, tag);
+    return new Request() {
+      private boolean done;
+
+      private boolean take(byte[] m) {
+        if (m == null) {
+          return false;
+        }
+        if (m.length != buffer.remaining()) {
+          throw new IllegalStateException("MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining()
+              + " bytes, rank " + source + " sent " + m.length);
+        }
+        buffer.duplicate().put(m);
+        done = true;
+        return true;
+      }
+
+      @Override
+      public synchronized boolean test() {
+        checkThread("MPI_Test");
+        return done || take(box.poll());
+      }
+
+      @Override
+      public synchronized boolean await(long nanos) {
+        checkThread("MPI_Test");
+        try {
+          return done || take(box.poll(nanos, TimeUnit.NANOSECONDS));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted in a receive", e);
+        }
+      }
+
+      @Override
+      public synchronized void await() {
+        checkThread("MPI_Wait");
+        try {
+          if (!done) {
+            take(box.take());
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new IllegalStateException("interrupted in a receive", e);
+        }
+      }
+    };
+  }
+
+  private InProcessCommunicator splitBy(int color) {
     int split = splits++;
     Object[] colors = world.exchange(rank, color);
     List<Integer> members = new ArrayList<>();
@@ -261,6 +379,7 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public void broadcast(ByteBuffer buffer, int root) {
+    checkThread("MPI_Bcast");
     ordered(() -> {
       doBroadcast(buffer, root);
       return null;
@@ -292,6 +411,7 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public int[] allReduceMax(int[] values) {
+    checkThread("MPI_Allreduce");
     return ordered(() -> doAllReduceMax(values));
   }
 
@@ -311,6 +431,7 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public byte[][] allGather(byte[] mine) {
+    checkThread("MPI_Allgatherv");
     return ordered(() -> doAllGather(mine));
   }
 
@@ -326,8 +447,9 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public Communicator splitByNode() {
+    checkThread("MPI_Comm_split_type");
     world.record(rank, "splitByNode", -1, 0);
-    return ordered(() -> splitBy(world.nodeOfRank[rank]));
+    return ownedHere(ordered(() -> splitBy(world.nodeOfRank[rank])));
   }
 
   private int[] reduce(int[] mine, Function<Object[], int[]> op) {
@@ -336,6 +458,7 @@ public final class InProcessCommunicator implements Communicator {
 
   @Override
   public void abort(String message, int errorCode) {
+    checkThread("MPI_Abort");
     world.abortMessage = message;
     throw new IllegalStateException("aborted with code " + errorCode + ": " + message);
   }

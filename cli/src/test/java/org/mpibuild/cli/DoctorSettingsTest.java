@@ -1,0 +1,63 @@
+package org.mpibuild.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+import org.mpibuild.internal.CoreSettings;
+import org.mpibuild.spi.Setting;
+import org.mpibuild.spi.SettingSource;
+
+/** What doctor says of names that look like settings and are none. */
+class DoctorSettingsTest {
+  static String configuration(Properties props, Map<String, String> env) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    DoctorCommand d = new DoctorCommand(SettingSource.of(props, env));
+    d.out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+    d.configuration();
+    return bytes.toString(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void aMisspeltVariableIsReportedWithTheNearestSetting() {
+    String out = configuration(new Properties(), Map.of("MPI_BUILD_COLECTIVE_TIMEOUT", "3", "MPI_BUILD_HOME", "/opt"));
+    assertTrue(out.contains("warn  environment variable MPI_BUILD_COLECTIVE_TIMEOUT is not a setting of mpi-build, "
+        + "so it is ignored; did you mean MPI_BUILD_COLLECTIVE_TIMEOUT?"), out);
+    assertTrue(!out.contains("MPI_BUILD_HOME"), "a launch-script variable is no misspelling: " + out);
+  }
+
+  /** Every real setting and every declared non-setting passes, and the declared plug-in settings are real. */
+  @Test
+  void noRealSettingIsReported() {
+    Map<String, String> env = new HashMap<>();
+    Properties props = new Properties();
+    Set<String> plugins = new TreeSet<>();
+    for (Setting<?> s : Setting.all()) {
+      env.put(s.variable(), "");
+      if (s.property() != null) {
+        props.setProperty(s.property(), "");
+      }
+      if (!CoreSettings.ALL.contains(s)) {
+        plugins.add(s.variable());
+        if (s.property() != null) {
+          plugins.add(s.property());
+        }
+      }
+    }
+    CoreSettings.NOT_SETTINGS.forEach(n -> env.put(n, "x"));
+    CoreSettings.PLUGIN_SETTINGS.forEach(n -> env.put(n, ""));
+    env.put("MPI_BUILD_PROVISION_JDK", "1");
+    props.setProperty("mpibuild.it.classpath", "x");
+    assertEquals(java.util.List.of(), Setting.misspelt(SettingSource.of(props, env)));
+    // the CLI has both backends on its class path: their settings are all declared (the bindings' too)
+    assertTrue(CoreSettings.PLUGIN_SETTINGS.containsAll(plugins), "undeclared plug-in settings: " + plugins);
+  }
+}
