@@ -504,7 +504,7 @@ public final class CommunicatorContract {
       for (int r = 0; r < size; r++) {
         for (int q = 0; q < size; q++) {
           boolean rHasQ = contains(all[r], q);
-          that(rHasQ == contains(all[q], q), "splitByNode", "rank " + r + " counts rank " + q + " on its node, but "
+          that(rHasQ == contains(all[q], r), "splitByNode", "rank " + r + " counts rank " + q + " on its node, but "
               + "rank " + q + " does not agree");
           if (rHasQ) {
             that(Arrays.equals(all[r], all[q]), "splitByNode", "ranks " + r + " and " + q + " share a node but list "
