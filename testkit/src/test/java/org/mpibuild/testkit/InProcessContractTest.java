@@ -54,17 +54,17 @@ class InProcessContractTest {
   @ParameterizedTest(name = "{0} ranks")
   @ValueSource(ints = {1, 2, 3, 4})
   void theInProcessCommunicatorKeepsTheContract(int size) throws Exception {
-    assertEveryRankPassed(check(size, new InProcessCommunicator.World(size, 10_000)));
+    assertEveryRankPassed(check(size, new InProcessCommunicator.World(size, 60_000)));
   }
 
   @Test
   void onTwoNodes() throws Exception {
-    assertEveryRankPassed(check(5, new InProcessCommunicator.World(5, 10_000, new int[] {0, 0, 1, 1, 1})));
+    assertEveryRankPassed(check(5, new InProcessCommunicator.World(5, 60_000, new int[] {0, 0, 1, 1, 1})));
   }
 
   @Test
   void aViolationNamesTheRankAndTheMethod() throws Exception {
-    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 60_000);
     List<Throwable> failures = new ArrayList<>();
     ExecutorService threads = Executors.newFixedThreadPool(2);
     try {

@@ -23,13 +23,13 @@ class MpiJavaContractTest {
   @ValueSource(ints = {1, 2, 3, 4})
   void theCommunicatorKeepsTheContract(int ranks) {
     skipWithoutMpi();
-    CommunicatorContract.underMpirun(ranks, JAVA, ContractMain.class.getName(), Duration.ofSeconds(120));
+    CommunicatorContract.underMpirun(ranks, JAVA, ContractMain.class.getName(), Duration.ofSeconds(300));
   }
 
   @Test
   void abortEndsTheWholeJobAtOnceWithANonZeroStatus() {
     skipWithoutMpi();
-    Mpirun.Job job = CommunicatorContract.job(3, JAVA, ContractMain.class.getName(), Duration.ofSeconds(120), "abort");
+    Mpirun.Job job = CommunicatorContract.job(3, JAVA, ContractMain.class.getName(), Duration.ofSeconds(300), "abort");
     assertNotEquals(0, job.exitCode(), job.output());
     assertTrue(job.output().contains(CommunicatorContract.abortMessage(2)), job.output());
   }
