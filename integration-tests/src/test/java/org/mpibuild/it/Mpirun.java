@@ -81,12 +81,10 @@ final class Mpirun {
       String mainClass, String... args) {
     try {
       Path dir = Files.createTempDirectory("mpi-build-it");
-      // Each job keeps Open MPI's session directory to itself: jobs started together on one host otherwise
-      // race on /tmp/ompi.HOST.UID (one removing it while another creates it).
+      // Each job keeps Open MPI's session directory to itself (the kit's mpirun options say why).
       Path session = Files.createDirectories(dir.resolve("ompi"));
-      List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--oversubscribe",
-          "--mca", "orte_tmpdir_base", session.toString(),
-          "-np", Integer.toString(ranks), "--output-filename", dir.resolve("out").toString(),
+      List<String> cmd = new ArrayList<>(org.mpibuild.testkit.Mpirun.command(ranks, session));
+      cmd.addAll(List.of("--output-filename", dir.resolve("out").toString(),
           "-x", "MPI_BUILD_POCL_CACHE_ROOT=" + dir.resolve("pocl"),
           "-x", "MPI_BUILD_JAVA_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xmx256m -Xss1m -Dmpibuild.it.job=" + dir));
       java.util.Map<String, String> all = new java.util.TreeMap<>(env);

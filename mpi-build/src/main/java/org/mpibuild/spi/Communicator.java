@@ -55,8 +55,9 @@ public interface Communicator extends AutoCloseable {
 
   /**
    * Starts a broadcast like {@link #broadcast} and returns at once ({@code MPI_Ibcast}). The buffer must
-   * not be touched until the request completes. Requests on one communicator complete in the order they
-   * were started. By default the broadcast runs to completion before this returns.
+   * not be touched until the request completes. Collectives started on one communicator are matched across
+   * ranks in the order they were started, but MPI does not complete them in that order: test or await each
+   * request on its own. By default the broadcast runs to completion before this returns.
    *
    * @param buffer a direct buffer, as for {@link #broadcast}
    * @param root the rank whose bytes are sent

@@ -391,7 +391,9 @@ public final class InProcessCommunicator implements Communicator {
       throw new IllegalArgumentException("broadcast needs a direct buffer");
     }
     if (root < 0 || root >= world.size) {
-      throw new IllegalArgumentException("MPI_ERR_ROOT: root " + root + " used in a broadcast");
+      // What MPI reports, with errors returned, on every rank: the SPI's exception, as the bindings throw.
+      throw new org.mpibuild.CommunicationException("MPI_ERR_ROOT: root " + root + " used in a broadcast of "
+          + world.size + " ranks", null);
     }
     world.record(rank, "broadcast", root, buffer.remaining());
     String[] truncated = {null};

@@ -1,0 +1,70 @@
+package org.mpibuild.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.Kernel;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.testkit.FakeBackend;
+
+/**
+ * {@code mpi-build doctor} (docs/cli.md): exit 0 when what a build needs is here, else exit 1 with the fix
+ * printed. Settings are given as system properties, which win over the environment, and restored after.
+ */
+class DoctorCommandTest {
+  @TempDir
+  Path tmp;
+
+  /** Runs doctor with {@code properties} set (then cleared). */
+  static Cli.Run doctor(Map<String, String> properties) {
+    properties.forEach(System::setProperty);
+    try {
+      return Cli.run("doctor");
+    } finally {
+      properties.keySet().forEach(System::clearProperty);
+    }
+  }
+
+  @Test
+  void itExitsZeroOrOneWithTheFix() {
+    Cli.Run r = doctor(Map.of());
+    assertTrue(r.exit() == 0 || r.exit() == 1, r.all());
+    if (r.exit() == 1) {
+      assertTrue(r.out().contains("fix"), "exit 1 comes with the fix\n" + r.all());
+    }
+    assertTrue(r.out().contains("fake"), "lists the backends on the class path\n" + r.all());
+  }
+
+  @Test
+  void aBadSettingIsAProblemNamingTheVariableAndTheFix() {
+    Cli.Run r = doctor(Map.of("mpibuild.chunkBytes", "banana"));
+    assertEquals(1, r.exit(), r.all());
+    assertTrue(r.out().contains("MPI_BUILD_CHUNK_BYTES") && r.out().contains("banana"), r.all());
+    assertTrue(r.out().contains("fix"), r.all());
+  }
+
+  @Test
+  void aBackendAskedForThatDoesNotExistIsAProblemNamingIt() {
+    Cli.Run r = doctor(Map.of("mpibuild.backend", "no-such-backend"));
+    assertEquals(1, r.exit(), r.all());
+    assertTrue(r.out().contains("no-such-backend") && r.out().contains("fix"), r.all());
+  }
+
+  @Test
+  void aCacheOthersMayWriteIsAProblemNamingTheDirectory() throws Exception {
+    Path cache = tmp.resolve("cache");
+    try (MpiBuild b = MpiBuild.builder().local().backend(new FakeBackend()).cacheDirectory(cache).build();
+         Kernel k = b.mpiBuildKernel("__kernel void k() {}", 0)) {
+      assertTrue(k.stats().obtainNanos() >= 0);
+    }
+    java.nio.file.Files.setPosixFilePermissions(cache, PosixFilePermissions.fromString("rwxrwxrwx"));
+    Cli.Run r = doctor(Map.of("mpibuild.cache", "on", "mpibuild.cache.dir", cache.toString(), "mpibuild.backend", "fake"));
+    assertEquals(1, r.exit(), r.all());
+    assertTrue(r.out().contains(cache.toString()) && r.out().contains("fix"), r.all());
+  }
+}
