@@ -2,6 +2,7 @@ package org.mpibuild;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.mpibuild.internal.AsyncBuilds;
@@ -12,7 +13,7 @@ import org.mpibuild.internal.AsyncBuilds;
  * calls when they run on the caller's thread (MPI below {@code MPI_THREAD_MULTIPLE}); see
  * {@link MpiBuild#progress()}.
  *
- * <p>It is not a {@link java.util.concurrent.Future}: a build cannot be cancelled once started, because it
+ * <p>It is not a {@link Future}: a build cannot be cancelled once started, because it
  * is a collective and the other ranks are taking part, and waiting for it is not interruptible.
  */
 public final class KernelFuture {

@@ -1,5 +1,13 @@
 package org.mpibuild;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.mpibuild.internal.AsyncBuilds;
 import org.mpibuild.internal.CollectiveBuild;
 import org.mpibuild.internal.Failures;
@@ -11,8 +19,6 @@ import org.mpibuild.internal.Startup;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.UseGuard;
-import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Supplier;
 
 /**
  * Builds kernels once per job instead of once per rank: the root compiles, broadcasts the binary, and
@@ -205,7 +211,7 @@ public final class MpiBuild implements AutoCloseable {
    * @return the progress mode
    */
   public String asyncProgress() {
-    return async.get().mode().name().toLowerCase(java.util.Locale.ROOT);
+    return async.get().mode().name().toLowerCase(Locale.ROOT);
   }
 
   /**
@@ -223,14 +229,14 @@ public final class MpiBuild implements AutoCloseable {
    *     build, as {@link #mpiBuildKernel(KernelSource, int)} would throw it; no kernel is kept
    * @throws KernelLoadException on every rank, if some rank could not load some binary
    */
-  public java.util.List<Kernel> mpiBuildKernels(java.util.List<KernelSource> requests) {
+  public List<Kernel> mpiBuildKernels(List<KernelSource> requests) {
     return call("mpiBuildKernels", true, () -> {
-      java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, true, null);
+      List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, true, null);
       RuntimeException failure = CollectiveBuild.firstFailure(entries);
       if (failure != null) {
         throw failure;
       }
-      java.util.List<Kernel> out = new java.util.ArrayList<>(entries.size());
+      List<Kernel> out = new ArrayList<>(entries.size());
       for (CollectiveBuild.Entry e : entries) {
         out.add(new BuiltKernel(e.program(), e.envelope(), e.stats(), kernels));
         lastStats = e.stats();
@@ -249,13 +255,13 @@ public final class MpiBuild implements AutoCloseable {
    * @return one result per request, in the order of the requests, the same on every rank
    * @throws RequestMismatchException on every rank, if ranks passed different lists
    */
-  public java.util.List<PrecompileResult> precompile(java.util.List<KernelSource> requests,
-      java.util.function.Consumer<PrecompileResult> listener) {
+  public List<PrecompileResult> precompile(List<KernelSource> requests,
+      Consumer<PrecompileResult> listener) {
     return call("precompile", true, () -> {
-      java.util.List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, false,
+      List<CollectiveBuild.Entry> entries = protocol.runBatch(requests, false,
           listener == null ? null : e -> listener.accept(PrecompileResult.of(e, null)));
       boolean[] cached = protocol.cached(entries);
-      java.util.List<PrecompileResult> out = new java.util.ArrayList<>();
+      List<PrecompileResult> out = new ArrayList<>();
       for (int i = 0; i < entries.size(); i++) {
         out.add(PrecompileResult.of(entries.get(i), cached[i] ? PrecompileResult.Outcome.CACHED
             : PrecompileResult.Outcome.COMPILED));
@@ -327,13 +333,13 @@ public final class MpiBuild implements AutoCloseable {
    *
    * @return the distinct targets
    */
-  public java.util.List<String> jobTargets() {
+  public List<String> jobTargets() {
     return opened.targets().distinct();
   }
 
   /** @return the persistent cache's directory, or empty when the cache is off */
-  public java.util.Optional<java.nio.file.Path> cacheDirectory() {
-    return settings.cache().enabled() ? java.util.Optional.of(settings.cache().dir()) : java.util.Optional.empty();
+  public Optional<Path> cacheDirectory() {
+    return settings.cache().enabled() ? Optional.of(settings.cache().dir()) : Optional.empty();
   }
 
   /** @return how this instance talks to MPI, for logs: binding, communicator and size, or local */

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Random;
 import mpi.MPI;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
@@ -98,7 +99,7 @@ public final class BcastBench {
   static void sizeRuns(int bytes, int reps, StringBuilder json, int rank, int size) throws Exception {
     ByteBuffer buf = ByteBuffer.allocateDirect(bytes);
     byte[] payload = new byte[bytes];
-    new java.util.Random(bytes).nextBytes(payload);
+    new Random(bytes).nextBytes(payload);
     if (rank == 0) {
       buf.put(payload).clear();
     }

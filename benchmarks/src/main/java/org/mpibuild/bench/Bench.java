@@ -2,6 +2,7 @@ package org.mpibuild.bench;
 
 import java.nio.ByteBuffer;
 import java.nio.IntBuffer;
+import java.nio.LongBuffer;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -12,6 +13,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import mpi.MPI;
 import org.jocl.cl_program;
 import org.mpibuild.BuildStats;
@@ -233,7 +237,7 @@ public final class Bench {
     }
     // The other ranks wait without spinning: a busy rank would slow the compiles measured here, and with
     // them the stale age, which the long case's compiles must then outlast.
-    java.nio.LongBuffer result = MPI.newLongBuffer(1);
+    LongBuffer result = MPI.newLongBuffer(1);
     result.put(0, fastest[0]);
     awaitPolitely(MPI.COMM_WORLD.iBcast(result, 1, MPI.LONG, 0));
     return result.get(0);
@@ -512,7 +516,7 @@ public final class Bench {
     while (request.testStatus() == null) {
       long waited = System.nanoTime() - t0;
       if (waited > 1_000_000) {
-        java.util.concurrent.locks.LockSupport.parkNanos(Math.max(10_000, Math.min(1_000_000, waited / 32)));
+        LockSupport.parkNanos(Math.max(10_000, Math.min(1_000_000, waited / 32)));
       }
     }
   }
@@ -521,7 +525,7 @@ public final class Bench {
     if (!request.kernelNames().isEmpty()) {
       return request.kernelNames();
     }
-    java.util.regex.Matcher m = java.util.regex.Pattern.compile("__kernel void (\\w+)").matcher(request.source());
+    Matcher m = Pattern.compile("__kernel void (\\w+)").matcher(request.source());
     List<String> out = new ArrayList<>();
     while (m.find()) {
       out.add(m.group(1));

@@ -1,14 +1,22 @@
 package org.mpibuild.bench;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -46,7 +54,7 @@ public final class BenchReport {
     }
     if (args.length > 1 && args[1].equals("generic")) {
       Map<String, String> kv = new TreeMap<>(Map.of("reps", "8", "n", "512", "program", "matmul4"));
-      for (String a : java.util.Arrays.asList(args).subList(2, args.length)) {
+      for (String a : Arrays.asList(args).subList(2, args.length)) {
         String[] p = a.split("=", 2);
         if (p.length != 2 || !kv.containsKey(p[0])) {
           throw new IllegalArgumentException("generic takes reps=N, n=ORDER and program=NAME, not '" + a + "'");
@@ -61,7 +69,7 @@ public final class BenchReport {
       return;
     }
     Comparison.Mode mode = args.length > 1 && args[1].equals("full") ? Comparison.FULL : Comparison.QUICK;
-    Comparison.run(repo, out, Comparison.override(mode, java.util.Arrays.asList(args).subList(Math.min(2, args.length),
+    Comparison.run(repo, out, Comparison.override(mode, Arrays.asList(args).subList(Math.min(2, args.length),
         args.length)));
   }
 
@@ -87,7 +95,7 @@ public final class BenchReport {
       for (String v : Bench.rotated(variants, rep)) {
         Path pocl = Files.createTempDirectory("mpi-build-bench-speed");
         try {
-          Map<String, String> env = new java.util.HashMap<>(Map.of("POCL_CACHE_DIR", pocl.toString()));
+          Map<String, String> env = new HashMap<>(Map.of("POCL_CACHE_DIR", pocl.toString()));
           if (v.equals("generic")) {
             env.put("POCL_WORK_GROUP_SPECIALIZATION", "0");
           }
@@ -184,9 +192,9 @@ public final class BenchReport {
     for (int rep = 0; rep < reps; rep++) {
       double one = batchJob(repo, 1, k, -1);
       double two = batchJob(repo, 2, k, -1);
-      java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2);
-      java.util.concurrent.Future<Double> a = pool.submit(() -> batchJob(repo, 1, k / 2, 0));
-      java.util.concurrent.Future<Double> b = pool.submit(() -> batchJob(repo, 1, k - k / 2, 1));
+      ExecutorService pool = Executors.newFixedThreadPool(2);
+      Future<Double> a = pool.submit(() -> batchJob(repo, 1, k / 2, 0));
+      Future<Double> b = pool.submit(() -> batchJob(repo, 1, k - k / 2, 1));
       double independent = Math.max(a.get(), b.get());
       pool.shutdown();
       rows.add(Map.of("rep", Integer.toString(rep), "kernels", Integer.toString(k),
@@ -209,8 +217,8 @@ public final class BenchReport {
           r.get("two_ranks_s"), r.get("two_independent_halves_s"), ratios.get(rep), ceilings.get(rep)));
     }
     String line = String.format(Locale.ROOT, "bench: batch kernels=%d reps=%d speedup_2_ranks=%.2f [%.2f-%.2f] "
-        + "machine_ceiling=%.2f batch_over_ceiling=%.2f", k, reps, median, java.util.Collections.min(ratios),
-        java.util.Collections.max(ratios), ceiling, median / ceiling);
+        + "machine_ceiling=%.2f batch_over_ceiling=%.2f", k, reps, median, Collections.min(ratios),
+        Collections.max(ratios), ceiling, median / ceiling);
     md.append('\n').append(line).append('\n');
     Files.writeString(out.resolve("batch.md"), md);
     List<Object> runs = new ArrayList<>();
@@ -345,7 +353,7 @@ public final class BenchReport {
     Process p = pb.start();
     StringBuilder all = new StringBuilder();
     Thread pump = new Thread(() -> {
-      try (var r = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      try (var r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
         String line;
         while ((line = r.readLine()) != null) {
           all.append(line).append('\n');

@@ -3,6 +3,8 @@ package org.mpibuild.bench;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -169,7 +171,7 @@ final class Comparison {
         throw new IllegalArgumentException("expected ranks=..., reps=... or program=..., not '" + a + "'");
       }
       switch (kv[0]) {
-        case "ranks" -> m = new Mode(m.name(), java.util.Arrays.stream(kv[1].split(",")).map(Integer::valueOf).toList(),
+        case "ranks" -> m = new Mode(m.name(), Arrays.stream(kv[1].split(",")).map(Integer::valueOf).toList(),
             m.reps(), m.program(), m.bcastSizes(), m.bcastReps());
         case "reps" -> m = new Mode(m.name(), m.ranks(), Integer.parseInt(kv[1]), m.program(), m.bcastSizes(),
             Math.max(Integer.parseInt(kv[1]), 7));
@@ -257,7 +259,7 @@ final class Comparison {
         rows.add(c);
       }
     }
-    rows.sort(java.util.Comparator.comparingInt(c -> Integer.parseInt(c.get("rep"))));
+    rows.sort(Comparator.comparingInt(c -> Integer.parseInt(c.get("rep"))));
     List<Double> out = new ArrayList<>();
     rows.forEach(r -> out.add(Double.parseDouble(r.get(field))));
     return out;

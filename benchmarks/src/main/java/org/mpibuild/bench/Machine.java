@@ -1,5 +1,7 @@
 package org.mpibuild.bench;
 
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -33,7 +35,7 @@ final class Machine {
   static String firstMatch(Path file, String regex) {
     try {
       return firstMatch(Files.readString(file), regex);
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       return "";
     }
   }
@@ -47,9 +49,9 @@ final class Machine {
   static String quiet(List<String> cmd) {
     try {
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-      String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
       return p.waitFor() == 0 ? out : "";
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       return "";
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

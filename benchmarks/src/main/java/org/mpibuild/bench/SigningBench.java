@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -44,7 +45,7 @@ final class SigningBench {
       String line = String.format(Locale.ROOT, "bench: signing entry_bytes=%d reps=%d warm_start_ms=%.0f "
           + "trust_check_ms=%.2f overhead_on_warm_start=%.2f%% [%.2f%%-%.2f%%]", entryBytes, reps,
           Stats.median(warms) / 1e6, Stats.median(verifies) / 1e6, 100 * Stats.median(overheads),
-          100 * java.util.Collections.min(overheads), 100 * java.util.Collections.max(overheads));
+          100 * Collections.min(overheads), 100 * Collections.max(overheads));
       Files.writeString(out.resolve("signing.txt"), line + "\n");
       System.out.println(line);
       return line;

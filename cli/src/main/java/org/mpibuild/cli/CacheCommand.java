@@ -5,11 +5,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
-import java.util.concurrent.Callable;
-import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import org.mpibuild.CacheAdmin;
 import org.mpibuild.spi.Setting;
 import picocli.CommandLine.Command;
@@ -233,7 +234,7 @@ final class CacheCommand implements Runnable {
   }
 
   static Instant seconds(Instant t) {
-    return t.truncatedTo(java.time.temporal.ChronoUnit.SECONDS);
+    return t.truncatedTo(ChronoUnit.SECONDS);
   }
 
   static String human(long bytes) {

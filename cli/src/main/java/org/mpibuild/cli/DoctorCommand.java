@@ -2,15 +2,17 @@ package org.mpibuild.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
-import java.util.Optional;
 import org.mpibuild.CacheAdmin;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
@@ -235,7 +237,7 @@ final class DoctorCommand implements Callable<Integer> {
     String fix = "add " + mine + " to MPI_BUILD_CUDA_ARCH, or unset it to build for the job's GPUs";
     if (mine.equals("none")) {
       out.println("        sass: " + what + "; this rank has no GPU");
-    } else if (java.util.Arrays.stream(carried.split(",")).anyMatch(b::canLoad)) {
+    } else if (Arrays.stream(carried.split(",")).anyMatch(b::canLoad)) {
       out.println("        sass: " + what + ": this GPU (" + mine + ") runs SASS, without JIT");
     } else if (b.canLoad(carried)) {
       warn("cuda: " + what + ", none for this GPU (" + mine + "): it would JIT-compile the build's PTX at every"
@@ -300,7 +302,7 @@ final class DoctorCommand implements Callable<Integer> {
   private static String firstLine(String... command) {
     try {
       Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-      String text = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       p.waitFor();
       return text.lines().filter(l -> !l.isBlank()).findFirst().orElse("").trim();
     } catch (IOException e) {

@@ -1,5 +1,6 @@
 package org.mpibuild.cli;
 
+import java.nio.file.FileSystemException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -34,7 +35,7 @@ public final class Main implements Runnable {
     CommandLine cl = new CommandLine(new Main());
     cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
       // A file system exception's message is often a bare path: its kind says what happened to it.
-      cmd.getErr().println("mpi-build: " + (e.getMessage() == null || e instanceof java.nio.file.FileSystemException
+      cmd.getErr().println("mpi-build: " + (e.getMessage() == null || e instanceof FileSystemException
           ? e.toString() : e.getMessage()));
       return 1;
     });

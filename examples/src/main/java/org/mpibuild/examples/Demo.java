@@ -1,8 +1,10 @@
 package org.mpibuild.examples;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Locale;
 import mpi.MPI;
 import mpi.MPIException;
@@ -10,8 +12,8 @@ import org.mpibuild.BuildStats;
 import org.mpibuild.JobStatistics;
 import org.mpibuild.Kernel;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.examples.Saxpy;
+import org.mpibuild.opencl.OpenClKernel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -61,7 +63,7 @@ public final class Demo {
 
     long[] all = new long[FIELDS * size];
     MPI.COMM_WORLD.gather(mine, FIELDS, MPI.LONG, all, FIELDS, MPI.LONG, ROOT);
-    byte[] node = java.util.Arrays.copyOf(nodeName().getBytes(java.nio.charset.StandardCharsets.UTF_8), NODE_BYTES);
+    byte[] node = Arrays.copyOf(nodeName().getBytes(StandardCharsets.UTF_8), NODE_BYTES);
     byte[] nodes = new byte[NODE_BYTES * size];
     MPI.COMM_WORLD.gather(node, NODE_BYTES, MPI.BYTE, nodes, NODE_BYTES, MPI.BYTE, ROOT);
     int verified = 0;
@@ -115,7 +117,7 @@ public final class Demo {
       loaded += (int) all[o + 2];
       verified += (int) all[o + 3];
       hits += (int) all[o + 9];
-      String node = new String(nodes, r * NODE_BYTES, NODE_BYTES, java.nio.charset.StandardCharsets.UTF_8).trim()
+      String node = new String(nodes, r * NODE_BYTES, NODE_BYTES, StandardCharsets.UTF_8).trim()
           .replace("\0", "");
       System.out.printf(Locale.ROOT, "%5d  %-8s  %-12s  %10.1f  %8.1f  %12.2f  %8.2f  %8d  %8s%n",
           all[o], all[o] == ROOT ? (all[o + 9] == 1 ? "root/hit" : "root") : "receiver", node, all[o + 4] / 1e6,

@@ -1,12 +1,13 @@
 package org.mpibuild.programs;
 
-import org.mpibuild.examples.CudaSaxpy;
+import java.util.Arrays;
 import java.util.HexFormat;
 import org.mpibuild.BinaryData;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.cuda.CudaKernel;
+import org.mpibuild.examples.CudaSaxpy;
 
 /**
  * CUDA builds under mpirun (or plain java), for CI without a GPU and for the GPU check. Every rank prints
@@ -51,7 +52,7 @@ public final class CudaBuilds {
       try {
         BinaryData data = mb.mpiBuildBinary(request, 0);
         byte[] b = data.toBytes();
-        byte[] head = java.util.Arrays.copyOfRange(b, b.length - (int) data.binaryLength(),
+        byte[] head = Arrays.copyOfRange(b, b.length - (int) data.binaryLength(),
             b.length - (int) data.binaryLength() + 4);
         print(step, mb.rank(), "ok", data.target(), HexFormat.of().formatHex(head), false, data.compiler());
       } catch (RuntimeException e) {

@@ -1,27 +1,29 @@
 package org.mpibuild.programs;
 
-import org.mpibuild.examples.Saxpy;
-import org.mpibuild.testkit.DelegatingBackend;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import mpi.MPI;
 import mpi.MPIException;
 import org.mpibuild.BinaryData;
+import org.mpibuild.CacheAdmin;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.CacheAdmin;
-import org.mpibuild.testkit.CorruptingCommunicator;
+import org.mpibuild.examples.Saxpy;
 import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.testkit.CorruptingCommunicator;
+import org.mpibuild.testkit.DelegatingBackend;
 
 /**
  * The fault table: one case per run, named by the first argument, on every rank of a real mpirun job.
@@ -45,7 +47,7 @@ public final class Faults {
         case "compile-error" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Scenarios.BROKEN, 0)));
         case "compiler-hang" -> {
           try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 600_000))
-              .compileTimeout(java.time.Duration.ofSeconds(2)).build()) {
+              .compileTimeout(Duration.ofSeconds(2)).build()) {
             step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
           }
         }
@@ -110,7 +112,7 @@ public final class Faults {
           step(name, "flipped", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
           changeEntry(rank, bytes -> bytes);
           step(name, "intact", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          changeEntry(rank, bytes -> java.util.Arrays.copyOf(bytes, bytes.length / 3));
+          changeEntry(rank, bytes -> Arrays.copyOf(bytes, bytes.length / 3));
           step(name, "truncated", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
         });
         case "cache-disk-full" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));

@@ -1,9 +1,11 @@
 package org.mpibuild.programs;
 
-import org.mpibuild.examples.Saxpy;
-import org.mpibuild.testkit.DelegatingBackend;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.ServiceLoader;
+import java.util.stream.Stream;
 import mpi.Intracomm;
 import mpi.MPI;
 import mpi.MPIException;
@@ -13,11 +15,13 @@ import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.RequestMismatchException;
+import org.mpibuild.examples.Saxpy;
 import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.LoadedProgram;
+import org.mpibuild.testkit.DelegatingBackend;
 
 /**
  * The program that the mpirun-launched integration tests run. It does not initialize MPI: the library
@@ -72,7 +76,7 @@ public final class Scenarios {
           System.clearProperty("mpibuild.cache.nodeDir");
         }
         if (rank == 0) {
-          System.out.println("NODE-CACHE entries=" + countEntries(java.nio.file.Path.of(shared + "-node", "entries")));
+          System.out.println("NODE-CACHE entries=" + countEntries(Path.of(shared + "-node", "entries")));
         }
       }
       // 9. Chunked transfer: a tiny chunk size forces many broadcasts of one binary.
@@ -82,10 +86,10 @@ public final class Scenarios {
     }
   }
 
-  static long countEntries(java.nio.file.Path dir) {
-    try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(dir)) {
+  static long countEntries(Path dir) {
+    try (Stream<Path> s = Files.list(dir)) {
       return s.filter(p -> p.toString().endsWith(".kbin")).count();
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       return -1;
     }
   }

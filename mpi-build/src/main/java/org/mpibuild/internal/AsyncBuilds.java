@@ -3,15 +3,21 @@ package org.mpibuild.internal;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
-import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.ForwardingCommunicator;
 
 /**
  * The asynchronous builds of one instance. Each build runs the ordinary protocol on one library thread,
@@ -95,7 +101,7 @@ public final class AsyncBuilds implements AutoCloseable {
   }
 
   /** Starts {@code build} on the library thread; the future completes with its result. */
-  public synchronized <T> CompletableFuture<T> submit(java.util.function.Function<CollectiveBuild, T> build, int rank) {
+  public synchronized <T> CompletableFuture<T> submit(Function<CollectiveBuild, T> build, int rank) {
     CompletableFuture<T> f = new CompletableFuture<>();
     thread.execute(() -> {
       try (LogContext ignored = LogContext.rank(rank)) {
@@ -123,7 +129,7 @@ public final class AsyncBuilds implements AutoCloseable {
    * Blocks until {@code f} completes, making progress in caller mode; waits as {@link Waiting} does (a short
    * spin, then sleeps that end early when an MPI call completes or the library thread posts one).
    */
-  public <T> void await(CompletableFuture<T> f, long timeoutNanos) throws java.util.concurrent.TimeoutException {
+  public <T> void await(CompletableFuture<T> f, long timeoutNanos) throws TimeoutException {
     long deadline = System.nanoTime() + timeoutNanos;
     Waiting.Pause pause = waiting.start();
     if (mode == Mode.CALLER) {
@@ -132,7 +138,7 @@ public final class AsyncBuilds implements AutoCloseable {
     }
     while (!f.isDone()) {
       if (System.nanoTime() - deadline > 0) {
-        throw new java.util.concurrent.TimeoutException("the build did not complete in time");
+        throw new TimeoutException("the build did not complete in time");
       }
       if (mode == Mode.CALLER) {
         if (!posted.calls.progress()) {
@@ -158,7 +164,7 @@ public final class AsyncBuilds implements AutoCloseable {
     for (CompletableFuture<?> f : all) {
       try {
         await(f, Long.MAX_VALUE / 2);
-      } catch (java.util.concurrent.TimeoutException e) {
+      } catch (TimeoutException e) {
         throw new IllegalStateException(e);
       }
     }
@@ -200,7 +206,7 @@ public final class AsyncBuilds implements AutoCloseable {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted while waiting for the program's thread to make MPI progress", e);
-      } catch (java.util.concurrent.ExecutionException e) {
+      } catch (ExecutionException e) {
         if (e.getCause() instanceof Error err) {
           throw err;
         }
@@ -212,12 +218,12 @@ public final class AsyncBuilds implements AutoCloseable {
     public boolean await(long nanos) {
       try {
         done.get(nanos, TimeUnit.NANOSECONDS);
-      } catch (java.util.concurrent.TimeoutException e) {
+      } catch (TimeoutException e) {
         return false;
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted while waiting for the program's thread to make MPI progress", e);
-      } catch (java.util.concurrent.ExecutionException e) {
+      } catch (ExecutionException e) {
         // thrown by test()
       }
       return test();
@@ -229,7 +235,7 @@ public final class AsyncBuilds implements AutoCloseable {
    * started and not yet seen complete. Shared by the wrappers of one instance's communicators.
    */
   private static final class Queue {
-    private final java.util.concurrent.ConcurrentLinkedQueue<Call> posted = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<Call> posted = new ConcurrentLinkedQueue<>();
     private final List<Call> started = new ArrayList<>();
     private volatile Thread idler;
 
@@ -259,7 +265,7 @@ public final class AsyncBuilds implements AutoCloseable {
           c.done.completeExceptionally(e);
         }
       }
-      for (java.util.Iterator<Call> it = started.iterator(); it.hasNext(); ) {
+      for (Iterator<Call> it = started.iterator(); it.hasNext(); ) {
         Call c = it.next();
         try {
           if (!c.request.test()) {
@@ -442,7 +448,7 @@ public final class AsyncBuilds implements AutoCloseable {
     }
 
     /** Applies {@code action} to the builds if they were started; does nothing otherwise. */
-    public void ifStarted(java.util.function.Consumer<AsyncBuilds> action) {
+    public void ifStarted(Consumer<AsyncBuilds> action) {
       AsyncBuilds b;
       synchronized (this) {
         b = builds;

@@ -1,7 +1,10 @@
 package org.mpibuild.internal;
 
+import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -29,7 +32,7 @@ final class BinarySource {
   private static final Logger log = LoggerFactory.getLogger(BinarySource.class);
 
   /** Requests already reported as uncacheable, so that each is said once per process. */
-  private static final java.util.Set<String> UNCACHEABLE_REPORTED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static final Set<String> UNCACHEABLE_REPORTED = ConcurrentHashMap.newKeySet();
   private final Backend backend;
   private final Settings settings;
   private final Caches caches;
@@ -177,7 +180,7 @@ final class BinarySource {
    * over is abandoned: interrupted (backends that run a compiler process kill it), and whatever it loads
    * later is released.
    */
-  private Compilation compileWithin(KernelSource request, String target, java.time.Duration timeout)
+  private Compilation compileWithin(KernelSource request, String target, Duration timeout)
       throws TimeoutException {
     Future<Compilation> f = compiler.submit(() -> backend.compile(request, target));
     try {

@@ -1,7 +1,10 @@
 package org.mpibuild.internal;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
 import org.mpibuild.BuildStats;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.cache.Caches;
@@ -97,7 +100,7 @@ public final class CollectiveBuild {
    * The same protocol, its communicators (the job's and, when the job is split by target, this rank's
    * group's) each carried by {@code wrap}'s wrapper over the same ranks (for asynchronous builds).
    */
-  public CollectiveBuild over(java.util.function.UnaryOperator<Communicator> wrap) {
+  public CollectiveBuild over(UnaryOperator<Communicator> wrap) {
     return new CollectiveBuild(wrap.apply(comm), backend, settings, caches, counters, targets.over(wrap), recorder);
   }
 
@@ -118,7 +121,7 @@ public final class CollectiveBuild {
    */
   public Outcome run(KernelSource request, int root, boolean load) {
     String problem = RequestCheck.problem(request, root, comm.size());
-    Entry e = execute(java.util.Collections.singletonList(request), RequestFingerprint.Shape.SINGLE, root, problem,
+    Entry e = execute(Collections.singletonList(request), RequestFingerprint.Shape.SINGLE, root, problem,
         new int[] {targets.distributionRoot(root)}, new int[] {0}, load, null).get(0);
     return new Outcome(e.program(), e.envelope(), e.stats());
   }
@@ -129,7 +132,7 @@ public final class CollectiveBuild {
    * that some rank cannot load fails the whole call on every rank. With the job split by target, a build
    * failure in any group fails the call on every rank.
    */
-  public List<Entry> runBatch(List<KernelSource> requests, boolean load, java.util.function.Consumer<Entry> listener) {
+  public List<Entry> runBatch(List<KernelSource> requests, boolean load, Consumer<Entry> listener) {
     String problem = RequestCheck.batchProblem(requests, comm.size());
     List<KernelSource> list = problem == null ? requests : List.of();
     Communicator dist = targets.distribution(comm);
@@ -143,7 +146,7 @@ public final class CollectiveBuild {
    * a worker thread, one at a time, so that each owner's next compile overlaps the current broadcast.
    */
   private List<Entry> execute(List<KernelSource> requests, RequestFingerprint.Shape shape, int root, String problem,
-      int[] owners, int[] order, boolean load, java.util.function.Consumer<Entry> listener) {
+      int[] owners, int[] order, boolean load, Consumer<Entry> listener) {
     final int rank = comm.rank();
     final Communicator dist = targets.distribution(comm);
     final boolean batch = shape == RequestFingerprint.Shape.BATCH;
@@ -168,7 +171,7 @@ public final class CollectiveBuild {
   }
 
   private List<Entry> distribute(List<KernelSource> requests, int[] owners, int[] order, boolean load,
-      java.util.function.Consumer<Entry> listener, boolean batch, Obtaining work, long t0, long t1, long fileOps0) {
+      Consumer<Entry> listener, boolean batch, Obtaining work, long t0, long t1, long fileOps0) {
     final int rank = comm.rank();
     final Communicator dist = targets.distribution(comm);
     int k = requests.size();

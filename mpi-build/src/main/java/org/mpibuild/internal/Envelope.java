@@ -1,5 +1,6 @@
 package org.mpibuild.internal;
 
+import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -145,7 +146,7 @@ public final class Envelope {
           throw new CorruptBinaryException(in.remaining() + " unexpected bytes after the binary metadata");
         }
         return m;
-      } catch (java.nio.BufferUnderflowException e) {
+      } catch (BufferUnderflowException e) {
         throw new CorruptBinaryException("binary metadata is truncated (" + bytes.length + " bytes)");
       }
     }

@@ -1,6 +1,10 @@
 package org.mpibuild.internal;
 
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.Optional;
 import java.util.SortedMap;
+import java.util.TreeMap;
 import org.mpibuild.BuildTimeoutException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelBuildException;
@@ -46,7 +50,7 @@ public final class Failures {
       throw new IllegalStateException("binary was built for target [" + meta.target()
           + "], this rank's device is [" + backend.target() + "]");
     }
-    java.util.Optional<java.nio.ByteBuffer> whole = envelope.payload().contiguous();
+    Optional<ByteBuffer> whole = envelope.payload().contiguous();
     return whole.isPresent() ? backend.load(whole.get(), meta.kernelNames())
         : backend.load(envelope.payload().toByteArray(), meta.kernelNames());
   }
@@ -64,7 +68,7 @@ public final class Failures {
       program = loadChecked(backend, e);
     } catch (RuntimeException ex) {
       throw new KernelLoadException("loading binary data failed on rank " + rank + ": " + ex.getMessage(),
-          java.util.Map.of(rank, String.valueOf(ex.getMessage())));
+          Map.of(rank, String.valueOf(ex.getMessage())));
     }
     return new CollectiveBuild.Outcome(program, e, new org.mpibuild.BuildStats(rank, rank, false, false, 0, 0, 0, 0,
         System.nanoTime() - t0, e.payload().length(), 0));
@@ -90,7 +94,7 @@ public final class Failures {
         throw f.toException();
       }
     }
-    SortedMap<Integer, String> failures = new java.util.TreeMap<>();
+    SortedMap<Integer, String> failures = new TreeMap<>();
     reports.forEach((rank, f) -> failures.put(rank, f.reason()));
     throw new KernelLoadException("the kernel could not be loaded on " + failures.size() + " of " + comm.size()
         + " ranks " + failures.keySet() + Agreement.describe(failures), failures);

@@ -2,10 +2,10 @@ package org.mpibuild.internal;
 
 import java.nio.ByteBuffer;
 import java.nio.LongBuffer;
+import java.time.Duration;
+import org.mpibuild.BuildStats;
 import org.mpibuild.JobStatistics;
 import org.mpibuild.spi.Communicator;
-
-import org.mpibuild.BuildStats;
 
 /** What one rank has done across the builds of one MpiBuild, for job-wide statistics. */
 public final class JobCounters {
@@ -58,7 +58,7 @@ public final class JobCounters {
    * The job's statistics: every rank's counters gathered, summed, and their maximum taken, on every rank.
    * Collective.
    */
-  public JobStatistics reduce(Communicator comm, java.time.Duration deadline, Waiting waiting, long untrustedEntries,
+  public JobStatistics reduce(Communicator comm, Duration deadline, Waiting waiting, long untrustedEntries,
       long trustCheckNanos) {
     Arrival.allReduceMax(comm, new int[] {0}, deadline, waiting, () -> "the statistics call"); // every rank is here
     long[] mine = toArray();

@@ -3,6 +3,7 @@ package org.mpibuild.internal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.UnaryOperator;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 
@@ -83,7 +84,7 @@ public final class JobTargets implements AutoCloseable {
   }
 
   /** The same targets, this rank's group communicator (if any) carried by {@code wrap}'s wrapper. */
-  JobTargets over(java.util.function.UnaryOperator<Communicator> wrap) {
+  JobTargets over(UnaryOperator<Communicator> wrap) {
     return new JobTargets(rankTargets, distinct, members, group, groupComm == null ? null : wrap.apply(groupComm),
         jobWideBinary);
   }

@@ -1,8 +1,11 @@
 package org.mpibuild.internal;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -21,9 +24,9 @@ import org.slf4j.LoggerFactory;
 final class Obtaining implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Obtaining.class);
   private final Duration compileTimeout;
-  private final Map<Integer, Future<Obtained>> futures = new java.util.HashMap<>();
+  private final Map<Integer, Future<Obtained>> futures = new HashMap<>();
   private final ExecutorService worker;
-  private final java.util.Set<Integer> taken = new java.util.HashSet<>();
+  private final Set<Integer> taken = new HashSet<>();
   private volatile boolean abandoned;
 
   Obtaining(BinarySource source, int logRank, List<String> buildTargets, Duration compileTimeout,

@@ -7,6 +7,7 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.mpibuild.CorruptBinaryException;
 
 /**
@@ -61,7 +62,7 @@ record RankFailure(Kind kind, String reason, Envelope.Status status, int builtOn
   /** The exception every rank throws for this build failure. */
   RuntimeException toException() {
     String error = reason + " (" + (request.isEmpty() ? "" : request + ", ") + "for target [" + target + "])";
-    Envelope.Metadata meta = new Envelope.Metadata("", target, java.util.List.of(), "", buildLog, error, "");
+    Envelope.Metadata meta = new Envelope.Metadata("", target, List.of(), "", buildLog, error, "");
     return Failures.failure(status, meta, builtOn);
   }
 

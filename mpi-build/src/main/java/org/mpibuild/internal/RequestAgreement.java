@@ -1,9 +1,11 @@
 package org.mpibuild.internal;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
+import java.util.stream.Collectors;
 import org.mpibuild.RequestMismatchException;
 import org.mpibuild.spi.Communicator;
 
@@ -27,14 +29,14 @@ final class RequestAgreement {
    * {@link RequestMismatchException} on every rank, naming each differing setting and rank. Collective.
    */
   static void agreeOnSettings(Communicator comm, Settings s) {
-    Map<String, String> shaping = new java.util.LinkedHashMap<>();
+    Map<String, String> shaping = new LinkedHashMap<>();
     shaping.put("MPI_BUILD_NODE_CACHE_DIR", s.cache().enabled() && s.cache().nodeDir() != null ? "set" : "unset");
     shaping.put("MPI_BUILD_BATCH_RANKS", Integer.toString(s.batchRanks()));
     shaping.put("MPI_BUILD_CHUNK_BYTES", Integer.toString(s.chunkBytes()));
     shaping.put("MPI_BUILD_PROGRESS", s.progress().name());
     shaping.put("MPI_BUILD_COLLECTIVE_TIMEOUT", deadlineText(s.collectiveTimeout()));
     String note = "its settings: " + shaping.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
-        .collect(java.util.stream.Collectors.joining(", "));
+        .collect(Collectors.joining(", "));
     agree(comm, RequestFingerprint.of(shaping, note), s.collectiveTimeout(), s.waiting(), () -> "the opening of mpi-build",
         "ranks run with different settings that decide which collectives a build makes", "with");
   }

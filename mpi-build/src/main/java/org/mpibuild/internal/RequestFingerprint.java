@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import org.mpibuild.KernelSource;
 
 /**
@@ -181,7 +182,7 @@ final class RequestFingerprint {
   }
 
   /** The field of every request, joined unambiguously; null for a null list. */
-  private static String each(List<KernelSource> requests, java.util.function.Function<KernelSource, String> field) {
+  private static String each(List<KernelSource> requests, Function<KernelSource, String> field) {
     if (requests == null) {
       return null;
     }

@@ -1,7 +1,13 @@
 package org.mpibuild.internal;
 
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
 import org.mpibuild.internal.cache.CacheSettings;
 import org.mpibuild.spi.SettingSource;
+
 
 /**
  * Configuration from system properties and environment variables, checked once. A system property wins
@@ -22,8 +28,8 @@ import org.mpibuild.spi.SettingSource;
  * @param collectiveTimeout how long a rank waits for the others to enter a collective call; zero: for ever
  */
 public record Settings(Mode mode, Binding binding, SettingSource source, String backend, int chunkBytes, long maxBinaryBytes, CacheSettings cache,
-    java.time.Duration compileTimeout, int batchRanks, Progress progress, java.nio.file.Path record,
-    java.time.Duration collectiveTimeout) {
+    Duration compileTimeout, int batchRanks, Progress progress, Path record,
+    Duration collectiveTimeout) {
 
   /** Who makes the MPI calls of asynchronous builds. */
   public enum Progress {
@@ -57,8 +63,8 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
 
   public static final int DEFAULT_CHUNK_BYTES = 4 << 20;
   public static final long DEFAULT_MAX_BINARY_BYTES = 16L << 30;
-  public static final java.time.Duration DEFAULT_COMPILE_TIMEOUT = java.time.Duration.ofMinutes(10);
-  public static final java.time.Duration DEFAULT_COLLECTIVE_TIMEOUT = java.time.Duration.ofMinutes(10);
+  public static final Duration DEFAULT_COMPILE_TIMEOUT = Duration.ofMinutes(10);
+  public static final Duration DEFAULT_COLLECTIVE_TIMEOUT = Duration.ofMinutes(10);
 
   public Settings {
     if (chunkBytes <= 0) {
@@ -81,7 +87,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
 
   /** Settings with the defaults and no cache, for tests. */
   public static Settings defaults() {
-    return new Settings(Mode.AUTO, Binding.AUTO, SettingSource.of(new java.util.Properties(), java.util.Map.of()),
+    return new Settings(Mode.AUTO, Binding.AUTO, SettingSource.of(new Properties(), Map.of()),
         null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
         DEFAULT_COMPILE_TIMEOUT, 0, Progress.AUTO, null, DEFAULT_COLLECTIVE_TIMEOUT);
   }
@@ -92,7 +98,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
   }
 
   /** Reads the settings from these properties and environment (for tests). */
-  static Settings from(java.util.Properties props, java.util.Map<String, String> env) {
+  static Settings from(Properties props, Map<String, String> env) {
     return from(SettingSource.of(props, env));
   }
 
@@ -108,7 +114,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
 
   /** How this rank waits for MPI ({@code MPI_BUILD_SPIN_US}). */
   public Waiting waiting() {
-    return new Waiting(java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(CoreSettings.SPIN_MICROS.read(source)));
+    return new Waiting(TimeUnit.MICROSECONDS.toNanos(CoreSettings.SPIN_MICROS.read(source)));
   }
 
   public Settings withChunkBytes(int bytes) {
@@ -131,7 +137,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
     return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record, collectiveTimeout);
   }
 
-  public Settings withCompileTimeout(java.time.Duration t) {
+  public Settings withCompileTimeout(Duration t) {
     return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record, collectiveTimeout);
   }
 
@@ -143,7 +149,7 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
     return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record, collectiveTimeout);
   }
 
-  public Settings withRecord(java.nio.file.Path file) {
+  public Settings withRecord(Path file) {
     return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file, collectiveTimeout);
   }
 }

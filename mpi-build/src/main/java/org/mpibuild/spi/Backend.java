@@ -1,12 +1,14 @@
 package org.mpibuild.spi;
 
+import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.ServiceLoader;
 import org.mpibuild.KernelSource;
 
 /**
  * A compiler and loader for one kind of device, bound to this rank's device.
  *
- * <p>Backends are found through {@link BackendProvider} and {@link java.util.ServiceLoader}; the core
+ * <p>Backends are found through {@link BackendProvider} and {@link ServiceLoader}; the core
  * has no compile-time dependency on any of them. A backend is used by one thread at a time.
  */
 public interface Backend extends AutoCloseable {
@@ -122,7 +124,7 @@ public interface Backend extends AutoCloseable {
    * @return the loaded program
    * @throws RuntimeException with a message for a person if the device refuses the binary
    */
-  default LoadedProgram load(java.nio.ByteBuffer binary, List<String> kernelNames) {
+  default LoadedProgram load(ByteBuffer binary, List<String> kernelNames) {
     byte[] bytes = new byte[binary.remaining()];
     binary.duplicate().get(bytes);
     return load(bytes, kernelNames);

@@ -1,5 +1,7 @@
 package org.mpibuild.spi;
 
+import java.util.List;
+
 /**
  * Finds and opens a {@link Backend}. Listed in {@code META-INF/services/org.mpibuild.spi.BackendProvider}.
  * Creating a provider must be cheap and must not load native libraries; {@link #open} does that.
@@ -48,7 +50,7 @@ public interface BackendProvider {
    *
    * @return its settings; none by default
    */
-  default java.util.List<Setting<?>> settings() {
-    return java.util.List.of();
+  default List<Setting<?>> settings() {
+    return List.of();
   }
 }

@@ -2,8 +2,10 @@ package org.mpibuild.spi;
 
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 /** Small helpers that every backend needs, written once. */
@@ -41,7 +43,7 @@ public final class BackendSupport {
       process.descendants().forEach(ProcessHandle::destroyForcibly);
       process.destroyForcibly();
       try {
-        process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS);
+        process.waitFor(10, TimeUnit.SECONDS);
       } catch (InterruptedException again) {
         // interrupted twice: give up waiting
       }
@@ -58,7 +60,7 @@ public final class BackendSupport {
    * @throws IOException if it cannot be listed
    */
   public static void deleteTree(Path dir) throws IOException {
-    if (dir == null || !Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (dir == null || !Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
       return;
     }
     try (Stream<Path> s = Files.walk(dir)) {

@@ -1,6 +1,7 @@
 package org.mpibuild.spi;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The few MPI operations a collective build needs, on one intracommunicator.
@@ -222,7 +223,7 @@ public interface Communicator extends AutoCloseable {
      * @return true once complete
      */
     default boolean await(long nanos) {
-      java.util.concurrent.locks.LockSupport.parkNanos(nanos);
+      LockSupport.parkNanos(nanos);
       return test();
     }
   }

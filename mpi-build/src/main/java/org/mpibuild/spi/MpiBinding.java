@@ -96,7 +96,7 @@ public interface MpiBinding {
    *
    * @return its settings; none by default
    */
-  default java.util.List<Setting<?>> settings() {
-    return java.util.List.of();
+  default List<Setting<?>> settings() {
+    return List.of();
   }
 }

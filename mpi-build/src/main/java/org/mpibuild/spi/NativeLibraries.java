@@ -5,11 +5,17 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Arrays;
+import java.util.Set;
 
 /**
  * Helps backends whose Java bindings extract native libraries from their jar.
@@ -60,20 +66,20 @@ public final class NativeLibraries {
     Path dir = runtime != null && !runtime.isBlank() && Files.isDirectory(Path.of(runtime))
         ? Path.of(runtime, "mpi-build") : Path.of(System.getProperty("java.io.tmpdir"), "mpi-build-" + userTag());
     try {
-      if (!Files.exists(dir, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+      if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) {
         try {
-          Files.createDirectory(dir, java.nio.file.attribute.PosixFilePermissions.asFileAttribute(PRIVATE));
-        } catch (java.nio.file.FileAlreadyExistsException e) {
+          Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PRIVATE));
+        } catch (FileAlreadyExistsException e) {
           // another rank made it meanwhile; checked below
         }
       }
-      java.nio.file.attribute.PosixFileAttributes a = Files.readAttributes(dir,
-          java.nio.file.attribute.PosixFileAttributes.class, java.nio.file.LinkOption.NOFOLLOW_LINKS);
+      PosixFileAttributes a = Files.readAttributes(dir,
+          PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
       if (!a.isDirectory() || !org.mpibuild.internal.Ownership.mine(dir) || !PRIVATE.containsAll(a.permissions())) {
         throw new IOException(dir + " is not a private directory of yours, " + org.mpibuild.internal.Ownership.me()
             + " (" + (a.isSymbolicLink() ? "a link" : a.isDirectory() ? "owned by "
             + org.mpibuild.internal.Ownership.owner(dir) + ", mode "
-            + java.nio.file.attribute.PosixFilePermissions.toString(a.permissions()) : "not a directory")
+            + PosixFilePermissions.toString(a.permissions()) : "not a directory")
             + "); remove it, or set XDG_RUNTIME_DIR to a private directory");
       }
       return dir;
@@ -98,8 +104,8 @@ public final class NativeLibraries {
     }
   }
 
-  private static final java.util.Set<java.nio.file.attribute.PosixFilePermission> PRIVATE =
-      java.nio.file.attribute.PosixFilePermissions.fromString("rwx------");
+  private static final Set<PosixFilePermission> PRIVATE =
+      PosixFilePermissions.fromString("rwx------");
 
   /**
    * Makes {@code target} hold exactly the bytes of a class-path resource, replacing a partial or

@@ -1,13 +1,19 @@
 package org.mpibuild.spi;
 
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
+import java.util.ServiceLoader;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.mpibuild.internal.CoreSettings;
 
 /**
@@ -107,8 +113,8 @@ public final class Setting<T> {
   }
 
   /** The one grammar of durations, in settings and on the command line: a number, then s, m, h or d. */
-  private static final java.util.regex.Pattern DURATION =
-      java.util.regex.Pattern.compile("(\\d{1,18}(?:\\.\\d{1,9})?)\\s*([smhdSMHD]?)");
+  private static final Pattern DURATION =
+      Pattern.compile("(\\d{1,18}(?:\\.\\d{1,9})?)\\s*([smhdSMHD]?)");
 
   /**
    * Reads a duration in the grammar of every duration mpi-build takes, in settings and on the command line:
@@ -121,21 +127,21 @@ public final class Setting<T> {
    * @throws IllegalArgumentException naming the text, if it is not a duration
    */
   public static Duration parseDuration(String text) {
-    java.util.regex.Matcher m = DURATION.matcher(text == null ? "" : text.trim());
+    Matcher m = DURATION.matcher(text == null ? "" : text.trim());
     if (!m.matches()) {
       throw new IllegalArgumentException("'" + text + "' is not a duration such as 30s, 5m, 1h, 2d or plain seconds");
     }
-    long unitMillis = switch (m.group(2).toLowerCase(java.util.Locale.ROOT)) {
+    long unitMillis = switch (m.group(2).toLowerCase(Locale.ROOT)) {
       case "m" -> 60_000L;
       case "h" -> 3_600_000L;
       case "d" -> 86_400_000L;
       default -> 1_000L;
     };
-    java.math.BigDecimal millis = new java.math.BigDecimal(m.group(1)).multiply(java.math.BigDecimal.valueOf(unitMillis));
-    if (millis.compareTo(java.math.BigDecimal.valueOf(Long.MAX_VALUE / 2)) > 0) {
+    BigDecimal millis = new BigDecimal(m.group(1)).multiply(BigDecimal.valueOf(unitMillis));
+    if (millis.compareTo(BigDecimal.valueOf(Long.MAX_VALUE / 2)) > 0) {
       throw new IllegalArgumentException(OUT_OF_RANGE + text.trim());
     }
-    return Duration.ofMillis(millis.setScale(0, java.math.RoundingMode.HALF_UP).longValueExact());
+    return Duration.ofMillis(millis.setScale(0, RoundingMode.HALF_UP).longValueExact());
   }
 
   /**
@@ -227,7 +233,7 @@ public final class Setting<T> {
    */
   public static <E extends Enum<E>> Setting<E> choice(String variable, String property, Class<E> type, E dflt,
       String description) {
-    return choice(variable, property, type, dflt, java.util.Map.of(), description);
+    return choice(variable, property, type, dflt, Map.of(), description);
   }
 
   /**
@@ -244,7 +250,7 @@ public final class Setting<T> {
    * @return the setting
    */
   public static <E extends Enum<E>> Setting<E> choice(String variable, String property, Class<E> type, E dflt,
-      java.util.Map<String, E> aliases, String description) {
+      Map<String, E> aliases, String description) {
     List<String> names = new ArrayList<>();
     for (E e : type.getEnumConstants()) {
       names.add(name(e));
@@ -337,7 +343,7 @@ public final class Setting<T> {
     for (MpiBinding b : MpiBinding.installed()) {
       out.addAll(b.settings());
     }
-    for (BackendProvider p : java.util.ServiceLoader.load(BackendProvider.class, Setting.class.getClassLoader())) {
+    for (BackendProvider p : ServiceLoader.load(BackendProvider.class, Setting.class.getClassLoader())) {
       out.addAll(p.settings());
     }
     return Collections.unmodifiableList(out);

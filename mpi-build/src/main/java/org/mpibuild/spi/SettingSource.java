@@ -2,7 +2,9 @@ package org.mpibuild.spi;
 
 import java.util.Map;
 import java.util.Properties;
+import java.util.SortedSet;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * Where settings come from: values set on the builder first, then system properties, then environment
@@ -85,8 +87,8 @@ public final class SettingSource {
    * @param propertyPrefix for example {@code "mpibuild."}
    * @return the names, sorted
    */
-  public java.util.SortedSet<String> namesLike(String variablePrefix, String propertyPrefix) {
-    java.util.SortedSet<String> out = new java.util.TreeSet<>();
+  public SortedSet<String> namesLike(String variablePrefix, String propertyPrefix) {
+    SortedSet<String> out = new TreeSet<>();
     for (String v : env.keySet()) {
       if (v.startsWith(variablePrefix)) {
         out.add(v);

@@ -1,16 +1,18 @@
 package org.mpibuild.testkit;
 
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
-import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.mpibuild.CommunicationException;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Request;
@@ -67,8 +69,8 @@ public final class CommunicatorContract {
     try {
       check(comm);
     } catch (Throwable t) {
-      java.io.StringWriter trace = new java.io.StringWriter();
-      t.printStackTrace(new java.io.PrintWriter(trace));
+      StringWriter trace = new StringWriter();
+      t.printStackTrace(new PrintWriter(trace));
       comm.abort("contract FAILED on rank " + comm.rank() + " of " + comm.size() + ": " + trace, 1);
     }
     System.out.println(okLine(comm.rank(), comm.size()) + " (" + comm.description() + ")");

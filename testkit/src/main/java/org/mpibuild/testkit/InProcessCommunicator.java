@@ -3,12 +3,23 @@ package org.mpibuild.testkit;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.stream.IntStream;
 import org.mpibuild.spi.Communicator;
 
 /**
@@ -32,13 +43,13 @@ public final class InProcessCommunicator implements Communicator {
     private final long timeoutMillis;
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final int[] nodeOfRank;
-    private final java.util.Map<String, World> groups = new java.util.HashMap<>();
+    private final Map<String, World> groups = new HashMap<>();
     private World top = this;
     private int[] topRankOf;
     private volatile String abortMessage;
     private volatile ThreadLevel threadLevel = ThreadLevel.MULTIPLE;
-    private final java.util.concurrent.ConcurrentHashMap<String, java.util.concurrent.LinkedBlockingQueue<byte[]>>
-        mailboxes = new java.util.concurrent.ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, LinkedBlockingQueue<byte[]>>
+        mailboxes = new ConcurrentHashMap<>();
     private final List<String> threadViolations = Collections.synchronizedList(new ArrayList<>());
 
     /** A job of {@code size} ranks on one node whose collectives fail after {@code timeoutMillis}. */
@@ -53,7 +64,7 @@ public final class InProcessCommunicator implements Communicator {
       this.slots = new Object[size];
       this.timeoutMillis = timeoutMillis;
       this.nodeOfRank = nodeOfRank.clone();
-      this.topRankOf = java.util.stream.IntStream.range(0, size).toArray();
+      this.topRankOf = IntStream.range(0, size).toArray();
     }
 
     /** The world of the ranks that passed {@code color} to the split numbered {@code split}. */
@@ -106,9 +117,9 @@ public final class InProcessCommunicator implements Communicator {
       }
     }
 
-    private java.util.concurrent.LinkedBlockingQueue<byte[]> mailbox(int source, int dest, int tag) {
+    private LinkedBlockingQueue<byte[]> mailbox(int source, int dest, int tag) {
       return mailboxes.computeIfAbsent(source + ">" + dest + "#" + tag,
-          k -> new java.util.concurrent.LinkedBlockingQueue<>());
+          k -> new LinkedBlockingQueue<>());
     }
 
     /** The message of the first abort, or null. */
@@ -125,7 +136,7 @@ public final class InProcessCommunicator implements Communicator {
      * broadcast's receivers copy the root's bytes before the root may touch its buffer again (as in MPI,
      * where a completed broadcast leaves the root free to reuse it).
      */
-    private Object[] exchange(int rank, Object mine, java.util.function.Consumer<Object[]> during) {
+    private Object[] exchange(int rank, Object mine, Consumer<Object[]> during) {
       slots[rank] = mine;
       await();
       Object[] all = slots.clone();
@@ -153,7 +164,7 @@ public final class InProcessCommunicator implements Communicator {
   private int splits;
   /** The thread that first called this rank's MPI: under FUNNELED, the only one allowed to. */
   private volatile Thread own;
-  private java.util.concurrent.ExecutorService progress;
+  private ExecutorService progress;
 
   private InProcessCommunicator(World world, int rank) {
     this.world = world;
@@ -185,9 +196,9 @@ public final class InProcessCommunicator implements Communicator {
    * Non-blocking collectives run on one thread per rank, so that they complete in the order they were
    * started while the caller goes on; blocking ones wait for everything started before them, as in MPI.
    */
-  private synchronized java.util.concurrent.ExecutorService progress() {
+  private synchronized ExecutorService progress() {
     if (progress == null) {
-      progress = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+      progress = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "in-process rank " + rank + " collectives");
         t.setDaemon(true);
         return t;
@@ -197,7 +208,7 @@ public final class InProcessCommunicator implements Communicator {
   }
 
   private Request start(Runnable collective) {
-    java.util.concurrent.Future<?> f = progress().submit(collective);
+    Future<?> f = progress().submit(collective);
     return new Request() {
       @Override
       public boolean test() {
@@ -215,12 +226,12 @@ public final class InProcessCommunicator implements Communicator {
         checkThread("MPI_Test");
         try {
           f.get(Math.max(nanos, 50_000_000), TimeUnit.NANOSECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
+        } catch (TimeoutException e) {
           return false;
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw new IllegalStateException("interrupted in a collective", e);
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
           // reported by await() below
         }
         await();
@@ -235,7 +246,7 @@ public final class InProcessCommunicator implements Communicator {
         } catch (InterruptedException e) {
           Thread.currentThread().interrupt();
           throw new IllegalStateException("interrupted in a collective", e);
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
           throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
         }
       }
@@ -243,8 +254,8 @@ public final class InProcessCommunicator implements Communicator {
   }
 
   /** Runs a blocking collective after every non-blocking one this rank started before it. */
-  private <T> T ordered(java.util.function.Supplier<T> collective) {
-    java.util.concurrent.ExecutorService p;
+  private <T> T ordered(Supplier<T> collective) {
+    ExecutorService p;
     synchronized (this) {
       p = progress;
     }
@@ -256,7 +267,7 @@ public final class InProcessCommunicator implements Communicator {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted in a collective", e);
-    } catch (java.util.concurrent.ExecutionException e) {
+    } catch (ExecutionException e) {
       throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
     }
   }
@@ -304,7 +315,7 @@ public final class InProcessCommunicator implements Communicator {
   @Override
   public Request iReceive(ByteBuffer buffer, int source, int tag) {
     checkThread("MPI_Irecv");
-    java.util.concurrent.LinkedBlockingQueue<byte[]> box = world.mailbox(source, rank, tag);
+    LinkedBlockingQueue<byte[]> box = world.mailbox(source, rank, tag);
     return new Request() {
       private boolean done;
 

@@ -22,6 +22,8 @@ import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -36,8 +38,8 @@ import jcuda.driver.CUfunction;
 import jcuda.driver.CUjit_option;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
-import jcuda.driver.JITOptions;
 import jcuda.driver.JCudaDriver;
+import jcuda.driver.JITOptions;
 import jcuda.nvrtc.JNvrtc;
 import jcuda.nvrtc.nvrtcProgram;
 import jcuda.nvrtc.nvrtcResult;
@@ -93,7 +95,7 @@ final class CudaBackend implements Backend {
    */
   private final UseGuard guard = new UseGuard("CUDA context");
   /** The backends not closed yet, to find the owner of a context that a messenger is opened on. */
-  private static final java.util.Set<CudaBackend> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static final Set<CudaBackend> OPEN = ConcurrentHashMap.newKeySet();
 
   private CudaBackend(CudaSettings settings, CUdevice device, CUcontext context, String arch, String deviceProblem,
       String nvccVersion, String nvccProblem) {

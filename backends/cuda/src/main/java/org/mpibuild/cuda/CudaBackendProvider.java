@@ -1,5 +1,7 @@
 package org.mpibuild.cuda;
 
+import java.util.List;
+import java.util.ServiceLoader;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
@@ -7,7 +9,7 @@ import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
 
 /**
- * Opens the CUDA backend. Found by the core through {@link java.util.ServiceLoader}; preferred over
+ * Opens the CUDA backend. Found by the core through {@link ServiceLoader}; preferred over
  * OpenCL when a GPU is usable.
  *
  * <p>Settings (environment variable, or system property):
@@ -45,7 +47,7 @@ public final class CudaBackendProvider implements BackendProvider {
   }
 
   @Override
-  public java.util.List<Setting<?>> settings() {
+  public List<Setting<?>> settings() {
     return CudaSettings.ALL;
   }
 

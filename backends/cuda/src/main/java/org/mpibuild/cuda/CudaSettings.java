@@ -15,7 +15,7 @@ record CudaSettings(List<String> explicitArchs, List<String> compilerOrder, Path
       "the job's GPUs", "CUDA architectures to build for, e.g. `sm_80,sm_90`");
   static final Setting<String> COMPILERS = Setting.text("MPI_BUILD_CUDA_COMPILERS", "mpibuild.cuda.compilers",
       "nvrtc,nvcc", "`nvrtc,nvcc`", "CUDA compilers in order of preference");
-  static final Setting<java.nio.file.Path> NVCC = Setting.path("MPI_BUILD_NVCC", "mpibuild.cuda.nvcc",
+  static final Setting<Path> NVCC = Setting.path("MPI_BUILD_NVCC", "mpibuild.cuda.nvcc",
       "nvcc on the PATH, else `/usr/local/cuda/bin/nvcc`", "the nvcc to run");
   static final Setting<Integer> DEVICE = Setting.count("MPI_BUILD_CUDA_DEVICE", "mpibuild.cuda.device", -1, 0, 1 << 16,
       "local rank modulo GPUs", "the GPU ordinal");

@@ -32,6 +32,7 @@ import static org.jocl.CL.clReleaseCommandQueue;
 import static org.jocl.CL.clReleaseContext;
 import static org.jocl.CL.clReleaseProgram;
 
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,6 +42,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jocl.CL;
 import org.jocl.LibUtils;
 import org.jocl.Pointer;
@@ -69,7 +72,7 @@ final class OpenClBackend implements Backend {
   private static volatile String nativeProblem;
   private static volatile boolean nativeReady;
   /** The backends not closed yet, to find the owner of a queue that a messenger is opened on. */
-  private static final java.util.Set<OpenClBackend> OPEN = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static final Set<OpenClBackend> OPEN = ConcurrentHashMap.newKeySet();
 
   private final cl_device_id device;
   private final cl_context context;
@@ -444,7 +447,7 @@ final class OpenClBackend implements Backend {
       String file = System.mapLibraryName(LibUtils.createPlatformLibraryName(JOCL_LIBRARY));
       NativeLibraries.loadPrivately(CL.class, file, () -> CL.clGetPlatformIDs(0, null, new int[1]));
       nativeReady = true;
-    } catch (java.io.UncheckedIOException e) {
+    } catch (UncheckedIOException e) {
       nativeProblem = "cannot put JOCL's native library where it can load (" + e.getMessage() + ")";
       throw unavailable(nativeProblem, e);
     } catch (LinkageError | RuntimeException e) {

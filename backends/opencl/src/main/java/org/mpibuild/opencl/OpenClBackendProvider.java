@@ -1,12 +1,14 @@
 package org.mpibuild.opencl;
 
+import java.util.List;
+import java.util.ServiceLoader;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
 
 /**
- * Opens the OpenCL backend. Found by the core through {@link java.util.ServiceLoader}.
+ * Opens the OpenCL backend. Found by the core through {@link ServiceLoader}.
  *
  * <p>Device selection: {@code MPI_BUILD_OPENCL_PLATFORM} (or {@code mpibuild.opencl.platform}) picks the
  * first platform whose name contains the value, ignoring case; {@code MPI_BUILD_OPENCL_DEVICE} (or
@@ -36,7 +38,7 @@ public final class OpenClBackendProvider implements BackendProvider {
   }
 
   @Override
-  public java.util.List<Setting<?>> settings() {
-    return java.util.List.of(PLATFORM, DEVICE);
+  public List<Setting<?>> settings() {
+    return List.of(PLATFORM, DEVICE);
   }
 }

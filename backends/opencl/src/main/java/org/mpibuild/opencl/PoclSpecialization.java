@@ -1,5 +1,6 @@
 package org.mpibuild.opencl;
 
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URISyntaxException;
@@ -14,7 +15,9 @@ import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
+import java.util.stream.Stream;
 import org.jocl.CL;
 import org.jocl.cl_program;
 import org.mpibuild.CompileException;
@@ -159,14 +162,14 @@ final class PoclSpecialization {
    */
   static void fillWithGeneric(Path cache, Map<String, Set<String>> perKernel, List<String> union) throws IOException {
     List<Path> programs;
-    try (java.util.stream.Stream<Path> files = Files.walk(cache)) {
+    try (Stream<Path> files = Files.walk(cache)) {
       programs = files.filter(f -> f.getFileName().toString().equals("program.bc")).map(Path::getParent).toList();
     }
     if (programs.size() != 1) {
       throw new IllegalStateException("the PoCL compile process left " + programs.size() + " programs in " + cache
           + ", not one");
     }
-    try (java.util.stream.Stream<Path> kernels = Files.list(programs.get(0))) {
+    try (Stream<Path> kernels = Files.list(programs.get(0))) {
       for (Path kernel : kernels.filter(Files::isDirectory).toList()) {
         String name = kernel.getFileName().toString();
         Path generic = kernel.resolve("0-0-0").resolve(name + ".so");
@@ -248,7 +251,7 @@ final class PoclSpecialization {
         return System.getProperty("java.class.path");
       }
     }
-    return String.join(java.io.File.pathSeparator, entries);
+    return String.join(File.pathSeparator, entries);
   }
 
   private static String read(Path file) throws IOException {
@@ -270,11 +273,11 @@ final class PoclSpecialization {
       Files.write(dir.resolve("program.bin"), backend.programBinary(program));
       CL.clReleaseProgram(program);
     } catch (CompileException e) {
-      Files.writeString(dir.resolve("build.log"), java.util.Objects.toString(e.buildLog(), ""));
-      Files.writeString(dir.resolve("error"), java.util.Objects.toString(e.reason(), e.toString()));
+      Files.writeString(dir.resolve("build.log"), Objects.toString(e.buildLog(), ""));
+      Files.writeString(dir.resolve("error"), Objects.toString(e.reason(), e.toString()));
       exit = EXIT_COMPILE_FAILED;
     } catch (IllegalArgumentException e) {
-      Files.writeString(dir.resolve("error"), java.util.Objects.toString(e.getMessage(), e.toString()));
+      Files.writeString(dir.resolve("error"), Objects.toString(e.getMessage(), e.toString()));
       exit = EXIT_INVALID_OPTIONS;
     } finally {
       backend.close();

@@ -8,6 +8,9 @@ import static org.mpibuild.ffm.MpiC.H;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.mpibuild.CommunicationException;
 import org.mpibuild.spi.Communicator;
 
@@ -223,7 +226,7 @@ final class FfmCommunicator implements Communicator {
   // Slots come from one automatic arena per communicator and return to a small free list: a new arena per
   // request (a Cleaner registration each) cost about a microsecond of every message of a ping-pong.
   private final Arena slots = Arena.ofAuto();
-  private final java.util.ArrayDeque<Slot> freeSlots = new java.util.ArrayDeque<>();
+  private final ArrayDeque<Slot> freeSlots = new ArrayDeque<>();
 
   private Slot slot() {
     synchronized (freeSlots) {
@@ -245,7 +248,7 @@ final class FfmCommunicator implements Communicator {
   }
 
   /** Starts a non-blocking call that fills in a request; {@code keep} stays reachable until it completes. */
-  private Request start(java.util.function.Supplier<String> what, Object keep, java.util.function.Function<MemorySegment, Integer> call,
+  private Request start(Supplier<String> what, Object keep, Function<MemorySegment, Integer> call,
       Runnable onCompletion) {
     Slot slot = slot();
     MemorySegment request = slot.request();

@@ -1,6 +1,7 @@
 package org.mpibuild.ffm;
 
 import java.io.File;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -107,7 +108,7 @@ final class Libraries {
         s.filter(p -> p.getFileName().toString().startsWith(impl.standardPrefix))
             .sorted(Comparator.comparingInt((Path p) -> p.getFileName().toString().length()).thenComparing(Path::toString))
             .forEach(found::add);
-      } catch (java.io.IOException e) {
+      } catch (IOException e) {
         // An unreadable directory holds nothing we can open.
       }
     }
@@ -119,7 +120,7 @@ final class Libraries {
         if (real.add(p.toRealPath())) {
           out.add(p);
         }
-      } catch (java.io.IOException e) {
+      } catch (IOException e) {
         // A dangling link (Debian's libmpich-dev has some): nothing to open.
       }
     }

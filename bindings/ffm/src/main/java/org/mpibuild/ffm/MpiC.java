@@ -11,9 +11,12 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -200,8 +203,8 @@ final class MpiC {
         FunctionDescriptor.of(JAVA_INT, real));
     for (int i = 0; i < layouts.length; i++) {
       if (layouts[i] == null) {
-        mh = pointerHandles ? java.lang.invoke.MethodHandles.filterArguments(mh, i, OF_ADDRESS)
-            : java.lang.invoke.MethodHandles.explicitCastArguments(mh, mh.type().changeParameterType(i, long.class));
+        mh = pointerHandles ? MethodHandles.filterArguments(mh, i, OF_ADDRESS)
+            : MethodHandles.explicitCastArguments(mh, mh.type().changeParameterType(i, long.class));
       }
     }
     return mh;
@@ -211,8 +214,8 @@ final class MpiC {
 
   static {
     try {
-      OF_ADDRESS = java.lang.invoke.MethodHandles.publicLookup().findStatic(MemorySegment.class, "ofAddress",
-          java.lang.invoke.MethodType.methodType(MemorySegment.class, long.class));
+      OF_ADDRESS = MethodHandles.publicLookup().findStatic(MemorySegment.class, "ofAddress",
+          MethodType.methodType(MemorySegment.class, long.class));
     } catch (ReflectiveOperationException e) {
       throw new ExceptionInInitializerError(e);
     }
@@ -324,12 +327,12 @@ final class MpiC {
         why.append("\n  ").append(c.library()).append(": ").append(refusal);
         continue;
       }
-      m.choice = origin + "; MPI_BUILD_MPI_ABI=" + abi.name().toLowerCase(java.util.Locale.ROOT)
+      m.choice = origin + "; MPI_BUILD_MPI_ABI=" + abi.name().toLowerCase(Locale.ROOT)
           + (why.isEmpty() ? "" : "; passed over:" + why.toString().replace("\n ", ""));
       return m;
     }
     throw new IllegalStateException("no MPI C library could be opened (MPI_BUILD_MPI_ABI="
-        + abi.name().toLowerCase(java.util.Locale.ROOT) + "):" + why);
+        + abi.name().toLowerCase(Locale.ROOT) + "):" + why);
   }
 
   /** Why this library was taken: the launcher, the ABI wanted, and the candidates passed over before it. */

@@ -1,10 +1,12 @@
 package org.mpibuild.mpijava;
 
+import java.security.CodeSource;
+import java.util.ServiceLoader;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.MpiBinding;
 
 /**
- * The binding over Open MPI's Java bindings ({@code mpi.jar}), found through {@link java.util.ServiceLoader}.
+ * The binding over Open MPI's Java bindings ({@code mpi.jar}), found through {@link ServiceLoader}.
  * Creating it loads no native code: {@code mpi.jar} is probed by name first.
  */
 public final class MpiJavaBinding implements MpiBinding {
@@ -36,7 +38,7 @@ public final class MpiJavaBinding implements MpiBinding {
   static String mpiJarLocation() {
     try {
       Class<?> c = Class.forName("mpi.MPI", false, MpiJavaBinding.class.getClassLoader());
-      java.security.CodeSource src = c.getProtectionDomain().getCodeSource();
+      CodeSource src = c.getProtectionDomain().getCodeSource();
       return src == null ? "(unknown location)" : src.getLocation().getPath();
     } catch (ClassNotFoundException | LinkageError e) {
       return null;

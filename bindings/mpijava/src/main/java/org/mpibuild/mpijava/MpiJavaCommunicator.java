@@ -1,6 +1,8 @@
 package org.mpibuild.mpijava;
 
 import java.nio.ByteBuffer;
+import java.nio.IntBuffer;
+import java.util.Arrays;
 import mpi.Intracomm;
 import mpi.MPI;
 import mpi.MPIException;
@@ -87,7 +89,7 @@ public final class MpiJavaCommunicator implements Communicator {
       comm.allGatherv(mine, mine.length, MPI.BYTE, all, lengths, displacements, MPI.BYTE);
       byte[][] out = new byte[size][];
       for (int r = 0; r < size; r++) {
-        out[r] = java.util.Arrays.copyOfRange(all, displacements[r], displacements[r] + lengths[r]);
+        out[r] = Arrays.copyOfRange(all, displacements[r], displacements[r] + lengths[r]);
       }
       return out;
     } catch (MPIException e) {
@@ -110,8 +112,8 @@ public final class MpiJavaCommunicator implements Communicator {
 
   @Override
   public Request iAllReduceMax(int[] values, int[] result) {
-    java.nio.IntBuffer in = MPI.newIntBuffer(values.length).put(values);
-    java.nio.IntBuffer out = MPI.newIntBuffer(values.length);
+    IntBuffer in = MPI.newIntBuffer(values.length).put(values);
+    IntBuffer out = MPI.newIntBuffer(values.length);
     String what = "MPI_Iallreduce(MAX) of " + values.length + " ints";
     try {
       return new Started(comm.iAllReduce(in, out, values.length, MPI.INT, MPI.MAX), what,

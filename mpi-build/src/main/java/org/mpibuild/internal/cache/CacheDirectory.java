@@ -1,7 +1,5 @@
 package org.mpibuild.internal.cache;
 
-import org.mpibuild.internal.Ownership;
-import org.mpibuild.spi.EssentialWarning;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.DirectoryStream;
@@ -19,7 +17,11 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+import org.mpibuild.internal.Ownership;
+import org.mpibuild.spi.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -41,9 +43,9 @@ final class CacheDirectory {
   static final String TAG = "CACHEDIR.TAG";
   static final String TAG_TEXT = "Signature: 8a477f597d28d172789f06886806bc55\n"
       + "# This directory is a kernel cache made by mpi-build; it can be deleted.\n";
-  private static final java.util.regex.Pattern KEY = java.util.regex.Pattern.compile("[0-9a-f]{64}");
+  private static final Pattern KEY = Pattern.compile("[0-9a-f]{64}");
   /** The names of the files the cache writes, in its three sub-directories; nothing else is its own. */
-  private static final java.util.regex.Pattern OWN = java.util.regex.Pattern.compile(
+  private static final Pattern OWN = Pattern.compile(
       "[0-9a-f]{64}\\.kbin|\\.[0-9a-f]{64}(\\.lock)?\\.\\d+\\.tmp|[0-9a-f]{64}\\.lock(\\.\\d+\\.-?\\d+\\.stale)?"
           + "|[0-9a-f]{64}\\.\\d+\\.\\d+\\.-?\\d+\\.bad");
   private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
@@ -244,7 +246,7 @@ final class CacheDirectory {
   }
 
   /** The signing keys whose problem was already printed by this process: once is enough. */
-  private static final Set<Path> WARNED_KEYS = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static final Set<Path> WARNED_KEYS = ConcurrentHashMap.newKeySet();
 
   long fileOperations() {
     return fileOps.get();

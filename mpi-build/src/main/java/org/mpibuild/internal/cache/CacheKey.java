@@ -1,6 +1,7 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +14,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.Envelope;
 import org.mpibuild.spi.Backend;
@@ -57,7 +59,7 @@ public final class CacheKey {
    * digits. Collective builds use {@link #of(KernelSource, String, String, String)} with the job's target.
    */
   public static String of(KernelSource request, Backend backend) {
-    String target = backend.buildTarget(java.util.List.of(backend.target()));
+    String target = backend.buildTarget(List.of(backend.target()));
     return of(request, backend.id(), backend.compilerIdentity(target), target);
   }
 
@@ -143,9 +145,9 @@ public final class CacheKey {
     }
     List<Path> files = new ArrayList<>();
     for (Path dir : dirs) {
-      try (java.util.stream.Stream<Path> s = Files.walk(dir)) {
+      try (Stream<Path> s = Files.walk(dir)) {
         s.filter(Files::isRegularFile).sorted().forEach(files::add);
-      } catch (IOException | java.io.UncheckedIOException e) {
+      } catch (IOException | UncheckedIOException e) {
         throw new Uncacheable("#include " + spelling + " is computed, and the include directory " + dir
             + " cannot be read (" + e.getMessage() + ")");
       }

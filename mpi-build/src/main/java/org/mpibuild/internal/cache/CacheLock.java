@@ -1,10 +1,15 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
+import java.io.StringReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.Properties;
@@ -44,7 +49,7 @@ public final class CacheLock implements AutoCloseable {
     static Holder parse(String text) {
       Properties p = new Properties();
       try {
-        p.load(new java.io.StringReader(text));
+        p.load(new StringReader(text));
         return new Holder(p.getProperty("host", "?"), Long.parseLong(p.getProperty("pid", "-1")),
             Long.parseLong(p.getProperty("start", "0")), Long.parseLong(p.getProperty("acquired", "0")));
       } catch (IOException | NumberFormatException e) {
@@ -97,17 +102,17 @@ public final class CacheLock implements AutoCloseable {
     cache.op();
     // Readable by all: in a group cache the other members read who holds it; it holds no secret.
     Path tmp = Files.createTempFile(file.getParent(), "." + file.getFileName() + ".", ".tmp",
-        java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
-            java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--")));
+        PosixFilePermissions.asFileAttribute(
+            PosixFilePermissions.fromString("rw-r--r--")));
     try {
       cache.op();
       Files.write(tmp, identity);
       cache.op();
       Files.createLink(file, tmp);
       return new CacheLock(cache, file, heartbeatMillis);
-    } catch (java.nio.file.FileAlreadyExistsException e) {
+    } catch (FileAlreadyExistsException e) {
       return null;
-    } catch (UnsupportedOperationException | java.nio.file.FileSystemException e) {
+    } catch (UnsupportedOperationException | FileSystemException e) {
       return createDirectly(cache, file, identity, heartbeatMillis); // a file system without hard links
     } finally {
       cache.op();
@@ -120,9 +125,9 @@ public final class CacheLock implements AutoCloseable {
       throws IOException {
     try {
       cache.op();
-      Files.write(file, identity, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+      Files.write(file, identity, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
       return new CacheLock(cache, file, heartbeatMillis);
-    } catch (java.nio.file.FileAlreadyExistsException e) {
+    } catch (FileAlreadyExistsException e) {
       return null;
     } catch (IOException e) {
       cache.delete(file, "cache lock that could not be written");

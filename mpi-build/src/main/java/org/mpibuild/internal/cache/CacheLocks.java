@@ -1,11 +1,16 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
@@ -48,7 +53,7 @@ final class CacheLocks {
     while (true) {
       try {
         d.op();
-        if (Files.exists(d.entryFile(key), java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+        if (Files.exists(d.entryFile(key), LinkOption.NOFOLLOW_LINKS)) {
           return null;
         }
         CacheLock lock = CacheLock.tryCreate(d, file, heartbeat);
@@ -95,7 +100,7 @@ final class CacheLocks {
   /** Current lock files with their holders. */
   List<String> held() throws IOException {
     List<String> out = new ArrayList<>();
-    if (!Files.isDirectory(d.locks, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (!Files.isDirectory(d.locks, LinkOption.NOFOLLOW_LINKS)) {
       return out;
     }
     try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, "*.lock")) {
@@ -125,17 +130,17 @@ final class CacheLocks {
 
   /** The holder a lock file names; null if it is not a regular file (a link is never followed) or unreadable. */
   private CacheLock.Holder readHolder(Path lockFile) {
-    if (!Files.isRegularFile(lockFile, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    if (!Files.isRegularFile(lockFile, LinkOption.NOFOLLOW_LINKS)) {
       return null; // a link, a fifo: never opened
     }
-    try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(lockFile,
-        java.nio.file.StandardOpenOption.READ, java.nio.file.LinkOption.NOFOLLOW_LINKS)) {
+    try (FileChannel ch = FileChannel.open(lockFile,
+        StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS)) {
       d.op();
-      java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(4096); // a holder's identity is a few lines
+      ByteBuffer b = ByteBuffer.allocate(4096); // a holder's identity is a few lines
       while (b.hasRemaining() && ch.read(b) >= 0) {
         // until full or at the end
       }
-      return CacheLock.Holder.parse(new String(b.array(), 0, b.position(), java.nio.charset.StandardCharsets.UTF_8));
+      return CacheLock.Holder.parse(new String(b.array(), 0, b.position(), StandardCharsets.UTF_8));
     } catch (IOException e) {
       return null;
     }

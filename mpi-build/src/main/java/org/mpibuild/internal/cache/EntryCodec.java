@@ -1,14 +1,15 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.Arrays;
 import java.util.HexFormat;
@@ -77,7 +78,7 @@ public final class EntryCodec {
    *
    * @return the file's bytes, ready for {@link #decode}
    * @throws CorruptBinaryException naming the check that failed
-   * @throws java.nio.file.NoSuchFileException if there is no entry
+   * @throws NoSuchFileException if there is no entry
    */
   static byte[] read(Path file, long maxBinaryBytes) throws IOException {
     BasicFileAttributes a = Files.readAttributes(file, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);

@@ -1,13 +1,12 @@
 package org.mpibuild.internal.cache;
 
-import org.mpibuild.internal.Ownership;
-import org.mpibuild.spi.EssentialWarning;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -17,15 +16,19 @@ import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.MessageDigest;
 import java.security.PrivateKey;
+import java.security.SecureRandom;
 import java.security.Signature;
 import java.security.spec.PKCS8EncodedKeySpec;
 import java.security.spec.X509EncodedKeySpec;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.internal.Ownership;
+import org.mpibuild.spi.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -212,7 +215,7 @@ public final class EntrySigning {
       Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PRIVATE_DIR));
       KeyPair kp = KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
       byte[] secret = new byte[MAC_BYTES];
-      new java.security.SecureRandom().nextBytes(secret);
+      new SecureRandom().nextBytes(secret);
       String text = "private " + Base64.getEncoder().encodeToString(kp.getPrivate().getEncoded()) + "\npublic "
           + Base64.getEncoder().encodeToString(kp.getPublic().getEncoded()) + "\nseal "
           + Base64.getEncoder().encodeToString(secret) + "\n";
@@ -303,7 +306,7 @@ public final class EntrySigning {
    * skipped.
    */
   static List<String> publicKeys(List<String> lines) {
-    List<String> keys = new java.util.ArrayList<>();
+    List<String> keys = new ArrayList<>();
     for (String line : lines) {
       String l = line.replaceAll("#.*", "").trim();
       if (l.startsWith("private ") || l.startsWith("seal ")) {
@@ -355,7 +358,7 @@ public final class EntrySigning {
     if (text.length() > 0 && text.charAt(text.length() - 1) != '\n') {
       text.append('\n');
     }
-    List<String> added = new java.util.ArrayList<>();
+    List<String> added = new ArrayList<>();
     for (String k : offered) {
       if (!old.contains(k) && !added.contains(k)) {
         added.add(k);
@@ -365,8 +368,8 @@ public final class EntrySigning {
     Path tmp = Files.createTempFile(dir, ".trusted-keys.", ".tmp", PosixFilePermissions.asFileAttribute(PRIVATE_FILE));
     try {
       Files.writeString(tmp, text, StandardCharsets.US_ASCII);
-      Files.move(tmp, trustFile, java.nio.file.StandardCopyOption.ATOMIC_MOVE,
-          java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+      Files.move(tmp, trustFile, StandardCopyOption.ATOMIC_MOVE,
+          StandardCopyOption.REPLACE_EXISTING);
     } finally {
       Files.deleteIfExists(tmp);
     }

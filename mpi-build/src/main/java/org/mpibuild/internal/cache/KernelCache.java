@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -164,7 +165,7 @@ public final class KernelCache {
   /** Whether an entry file exists for {@code key}, without reading it. */
   public boolean exists(String key) {
     d.op();
-    return Files.exists(d.entryFile(key), java.nio.file.LinkOption.NOFOLLOW_LINKS);
+    return Files.exists(d.entryFile(key), LinkOption.NOFOLLOW_LINKS);
   }
 
   /**
