@@ -33,7 +33,7 @@ public final class MpiBuildBuilder {
    * @throws IllegalArgumentException if no such setting exists, or the value is bad (the message names both)
    */
   public MpiBuildBuilder set(String variable, String value) {
-    for (Setting<?> s : Setting.all()) {
+    for (Setting<?> s : Configuration.all()) {
       if (s.variable().equals(variable)) {
         return set(s, value);
       }
@@ -122,15 +122,11 @@ public final class MpiBuildBuilder {
    * @throws IllegalArgumentException if out of range
    */
   public MpiBuildBuilder compileTimeout(Duration timeout) {
-    if (timeout.isZero() || timeout.isNegative()) {
-      throw new IllegalArgumentException("compile timeout " + timeout + " must be positive ("
-          + CoreSettings.COMPILE_TIMEOUT.names() + ")");
-    }
     return set(CoreSettings.COMPILE_TIMEOUT, Double.toString(timeout.toMillis() / 1000.0));
   }
 
   /**
-   * Sets the broadcast chunk size (default 64 MiB, {@code MPI_BUILD_CHUNK_BYTES}; MPI counts are int).
+   * Sets the broadcast chunk size (default 4 MiB, {@code MPI_BUILD_CHUNK_BYTES}; MPI counts are int).
    *
    * @param bytes the chunk size, 1 to 2^31 - 1
    * @return this builder

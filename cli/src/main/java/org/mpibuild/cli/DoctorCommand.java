@@ -14,6 +14,7 @@ import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.concurrent.Callable;
 import org.mpibuild.CacheAdmin;
+import org.mpibuild.Configuration;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.MpiBinding;
@@ -32,7 +33,7 @@ final class DoctorCommand implements Callable<Integer> {
   private final List<String> problems = new ArrayList<>();
   private final SettingSource settings;
   /** Every setting of the core, the backends and the bindings, found once. */
-  private final List<Setting<?>> all = Setting.all();
+  private final List<Setting<?>> all = Configuration.all();
   PrintStream out;
 
   DoctorCommand() {
@@ -92,7 +93,7 @@ final class DoctorCommand implements Callable<Integer> {
       }
     }
     ok(set + " of " + all.size() + " settings set; the others have their defaults");
-    Setting.misspelt(settings).forEach(this::warn);
+    Configuration.misspelt(settings).forEach(this::warn);
   }
 
   private String raw(String variable) {

@@ -12,6 +12,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
+import org.mpibuild.Configuration;
 import org.mpibuild.internal.CoreSettings;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
@@ -40,7 +41,7 @@ class DoctorSettingsTest {
     Map<String, String> env = new HashMap<>();
     Properties props = new Properties();
     Set<String> plugins = new TreeSet<>();
-    for (Setting<?> s : Setting.all()) {
+    for (Setting<?> s : Configuration.all()) {
       env.put(s.variable(), "");
       if (s.property() != null) {
         props.setProperty(s.property(), "");
@@ -56,7 +57,7 @@ class DoctorSettingsTest {
     CoreSettings.PLUGIN_SETTINGS.forEach(n -> env.put(n, ""));
     env.put("MPI_BUILD_PROVISION_JDK", "1");
     props.setProperty("mpibuild.it.classpath", "x");
-    assertEquals(java.util.List.of(), Setting.misspelt(SettingSource.of(props, env)));
+    assertEquals(java.util.List.of(), Configuration.misspelt(SettingSource.of(props, env)));
     // the CLI has both backends on its class path: their settings are all declared (the bindings' too)
     assertTrue(CoreSettings.PLUGIN_SETTINGS.containsAll(plugins), "undeclared plug-in settings: " + plugins);
   }

@@ -16,6 +16,7 @@ import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.Configuration;
 import org.mpibuild.spi.Setting;
 
 /**
@@ -86,7 +87,7 @@ class ReadmeIT {
     Map<String, List<String>> readme = table();
     List<String> problems = new ArrayList<>();
     List<String> registered = new ArrayList<>();
-    for (Setting<?> s : Setting.all()) {
+    for (Setting<?> s : Configuration.all()) {
       registered.add(s.variable());
       List<String> row = readme.get(s.variable());
       if (row == null) {

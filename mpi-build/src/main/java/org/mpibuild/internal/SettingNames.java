@@ -28,7 +28,7 @@ public final class SettingNames {
    * mean MPI_BUILD_COLLECTIVE_TIMEOUT?}. Empty when every such name is a setting.
    */
   public static List<String> misspelt(SettingSource source) {
-    List<Setting<?>> all = Setting.all();
+    List<Setting<?>> all = SettingRegistry.all();
     Set<String> variables = new TreeSet<>();
     Set<String> properties = new TreeSet<>();
     for (Setting<?> s : all) {

@@ -10,7 +10,8 @@ import org.mpibuild.spi.SettingSource;
 
 
 /**
- * Configuration from system properties and environment variables, checked once. A system property wins
+ * Configuration from system properties and environment variables, checked once, where each setting is
+ * declared ({@link CoreSettings}): this record only holds the values read. A system property wins
  * over the environment variable of the same meaning; a bad value fails with a message naming the setting.
  * The README's configuration table lists every setting.
  *
@@ -65,25 +66,6 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
   public static final long DEFAULT_MAX_BINARY_BYTES = 16L << 30;
   public static final Duration DEFAULT_COMPILE_TIMEOUT = Duration.ofMinutes(10);
   public static final Duration DEFAULT_COLLECTIVE_TIMEOUT = Duration.ofMinutes(10);
-
-  public Settings {
-    if (chunkBytes <= 0) {
-      throw new IllegalArgumentException("chunk size " + chunkBytes + " must be between 1 and "
-          + Integer.MAX_VALUE + " bytes (mpibuild.chunkBytes / MPI_BUILD_CHUNK_BYTES)");
-    }
-    if (compileTimeout.isZero() || compileTimeout.isNegative()) {
-      throw new IllegalArgumentException("compile timeout " + compileTimeout
-          + " must be positive (mpibuild.compileTimeoutSeconds / MPI_BUILD_COMPILE_TIMEOUT)");
-    }
-    if (maxBinaryBytes <= 0) {
-      throw new IllegalArgumentException("maximum binary size " + maxBinaryBytes
-          + " must be positive (mpibuild.maxBinaryBytes / MPI_BUILD_MAX_BINARY_BYTES)");
-    }
-    if (batchRanks < 0) {
-      throw new IllegalArgumentException("batch compile ranks " + batchRanks
-          + " must be 0 (every rank) or more (mpibuild.batchRanks / MPI_BUILD_BATCH_RANKS)");
-    }
-  }
 
   /** Settings with the defaults and no cache, for tests. */
   public static Settings defaults() {

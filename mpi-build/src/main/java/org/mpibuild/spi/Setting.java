@@ -10,17 +10,15 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
-import java.util.ServiceLoader;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.mpibuild.internal.CoreSettings;
 
 /**
  * One setting of mpi-build, declared once: its environment variable, its system property, its default,
  * its parser and what it means. The core declares its own; backends and MPI bindings declare theirs through
- * {@link BackendProvider#settings()} and {@link MpiBinding#settings()}. {@link #all()} lists them for
- * {@code mpi-build doctor} and for the README's configuration table, which a test keeps in step.
+ * {@link BackendProvider#settings()} and {@link MpiBinding#settings()}. {@link org.mpibuild.Configuration#all()}
+ * lists them for {@code mpi-build doctor} and for the README's configuration table, which a test keeps in step.
  *
  * <p>A value set on the builder wins over the system property, which wins over the environment variable. A
  * bad value fails when it is read, with a message naming the setting, the value and what is expected.
@@ -331,35 +329,6 @@ public final class Setting<T> {
   @Override
   public String toString() {
     return variable;
-  }
-
-  /**
-   * Returns every setting: the core's, then each installed backend's and MPI binding's.
-   *
-   * @return the settings, each once
-   */
-  public static List<Setting<?>> all() {
-    List<Setting<?>> out = new ArrayList<>(CoreSettings.ALL);
-    for (MpiBinding b : MpiBinding.installed()) {
-      out.addAll(b.settings());
-    }
-    for (BackendProvider p : ServiceLoader.load(BackendProvider.class, Setting.class.getClassLoader())) {
-      out.addAll(p.settings());
-    }
-    return Collections.unmodifiableList(out);
-  }
-
-  /**
-   * Returns one line per {@code MPI_BUILD_*} environment variable or {@code mpibuild.*} system property in
-   * {@code source} that names no setting (and is not one of the names the launch scripts, provisioning or
-   * tests read), each naming the nearest setting of {@link #all()}; empty when there is none. The library
-   * prints these once per process when an instance is created; {@code mpi-build doctor} lists them.
-   *
-   * @param source where settings come from
-   * @return the lines, by name
-   */
-  public static List<String> misspelt(SettingSource source) {
-    return org.mpibuild.internal.SettingNames.misspelt(source);
   }
 
   /**

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.mpibuild.Configuration;
 import org.mpibuild.MpiBuild;
 
 class SettingTest {
@@ -77,7 +78,7 @@ class SettingTest {
   @Test
   void theRegistryNamesEachVariableOnceAndTheBuilderKnowsThem() {
     Set<String> seen = new HashSet<>();
-    for (Setting<?> s : Setting.all()) {
+    for (Setting<?> s : Configuration.all()) {
       assertTrue(seen.add(s.variable()), "declared twice: " + s.variable());
       assertTrue(s.variable().startsWith("MPI_BUILD_"), s.variable());
     }

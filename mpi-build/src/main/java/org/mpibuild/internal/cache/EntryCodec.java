@@ -16,7 +16,6 @@ import java.util.HexFormat;
 import java.util.zip.CRC32C;
 import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.internal.Envelope;
-import org.mpibuild.internal.Settings;
 
 /**
  * The bytes of one cache entry file.
