@@ -13,8 +13,8 @@ import jcuda.driver.CUmodule;
 import jcuda.driver.CUstream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.mpibuild.internal.comm.LocalCommunicator;
 import org.mpibuild.spi.UseGuard;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
  * CUDA kernels and messengers used after close, without a GPU: each call throws, naming what was closed
@@ -59,7 +59,7 @@ class CudaAfterCloseTest {
 
   @Test
   void aClosedMessengerMakesNoCudaCall() {
-    StreamMessenger messenger = StreamMessenger.open(new LocalCommunicator(), new CUcontext(), new CUstream());
+    StreamMessenger messenger = StreamMessenger.open(new InProcessCommunicator.World(1, 10_000).rank(0), new CUcontext(), new CUstream());
     messenger.close();
     messenger.close();
     IllegalStateException e = assertThrows(IllegalStateException.class,

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.function.Executable;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.internal.comm.LocalCommunicator;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
  * Kernels, queues and messengers used after their MpiBuild or themselves closed, on a real OpenCL device
@@ -34,7 +34,7 @@ class OpenClAfterCloseTest {
     Kernel kernel = mpiBuild.mpiBuildKernel(SAXPY, 0);
     OpenClKernel ocl = kernel.as(OpenClKernel.class);
     cl_mem buffer = clCreateBuffer(ocl.context(), CL_MEM_READ_WRITE, 64, null, null);
-    QueueMessenger messenger = QueueMessenger.open(new LocalCommunicator(), ocl.queue());
+    QueueMessenger messenger = QueueMessenger.open(new InProcessCommunicator.World(1, 10_000).rank(0), ocl.queue());
     try {
       mpiBuild.close();
       String closed = "kernel saxpy: its MpiBuild was closed";
@@ -65,7 +65,7 @@ class OpenClAfterCloseTest {
     try (MpiBuild mpiBuild = MpiBuild.builder().local().build()) {
       Kernel kernel = mpiBuild.mpiBuildKernel(SAXPY, 0);
       OpenClKernel ocl = kernel.as(OpenClKernel.class);
-      QueueMessenger messenger = QueueMessenger.open(new LocalCommunicator(), ocl.queue());
+      QueueMessenger messenger = QueueMessenger.open(new InProcessCommunicator.World(1, 10_000).rank(0), ocl.queue());
       cl_mem buffer = clCreateBuffer(ocl.context(), CL_MEM_READ_WRITE, 64, null, null);
       try {
         kernel.close();
