@@ -75,8 +75,7 @@ final class BuiltKernel implements Kernel, UseGuard.Dependent {
 
   @Override
   public void close(String why) {
-    if (guard.close(why)) {
-      owner.forget(this);
+    if (guard.closeAsDependent(owner, this, why)) {
       try {
         program.close(why);
       } finally {

@@ -122,6 +122,25 @@ public final class UseGuard {
   }
 
   /**
+   * Closes this guard, as {@link #close(String)} does, and makes {@code owner} forget {@code self}, the
+   * dependent it adopted: the one way for a dependent to close, whether on its own or with its owner.
+   *
+   * @param owner the guard that adopted {@code self}, or null
+   * @param self what this guard's object registered with {@code owner}
+   * @param why why it closed, for the messages of later uses
+   * @return true for the one caller that must release the handles
+   */
+  public boolean closeAsDependent(UseGuard owner, Dependent self, String why) {
+    if (!close(why)) {
+      return false;
+    }
+    if (owner != null) {
+      owner.forget(self);
+    }
+    return true;
+  }
+
+  /**
    * Closes: later uses throw, naming {@code why}; waits for the uses in progress on other threads; closes the
    * dependents with the same reason. Only the first call returns true: that caller releases the handles.
    *

@@ -151,10 +151,7 @@ public final class StreamMessenger implements AutoCloseable {
   }
 
   private void close(String why) {
-    if (guard.close(why)) {
-      if (owner != null) {
-        owner.guard().forget(dependent);
-      }
+    if (guard.closeAsDependent(owner == null ? null : owner.guard(), dependent, why)) {
       messages.close();
     }
   }

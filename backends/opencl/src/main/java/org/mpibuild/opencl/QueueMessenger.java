@@ -172,10 +172,7 @@ public final class QueueMessenger implements AutoCloseable {
   }
 
   private void close(String why) {
-    if (guard.close(why)) {
-      if (owner != null) {
-        owner.guard().forget(dependent);
-      }
+    if (guard.closeAsDependent(owner == null ? null : owner.guard(), dependent, why)) {
       messages.close();
     }
   }
