@@ -30,32 +30,7 @@ class SettingsAgreementTest {
   }
 
   static List<Object> open(int size, Configure configure) throws Exception {
-    InProcessCommunicator.World world = new InProcessCommunicator.World(size, 10_000);
-    ExecutorService pool = Executors.newFixedThreadPool(size);
-    try {
-      List<Future<String>> futures = new ArrayList<>();
-      for (int r = 0; r < size; r++) {
-        int rank = r;
-        futures.add(pool.submit(() -> {
-          MpiBuildBuilder b = MpiBuild.builder().communicator(world.rank(rank)).backend(new FakeBackend()).noCache();
-          configure.on(rank, b);
-          try (MpiBuild m = b.build()) {
-            return "opened";
-          }
-        }));
-      }
-      List<Object> out = new ArrayList<>();
-      for (Future<String> f : futures) {
-        try {
-          out.add(f.get(30, TimeUnit.SECONDS));
-        } catch (ExecutionException e) {
-          out.add(e.getCause());
-        }
-      }
-      return out;
-    } finally {
-      pool.shutdownNow();
-    }
+    return onRanks(new InProcessCommunicator.World(size, 10_000), configure, (rank, m) -> "opened");
   }
 
   interface Body {
@@ -68,6 +43,14 @@ class SettingsAgreementTest {
    */
   static List<Object> onRanks(InProcessCommunicator.World world, java.util.Map<String, String> settings, Body body)
       throws Exception {
+    return onRanks(world, (rank, b) -> settings.forEach(b::set), body);
+  }
+
+  /**
+   * Opens an instance on every rank of {@code world}, configured by {@code configure}, and runs {@code body};
+   * returns each rank's value or exception.
+   */
+  static List<Object> onRanks(InProcessCommunicator.World world, Configure configure, Body body) throws Exception {
     int size = world.rank(0).size();
     ExecutorService pool = Executors.newFixedThreadPool(size);
     try {
@@ -76,7 +59,7 @@ class SettingsAgreementTest {
         int rank = r;
         futures.add(pool.submit(() -> {
           MpiBuildBuilder b = MpiBuild.builder().communicator(world.rank(rank)).backend(new FakeBackend()).noCache();
-          settings.forEach(b::set);
+          configure.on(rank, b);
           try (MpiBuild m = b.build()) {
             return body.run(rank, m);
           }

@@ -1,11 +1,13 @@
 package org.mpibuild.testkit;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
+import org.mpibuild.MpiBuild;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
@@ -93,5 +95,21 @@ public class FakeBackend implements Backend {
 
   public static boolean sameBinary(LoadedProgram p, String source, int size) {
     return Arrays.equals(((Program) p).binary(), binaryFor(source, size));
+  }
+
+  /**
+   * Makes a real kernel cache in {@code cache}: the library builds each source there once, locally, with a
+   * fake backend, so that tests of the cache commands act on what the library writes.
+   *
+   * @param cache the cache directory (created)
+   * @param sources one kernel source per entry
+   */
+  public static void cacheWith(Path cache, String... sources) {
+    try (MpiBuild b = MpiBuild.builder().local().backend(new FakeBackend())
+        .cacheDirectory(cache).build()) {
+      for (String source : sources) {
+        b.mpiBuildKernel(source, 0).close();
+      }
+    }
   }
 }
