@@ -28,28 +28,44 @@ public final class SettingNames {
    * mean MPI_BUILD_COLLECTIVE_TIMEOUT?}. Empty when every such name is a setting.
    */
   public static List<String> misspelt(SettingSource source) {
-    List<Setting<?>> all = SettingRegistry.all();
+    List<String> suspects = new ArrayList<>();
+    for (String name : source.namesLike("MPI_BUILD_", "mpibuild.")) {
+      if (!CoreSettings.NOT_SETTINGS.contains(name) && !CoreSettings.PLUGIN_SETTINGS.contains(name)
+          && CoreSettings.NOT_SETTING_PREFIXES.stream().noneMatch(name::startsWith) && !isCoreSetting(name)) {
+        suspects.add(name);
+      }
+    }
+    if (suspects.isEmpty()) {
+      return List.of(); // the usual case, at every opening: no need to load the plug-ins' settings
+    }
     Set<String> variables = new TreeSet<>();
     Set<String> properties = new TreeSet<>();
-    for (Setting<?> s : all) {
+    for (Setting<?> s : SettingRegistry.all()) {
       variables.add(s.variable());
       if (s.property() != null) {
         properties.add(s.property());
       }
     }
     List<String> out = new ArrayList<>();
-    for (String name : source.namesLike("MPI_BUILD_", "mpibuild.")) {
+    for (String name : suspects) {
       boolean variable = name.startsWith("MPI_BUILD_");
-      if ((variable ? variables : properties).contains(name) || CoreSettings.NOT_SETTINGS.contains(name)
-          || CoreSettings.PLUGIN_SETTINGS.contains(name)
-          || CoreSettings.NOT_SETTING_PREFIXES.stream().anyMatch(name::startsWith)) {
-        continue;
+      Set<String> known = variable ? variables : properties;
+      if (!known.contains(name)) {
+        out.add((variable ? "environment variable " : "system property ") + name + " is not a setting of mpi-build, "
+            + "so it is ignored; did you mean " + nearest(name, known) + "? (every "
+            + "setting: docs/configuration.md, or bin/mpi-build doctor)");
       }
-      out.add((variable ? "environment variable " : "system property ") + name + " is not a setting of mpi-build, "
-          + "so it is ignored; did you mean " + nearest(name, variable ? variables : properties) + "? (every "
-          + "setting: docs/configuration.md, or bin/mpi-build doctor)");
     }
     return out;
+  }
+
+  private static boolean isCoreSetting(String name) {
+    for (Setting<?> s : CoreSettings.ALL) {
+      if (name.equals(s.variable()) || name.equals(s.property())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Prints each misspelt name of {@code source} once per JVM, on stderr even without an SLF4J provider. */
