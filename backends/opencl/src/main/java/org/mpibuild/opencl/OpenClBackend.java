@@ -141,7 +141,9 @@ final class OpenClBackend implements Backend {
   /**
    * Why PoCL would hide its devices for want of a cache directory, or null. PoCL offers no device at all when
    * it cannot create its kernel cache ({@code POCL_CACHE_DIR}, else {@code $XDG_CACHE_HOME/pocl}, else
-   * {@code $HOME/.cache/pocl}), and says nothing about it.
+   * {@code $HOME/.cache/pocl}): {@code pocl_init_devices} ends with {@code CL_DEVICE_NOT_FOUND} when
+   * {@code pocl_cache_init_topdir} fails, and its "Cache directory initialization failed" shows only under
+   * {@code POCL_DEBUG}.
    */
   static String poclCacheProblem(Map<String, String> env) {
     String setting = env.get("POCL_CACHE_DIR");
