@@ -25,7 +25,7 @@ import org.mpibuild.testkit.InProcessCommunicator;
  * binomial or pipelined broadcast sends O(log N) MPI messages per rank for each call, so the calls a rank
  * makes must not depend on N at all; and only the roots touch the shared cache directory, so its operations
  * must not depend on N either. (The deadline's arrival messages, N - 1 one-byte receives at rank 0 per call,
- * are point-to-point and do not exist in this in-process binding; docs/scale.md counts them.)
+ * are point-to-point, so they are not counted here; docs/scale.md counts them.)
  */
 class ScaleTest {
   static final int[] SIZES = {256, 1024};

@@ -6,25 +6,22 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.mpibuild.spi.Communicator;
 
 /**
- * Several ranks in one JVM, one thread each, for unit tests of the protocol. Collectives meet at a
- * barrier with a deadline, so a protocol bug that would hang a real job fails the test instead. Every
+ * Several ranks in one JVM, one thread each, for unit tests of the protocol. Collectives are matched by
+ * their order on each communicator, as in MPI; the last rank to join one completes it, and a rank waits for
+ * it with a deadline, so a protocol bug that would hang a real job fails the test instead. Ranks that call
+ * different collectives at the same point fail with both names. No thread runs but the ranks'. Every
  * collective call is recorded, so tests can assert what was (and was not) sent. Point-to-point messages
  * are buffered (a send completes at once). Below {@link ThreadLevel#SERIALIZED}, as under
  * {@code MPI_THREAD_FUNNELED}, a rank's MPI may be called only from the thread that first called it: a
@@ -38,8 +35,8 @@ public final class InProcessCommunicator implements Communicator {
   /** The state the ranks of one in-process job share. */
   public static final class World {
     private final int size;
-    private final CyclicBarrier barrier;
-    private final Object[] slots;
+    /** The collectives in progress, by their number on this communicator (every rank calls them in order). */
+    private final ConcurrentHashMap<Long, Collective> collectives = new ConcurrentHashMap<>();
     private final long timeoutMillis;
     private final List<Call> calls = Collections.synchronizedList(new ArrayList<>());
     private final int[] nodeOfRank;
@@ -60,8 +57,6 @@ public final class InProcessCommunicator implements Communicator {
     /** A job whose rank r runs on node {@code nodeOfRank[r]}. */
     public World(int size, long timeoutMillis, int[] nodeOfRank) {
       this.size = size;
-      this.barrier = new CyclicBarrier(size);
-      this.slots = new Object[size];
       this.timeoutMillis = timeoutMillis;
       this.nodeOfRank = nodeOfRank.clone();
       this.topRankOf = IntStream.range(0, size).toArray();
@@ -69,7 +64,7 @@ public final class InProcessCommunicator implements Communicator {
 
     /** The world of the ranks that passed {@code color} to the split numbered {@code split}. */
     /** The world of a split's group; its calls are also counted, by job rank, in the job's world. */
-    private synchronized World group(int split, int color, int[] memberRanks) {
+    private synchronized World group(long split, int color, int[] memberRanks) {
       return groups.computeIfAbsent(split + ":" + color, k -> {
         World w = new World(memberRanks.length, timeoutMillis);
         w.threadLevel = threadLevel;
@@ -127,44 +122,96 @@ public final class InProcessCommunicator implements Communicator {
       return abortMessage;
     }
 
-    private Object[] exchange(int rank, Object mine) {
-      return exchange(rank, mine, all -> { });
-    }
-
     /**
-     * Every rank's contribution; {@code during} runs while every rank is still inside the call, so that a
-     * broadcast's receivers copy the root's bytes before the root may touch its buffer again (as in MPI,
-     * where a completed broadcast leaves the root free to reuse it).
+     * Joins collective number {@code number} with this rank's contribution. The last rank to join completes
+     * it: {@code during} runs for every rank, on that thread, before any rank sees the collective complete, so
+     * that a broadcast's receivers copy the root's bytes before the root may touch its buffer again (as in MPI,
+     * where a completed broadcast leaves the root free to reuse it). No thread waits for a collective but
+     * the ranks that called it, and they are woken only when it completes.
      */
-    private Object[] exchange(int rank, Object mine, Consumer<Object[]> during) {
-      slots[rank] = mine;
-      await();
-      Object[] all = slots.clone();
-      during.accept(all);
-      await();
-      return all;
+    private Collective join(long number, int rank, String operation, Object mine, Consumer<Object[]> during,
+        Function<Object[], Object> combine) {
+      Collective c = collectives.computeIfAbsent(number, k -> new Collective(k, size, combine));
+      if (c.join(rank, operation, mine, during)) {
+        collectives.remove(number);
+        c.complete();
+      }
+      return c;
     }
 
-    private void await() {
+    /** Waits for {@code c} within the deadline; past it, fails it for every rank that joined or will join. */
+    private Object[] await(Collective c) {
       try {
-        barrier.await(timeoutMillis, TimeUnit.MILLISECONDS);
+        return c.done.get(timeoutMillis, TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted in a collective", e);
-      } catch (BrokenBarrierException | TimeoutException e) {
-        barrier.reset();
-        throw new IllegalStateException("collective did not complete within " + timeoutMillis
-            + " ms: some rank did not take part (protocol bug)", e);
+      } catch (TimeoutException e) {
+        c.done.completeExceptionally(new IllegalStateException("collective did not complete within "
+            + timeoutMillis + " ms: some rank did not take part (protocol bug)", e));
+        return await(c);
+      } catch (ExecutionException e) {
+        throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+      }
+    }
+  }
+
+  /** One collective call of every rank of a communicator: their contributions, and its completion. */
+  private static final class Collective {
+    private final Object[] contributions;
+    private final String[] operations;
+    @SuppressWarnings("unchecked")
+    private final Consumer<Object[]>[] during;
+    private int joined;
+    private final long number;
+    private final Function<Object[], Object> combine;
+    /** What {@code combine} made of the contributions, once, when the last rank joined. */
+    private Object combined;
+    final CompletableFuture<Object[]> done = new CompletableFuture<>();
+
+    @SuppressWarnings("unchecked")
+    Collective(long number, int size, Function<Object[], Object> combine) {
+      this.number = number;
+      this.combine = combine;
+      contributions = new Object[size];
+      operations = new String[size];
+      during = new Consumer[size];
+    }
+
+    /** Records one rank's part; true for the last rank, which must then {@link #complete}. */
+    synchronized boolean join(int rank, String operation, Object mine, Consumer<Object[]> then) {
+      contributions[rank] = mine;
+      operations[rank] = operation;
+      during[rank] = then;
+      return ++joined == contributions.length;
+    }
+
+    void complete() {
+      for (int r = 0; r < operations.length; r++) {
+        if (!operations[r].equals(operations[0])) {
+          done.completeExceptionally(new IllegalStateException("mismatched collectives: rank 0 called "
+              + operations[0] + ", rank " + r + " called " + operations[r] + " (protocol bug)"));
+          return;
+        }
+      }
+      try {
+        combined = combine == null ? null : combine.apply(contributions);
+        for (Consumer<Object[]> d : during) {
+          d.accept(contributions);
+        }
+        done.complete(contributions);
+      } catch (RuntimeException e) {
+        done.completeExceptionally(e);
       }
     }
   }
 
   private final World world;
   private final int rank;
-  private int splits;
+  /** The number of this rank's next collective on this communicator. */
+  private long next;
   /** The thread that first called this rank's MPI: under FUNNELED, the only one allowed to. */
   private volatile Thread own;
-  private ExecutorService progress;
 
   private InProcessCommunicator(World world, int rank) {
     this.world = world;
@@ -193,39 +240,39 @@ public final class InProcessCommunicator implements Communicator {
   }
 
   /**
-   * Non-blocking collectives run on one thread per rank, so that they complete in the order they were
-   * started while the caller goes on; blocking ones wait for everything started before them, as in MPI.
+   * Joins this rank's next collective on this communicator, as MPI matches collectives: by their order.
+   * It completes when the last rank joins, whichever call (blocking or not) each rank made.
    */
-  private synchronized ExecutorService progress() {
-    if (progress == null) {
-      progress = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "in-process rank " + rank + " collectives");
-        t.setDaemon(true);
-        return t;
-      });
+  private Collective join(String operation, Object mine, Consumer<Object[]> during,
+      Function<Object[], Object> combine) {
+    long number;
+    synchronized (this) {
+      number = next++;
     }
-    return progress;
+    return world.join(number, rank, operation, mine, during == null ? all -> { } : during, combine);
   }
 
-  private Request start(Runnable collective) {
-    Future<?> f = progress().submit(collective);
+  /** A request for a collective joined without waiting. */
+  private Request request(Collective c, Consumer<Object[]> then) {
     return new Request() {
+      private boolean finished;
+
       @Override
       public boolean test() {
         checkThread("MPI_Test");
-        if (!f.isDone()) {
+        if (!c.done.isDone()) {
           return false;
         }
         await();
         return true;
       }
 
-      /** Woken when the collective completes: slices of 50 ms cost nothing, and spare a thousand threads. */
+      /** Woken when the collective completes: slices of 50 ms cost nothing. */
       @Override
       public boolean await(long nanos) {
         checkThread("MPI_Test");
         try {
-          f.get(Math.max(nanos, 50_000_000), TimeUnit.NANOSECONDS);
+          c.done.get(Math.max(nanos, 50_000_000), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
           return false;
         } catch (InterruptedException e) {
@@ -239,50 +286,100 @@ public final class InProcessCommunicator implements Communicator {
       }
 
       @Override
-      public void await() {
+      public synchronized void await() {
         checkThread("MPI_Wait");
-        try {
-          f.get();
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException("interrupted in a collective", e);
-        } catch (ExecutionException e) {
-          throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+        Object[] all = world.await(c);
+        if (!finished) {
+          finished = true;
+          then.accept(all);
         }
       }
     };
   }
 
-  /** Runs a blocking collective after every non-blocking one this rank started before it. */
-  private <T> T ordered(Supplier<T> collective) {
-    ExecutorService p;
-    synchronized (this) {
-      p = progress;
-    }
-    if (p == null) {
-      return collective.get();
-    }
-    try {
-      return p.submit(collective::get).get();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException("interrupted in a collective", e);
-    } catch (ExecutionException e) {
-      throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
-    }
-  }
-
   @Override
   public Request iBroadcast(ByteBuffer buffer, int root) {
     checkThread("MPI_Ibcast");
-    return start(() -> doBroadcast(buffer, root));
+    String[] truncated = {null};
+    return request(joinBroadcast(buffer, root, truncated), all -> failIfTruncated(truncated));
+  }
+
+  @Override
+  public void broadcast(ByteBuffer buffer, int root) {
+    checkThread("MPI_Bcast");
+    String[] truncated = {null};
+    world.await(joinBroadcast(buffer, root, truncated));
+    failIfTruncated(truncated);
+  }
+
+  /** Joins a broadcast whose receivers copy the root's bytes as it completes; a size mismatch lands in truncated. */
+  private Collective joinBroadcast(ByteBuffer buffer, int root, String[] truncated) {
+    if (!buffer.isDirect()) {
+      throw new IllegalArgumentException("broadcast needs a direct buffer");
+    }
+    if (root < 0 || root >= world.size) {
+      // What MPI reports, with errors returned, on every rank: the SPI's exception, as the bindings throw.
+      throw new org.mpibuild.CommunicationException("MPI_ERR_ROOT: root " + root + " used in a broadcast of "
+          + world.size + " ranks", null);
+    }
+    world.record(rank, "broadcast", root, buffer.remaining());
+    return join("broadcast", rank == root ? buffer.duplicate() : null, all -> {
+      ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
+      if (src.remaining() != buffer.remaining()) {
+        truncated[0] = "MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining() + " bytes, root " + root
+            + " sent " + src.remaining();
+      } else if (rank != root) {
+        buffer.duplicate().put(src);
+      }
+    }, null);
+  }
+
+  private static void failIfTruncated(String[] truncated) {
+    if (truncated[0] != null) {
+      throw new IllegalStateException(truncated[0]);
+    }
   }
 
   @Override
   public Request iAllReduceMax(int[] values, int[] result) {
     checkThread("MPI_Iallreduce");
-    int[] mine = values.clone();
-    return start(() -> System.arraycopy(doAllReduceMax(mine), 0, result, 0, result.length));
+    Collective c = joinAllReduceMax(values);
+    return request(c, all -> System.arraycopy((int[]) c.combined, 0, result, 0, result.length));
+  }
+
+  @Override
+  public int[] allReduceMax(int[] values) {
+    checkThread("MPI_Allreduce");
+    Collective c = joinAllReduceMax(values);
+    world.await(c);
+    return ((int[]) c.combined).clone();
+  }
+
+  /** Joins an all-reduce whose maximum is computed once, by the last rank to join. */
+  private Collective joinAllReduceMax(int[] values) {
+    world.record(rank, "allReduceMax", -1, values.length * 4);
+    return join("allReduceMax", values.clone(), null, all -> {
+      int[] out = ((int[]) all[0]).clone();
+      for (Object o : all) {
+        int[] v = (int[]) o;
+        for (int i = 0; i < out.length; i++) {
+          out[i] = Math.max(out[i], v[i]);
+        }
+      }
+      return out;
+    });
+  }
+
+  @Override
+  public byte[][] allGather(byte[] mine) {
+    checkThread("MPI_Allgatherv");
+    world.record(rank, "allGather", -1, mine.length);
+    Object[] all = world.await(join("allGather", mine.clone(), null, null));
+    byte[][] out = new byte[all.length][];
+    for (int i = 0; i < all.length; i++) {
+      out[i] = ((byte[]) all[i]).clone();
+    }
+    return out;
   }
 
   @Override
@@ -294,13 +391,32 @@ public final class InProcessCommunicator implements Communicator {
   public Communicator split(int color) {
     checkThread("MPI_Comm_split");
     world.record(rank, "split", -1, 0);
-    return ownedHere(ordered(() -> splitBy(color)));
+    return splitBy("split", color);
   }
 
-  /** A new communicator belongs to the thread that asked for it. */
-  private Communicator ownedHere(InProcessCommunicator c) {
-    c.own = own;
-    return c;
+  @Override
+  public Communicator splitByNode() {
+    checkThread("MPI_Comm_split_type");
+    world.record(rank, "splitByNode", -1, 0);
+    return splitBy("splitByNode", world.nodeOfRank[rank]);
+  }
+
+  /** The communicator of the ranks that pass the same color; it belongs to the thread that asked for it. */
+  private InProcessCommunicator splitBy(String operation, int color) {
+    Collective c = join(operation, color, null, null);
+    Object[] colors = world.await(c);
+    List<Integer> members = new ArrayList<>();
+    int subRank = 0;
+    for (int r = 0; r < colors.length; r++) {
+      if ((Integer) colors[r] == color) {
+        subRank += r < rank ? 1 : 0;
+        members.add(r);
+      }
+    }
+    InProcessCommunicator mine =
+        world.group(c.number, color, members.stream().mapToInt(Integer::intValue).toArray()).rank(subRank);
+    mine.own = own;
+    return mine;
   }
 
   @Override
@@ -364,20 +480,6 @@ public final class InProcessCommunicator implements Communicator {
     };
   }
 
-  private InProcessCommunicator splitBy(int color) {
-    int split = splits++;
-    Object[] colors = world.exchange(rank, color);
-    List<Integer> members = new ArrayList<>();
-    int subRank = 0;
-    for (int r = 0; r < colors.length; r++) {
-      if ((Integer) colors[r] == color) {
-        subRank += r < rank ? 1 : 0;
-        members.add(r);
-      }
-    }
-    return world.group(split, color, members.stream().mapToInt(Integer::intValue).toArray()).rank(subRank);
-  }
-
   @Override
   public int rank() {
     return rank;
@@ -386,87 +488,6 @@ public final class InProcessCommunicator implements Communicator {
   @Override
   public int size() {
     return world.size;
-  }
-
-  @Override
-  public void broadcast(ByteBuffer buffer, int root) {
-    checkThread("MPI_Bcast");
-    ordered(() -> {
-      doBroadcast(buffer, root);
-      return null;
-    });
-  }
-
-  private void doBroadcast(ByteBuffer buffer, int root) {
-    if (!buffer.isDirect()) {
-      throw new IllegalArgumentException("broadcast needs a direct buffer");
-    }
-    if (root < 0 || root >= world.size) {
-      // What MPI reports, with errors returned, on every rank: the SPI's exception, as the bindings throw.
-      throw new org.mpibuild.CommunicationException("MPI_ERR_ROOT: root " + root + " used in a broadcast of "
-          + world.size + " ranks", null);
-    }
-    world.record(rank, "broadcast", root, buffer.remaining());
-    String[] truncated = {null};
-    world.exchange(rank, rank == root ? buffer.duplicate() : null, all -> {
-      ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
-      if (src.remaining() != buffer.remaining()) {
-        truncated[0] = "MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining() + " bytes, root " + root
-            + " sent " + src.remaining();
-      } else if (rank != root) {
-        buffer.duplicate().put(src);
-      }
-    });
-    if (truncated[0] != null) {
-      throw new IllegalStateException(truncated[0]);
-    }
-  }
-
-  @Override
-  public int[] allReduceMax(int[] values) {
-    checkThread("MPI_Allreduce");
-    return ordered(() -> doAllReduceMax(values));
-  }
-
-  private int[] doAllReduceMax(int[] values) {
-    world.record(rank, "allReduceMax", -1, values.length * 4);
-    return reduce(values, all -> {
-      int[] out = ((int[]) all[0]).clone();
-      for (Object o : all) {
-        int[] v = (int[]) o;
-        for (int i = 0; i < out.length; i++) {
-          out[i] = Math.max(out[i], v[i]);
-        }
-      }
-      return out;
-    });
-  }
-
-  @Override
-  public byte[][] allGather(byte[] mine) {
-    checkThread("MPI_Allgatherv");
-    return ordered(() -> doAllGather(mine));
-  }
-
-  private byte[][] doAllGather(byte[] mine) {
-    world.record(rank, "allGather", -1, mine.length);
-    Object[] all = world.exchange(rank, mine.clone());
-    byte[][] out = new byte[all.length][];
-    for (int i = 0; i < all.length; i++) {
-      out[i] = ((byte[]) all[i]).clone();
-    }
-    return out;
-  }
-
-  @Override
-  public Communicator splitByNode() {
-    checkThread("MPI_Comm_split_type");
-    world.record(rank, "splitByNode", -1, 0);
-    return ownedHere(ordered(() -> splitBy(world.nodeOfRank[rank])));
-  }
-
-  private int[] reduce(int[] mine, Function<Object[], int[]> op) {
-    return op.apply(world.exchange(rank, mine.clone()));
   }
 
   @Override

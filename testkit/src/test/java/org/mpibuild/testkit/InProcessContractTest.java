@@ -98,4 +98,87 @@ class InProcessContractTest {
           + "holds rank 0"), String.valueOf(t));
     }
   }
+
+  /** Runs {@code body} on every rank of {@code world}; returns each rank's failure, or null. */
+  static List<Throwable> onEveryRank(InProcessCommunicator.World world, int size,
+      java.util.function.BiConsumer<Integer, Communicator> body) throws Exception {
+    ExecutorService threads = Executors.newFixedThreadPool(size);
+    try {
+      List<Future<?>> ranks = new ArrayList<>();
+      for (int r = 0; r < size; r++) {
+        int rank = r;
+        Communicator c = world.rank(r);
+        ranks.add(threads.submit(() -> {
+          body.accept(rank, c);
+          return null;
+        }));
+      }
+      List<Throwable> failures = new ArrayList<>();
+      for (Future<?> f : ranks) {
+        try {
+          f.get(60, TimeUnit.SECONDS);
+          failures.add(null);
+        } catch (java.util.concurrent.ExecutionException e) {
+          failures.add(e.getCause());
+        }
+      }
+      return failures;
+    } finally {
+      threads.shutdownNow();
+    }
+  }
+
+  @Test
+  void ranksThatCallDifferentCollectivesFailWithBothNames() throws Exception {
+    List<Throwable> failures = onEveryRank(new InProcessCommunicator.World(3, 60_000), 3, (rank, c) -> {
+      if (rank == 2) {
+        c.allGather(new byte[1]);
+      } else {
+        c.allReduceMax(new int[] {rank});
+      }
+    });
+    for (Throwable t : failures) {
+      assertTrue(t != null && t.getMessage().equals("mismatched collectives: rank 0 called allReduceMax, rank 2 called "
+          + "allGather (protocol bug)"), String.valueOf(t));
+    }
+  }
+
+  @Test
+  void aRankThatNeverComesFailsTheOthersAtTheDeadline() throws Exception {
+    long start = System.nanoTime();
+    List<Throwable> failures = onEveryRank(new InProcessCommunicator.World(3, 300), 3, (rank, c) -> {
+      if (rank != 1) {
+        c.allReduceMax(new int[] {rank});
+      }
+    });
+    assertEquals(null, failures.get(1));
+    for (int r : new int[] {0, 2}) {
+      Throwable t = failures.get(r);
+      assertTrue(t != null && t.getMessage().startsWith("collective did not complete within 300 ms"), String.valueOf(t));
+    }
+    assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30), "failed at the deadline, not later");
+  }
+
+  @Test
+  void nonBlockingCollectivesMatchBlockingOnesByOrderWithNoThreadOfTheirOwn() throws Exception {
+    int before = Thread.activeCount();
+    int[] threadsDuring = new int[1];
+    List<Throwable> failures = onEveryRank(new InProcessCommunicator.World(64, 60_000), 64, (rank, c) -> {
+      int[] result = new int[1];
+      // Rank 0 starts a non-blocking all-reduce and then a blocking one; the others only block, twice.
+      Communicator.Request first = rank == 0 ? c.iAllReduceMax(new int[] {rank}, result) : null;
+      int[] firstBlocking = rank == 0 ? null : c.allReduceMax(new int[] {rank});
+      int[] second = c.allReduceMax(new int[] {-rank});
+      if (rank == 0) {
+        threadsDuring[0] = Thread.activeCount();
+        first.await();
+        firstBlocking = result;
+      }
+      assertEquals(63, firstBlocking[0], "the first all-reduce, on rank " + rank);
+      assertEquals(0, second[0], "the second all-reduce, on rank " + rank);
+    });
+    assertEveryRankPassed(failures);
+    assertTrue(threadsDuring[0] <= before + 64 + 4, "no thread per rank for collectives: " + threadsDuring[0]
+        + " threads with 64 ranks, " + before + " before");
+  }
 }
