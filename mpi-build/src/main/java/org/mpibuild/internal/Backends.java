@@ -6,6 +6,7 @@ import java.util.ServiceLoader;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
+import org.mpibuild.spi.Placement;
 import org.mpibuild.spi.SettingSource;
 
 /** Finds backends on the class path through {@link ServiceLoader}. */
@@ -27,7 +28,7 @@ public final class Backends {
    *
    * @throws BackendUnavailableException if it is absent, ambiguous, or cannot run here
    */
-  public static Backend open(String id, SettingSource settings) {
+  public static Backend open(String id, SettingSource settings, Placement placement) {
     List<BackendProvider> providers = new ArrayList<>();
     ServiceLoader.load(BackendProvider.class, Backends.class.getClassLoader()).forEach(providers::add);
     if (providers.isEmpty() && id == null) {
@@ -40,7 +41,7 @@ public final class Backends {
       StringBuilder reasons = new StringBuilder();
       for (BackendProvider p : providers) {
         try {
-          return p.openAsDefault(settings);
+          return p.openAsDefault(settings, placement);
         } catch (BackendUnavailableException e) {
           reasons.append("\n  ").append(e.getMessage());
         }
@@ -49,7 +50,7 @@ public final class Backends {
     }
     for (BackendProvider p : providers) {
       if (p.id().equals(id)) {
-        return p.open(settings);
+        return p.open(settings, placement);
       }
     }
     throw new BackendUnavailableException("backend '" + id + "' is not on the class path; available: "

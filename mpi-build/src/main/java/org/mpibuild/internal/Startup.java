@@ -6,12 +6,14 @@ import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.ForwardingCommunicator;
+import org.mpibuild.spi.Placement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What {@code MpiBuildBuilder#build} does: open MPI (or take the caller's communicator), open the backend
- * on every rank and agree that it runs everywhere, open the caches and gather the job's targets. Collective.
+ * What {@code MpiBuildBuilder#build} does: open MPI (or take the caller's communicator), agree on the
+ * settings, split the communicator by node, open the backend on every rank (telling it where the rank runs
+ * on its node) and agree that it runs everywhere, open the caches and gather the job's targets. Collective.
  *
  * @param comm the communicator the instance owns (a borrowed one is wrapped so that closing it does nothing)
  * @param backend the open backend
@@ -34,25 +36,31 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
     Communicator comm = ownsComm ? MpiBindings.openWorld(settings.mode(), settings.binding())
         : new Borrowed(communicator);
     try (LogContext ignored = LogContext.rank(comm.rank())) {
+      try {
+        RequestAgreement.agreeOnSettings(comm, settings); // first: they shape every collective after it
+      } catch (RuntimeException e) {
+        if (backend != null) {
+          backend.close();
+        }
+        throw e;
+      }
+      Communicator node = comm.splitByNode();
       Backend b = backend;
       String failure = null;
       if (b == null) {
         try {
-          b = Backends.open(settings.backend(), settings.source());
+          b = Backends.open(settings.backend(), settings.source(), new Placement(node.rank(), node.size()));
         } catch (RuntimeException | LinkageError e) {
           failure = e.getMessage() == null ? e.toString() : e.getMessage();
         }
       }
       try {
-        RequestAgreement.agreeOnSettings(comm, settings); // first: they shape every collective after it
+        agreeOnBackend(comm, b, failure);
       } catch (RuntimeException e) {
-        if (b != null) {
-          b.close();
-        }
+        node.close();
         throw e;
       }
-      agreeOnBackend(comm, b, failure);
-      Caches caches = Caches.of(settings.cache(), comm);
+      Caches caches = Caches.of(settings.cache(), node);
       JobTargets targets = JobTargets.gather(comm, b);
       log.debug("mpi-build ready: {} on {}, target {} ({} in the job), cache {}", b.id(), comm.description(),
           b.target(), targets.distinct().size(), settings.cache().enabled() ? settings.cache().dir() : "off");

@@ -25,6 +25,19 @@ public interface BackendProvider {
   Backend open(SettingSource settings);
 
   /**
+   * Opens the backend on this rank's device, knowing where this rank runs among its node's ranks. The core
+   * calls this one; a backend with one device per rank (CUDA) overrides it.
+   *
+   * @param settings where the backend reads its {@link #settings()}
+   * @param placement this rank's rank among the ranks of its node
+   * @return the backend
+   * @throws org.mpibuild.BackendUnavailableException with the reason, if the backend cannot run here
+   */
+  default Backend open(SettingSource settings, Placement placement) {
+    return open(settings);
+  }
+
+  /**
    * Returns the preference among backends when none is named: the highest usable one is chosen.
    *
    * @return the priority; 0 by default
@@ -43,6 +56,19 @@ public interface BackendProvider {
    */
   default Backend openAsDefault(SettingSource settings) {
     return open(settings);
+  }
+
+  /**
+   * Opens the backend for an automatic choice, knowing where this rank runs among its node's ranks. The
+   * core calls this one.
+   *
+   * @param settings where the backend reads its {@link #settings()}
+   * @param placement this rank's rank among the ranks of its node
+   * @return the backend
+   * @throws org.mpibuild.BackendUnavailableException with the reason, if it should not be chosen here
+   */
+  default Backend openAsDefault(SettingSource settings, Placement placement) {
+    return openAsDefault(settings);
   }
 
   /**

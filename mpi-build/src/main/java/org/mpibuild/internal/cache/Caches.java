@@ -25,12 +25,20 @@ public final class Caches implements AutoCloseable {
     return new Caches(CacheSettings.off(), null);
   }
 
-  /** Caches as {@code settings} say; splits {@code comm} by node (collective) if a node-local cache is set. */
-  public static Caches of(CacheSettings settings, Communicator comm) {
+  /**
+   * Caches as {@code settings} say, with the communicator of this rank's node, which they own from now on
+   * (and close) whether or not a node-local cache uses it.
+   */
+  public static Caches of(CacheSettings settings, Communicator node) {
     if (settings.access() == CacheSettings.Access.OFF) {
+      node.close();
       return none();
     }
-    return new Caches(settings, settings.nodeDir() == null ? null : comm.splitByNode());
+    if (settings.nodeDir() == null) {
+      node.close();
+      return new Caches(settings, null);
+    }
+    return new Caches(settings, node);
   }
 
   /** Whether any cache is in use. */

@@ -33,7 +33,7 @@ class CollectiveCacheTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(size, 10_000, nodes);
     Settings settings = Settings.defaults().withChunkBytes(300).withCache(cache);
     return CollectiveBuildTest.onRanks(world, size, backends::get, (rank, comm, backend) -> {
-      try (Caches caches = Caches.of(cache, comm)) {
+      try (Caches caches = Caches.of(cache, comm.splitByNode())) {
         return new CollectiveBuild(comm, backend, settings, caches, new JobCounters()).run(request, 0);
       }
     });
