@@ -1,10 +1,10 @@
 package org.mpibuild;
 
 import java.util.List;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NamedKernels;
-import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.UseGuard;
 
 /**
  * The kernel a build returns: the backend's loaded program, with the envelope and the statistics. It is a

@@ -155,7 +155,7 @@ public final class CacheAdmin {
    * @return the identity
    */
   public static String hostIdentity() {
-    return org.mpibuild.internal.cache.CacheLock.hostName();
+    return org.mpibuild.internal.cache.LockFile.hostName();
   }
 
   private static CacheSettings settings(Path dir) {

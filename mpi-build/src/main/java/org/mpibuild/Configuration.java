@@ -1,8 +1,8 @@
 package org.mpibuild;
 
 import java.util.List;
-import org.mpibuild.internal.SettingNames;
-import org.mpibuild.internal.SettingRegistry;
+import org.mpibuild.internal.settings.SettingNames;
+import org.mpibuild.internal.settings.SettingRegistry;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
 

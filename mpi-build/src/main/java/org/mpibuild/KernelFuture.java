@@ -5,7 +5,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.mpibuild.internal.AsyncBuilds;
+import org.mpibuild.internal.protocol.AsyncBuilds;
 
 /**
  * A kernel being built by {@link MpiBuild#mpiBuildKernelAsync}: a request in MPI's sense, completed with

@@ -8,17 +8,17 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
-import org.mpibuild.internal.AsyncBuilds;
-import org.mpibuild.internal.CollectiveBuild;
-import org.mpibuild.internal.Failures;
-import org.mpibuild.internal.JobCounters;
-import org.mpibuild.internal.LogContext;
-import org.mpibuild.internal.Manifest;
-import org.mpibuild.internal.Settings;
-import org.mpibuild.internal.Startup;
+import org.mpibuild.internal.protocol.AsyncBuilds;
+import org.mpibuild.internal.protocol.CollectiveBuild;
+import org.mpibuild.internal.protocol.ProgramLoader;
+import org.mpibuild.internal.protocol.JobCounters;
+import org.mpibuild.internal.comm.LogContext;
+import org.mpibuild.internal.manifest.ManifestWriter;
+import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.startup.Startup;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.UseGuard;
 
 /**
  * Builds kernels once per job instead of once per rank: the root compiles, broadcasts the binary, and
@@ -75,8 +75,8 @@ public final class MpiBuild implements AutoCloseable {
     this.comm = opened.comm();
     this.backend = opened.backend();
     this.settings = settings;
-    Manifest.Recorder recorder = settings.record() != null && comm.rank() == 0
-        ? new Manifest.Recorder(settings.record()) : null;
+    ManifestWriter.Recorder recorder = settings.record() != null && comm.rank() == 0
+        ? new ManifestWriter.Recorder(settings.record()) : null;
     this.protocol = new CollectiveBuild(comm, backend, settings, opened.caches(), counters, opened.targets(), recorder);
     this.async = new AsyncBuilds.Lazy(protocol, comm, settings.progress());
   }
@@ -282,7 +282,7 @@ public final class MpiBuild implements AutoCloseable {
       throw new NullPointerException("data is null");
     }
     return call("buildKernelFromBinaryData", false, () -> {
-      CollectiveBuild.Outcome o = Failures.loadOnThisRank(backend, comm.rank(), data.envelope());
+      CollectiveBuild.Outcome o = ProgramLoader.loadOnThisRank(backend, comm.rank(), data.envelope());
       return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
     });
   }

@@ -1,6 +1,6 @@
 package org.mpibuild;
 
-import org.mpibuild.internal.CollectiveBuild;
+import org.mpibuild.internal.protocol.CollectiveBuild;
 
 /**
  * What {@link MpiBuild#precompile} did with one request.

@@ -383,6 +383,6 @@ public final class BenchReport {
   }
 
   static void deleteTree(Path dir) throws IOException {
-    org.mpibuild.spi.BackendSupport.deleteTree(dir);
+    org.mpibuild.support.BackendSupport.deleteTree(dir);
   }
 }

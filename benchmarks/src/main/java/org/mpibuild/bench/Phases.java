@@ -14,7 +14,7 @@ final class Phases {
   static final int COMPILE = 1;
   /** Generic machine code, made by reading the program binary (PoCL), where it can be timed on its own. */
   static final int CODEGEN = 2;
-  /** Waiting for another rank: polling a lock, or a receiver waiting for the root to send. */
+  /** Backoff for another rank: polling a lock, or a receiver waiting for the root to send. */
   static final int WAIT = 3;
   /** Moving the binary: an MPI broadcast, or writing and reading the shared file. */
   static final int BROADCAST = 4;

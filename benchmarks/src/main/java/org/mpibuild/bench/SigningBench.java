@@ -50,7 +50,7 @@ final class SigningBench {
       System.out.println(line);
       return line;
     } finally {
-      org.mpibuild.spi.BackendSupport.deleteTree(dir);
+      org.mpibuild.support.BackendSupport.deleteTree(dir);
     }
   }
 

@@ -42,7 +42,7 @@ final class PrecompileCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    List<Manifest.Entry> entries = Manifest.read(manifest);
+    List<ManifestReader.Entry> entries = ManifestReader.read(manifest);
     MpiBuildBuilder b = MpiBuild.builder();
     if (cache.dir != null) {
       b.cacheDirectory(cache.dir);
@@ -57,9 +57,9 @@ final class PrecompileCommand implements Callable<Integer> {
       boolean talk = build.rank() == 0;
       PrintStream out = System.out;
       List<KernelSource> requests = new ArrayList<>();
-      List<Manifest.Entry> skipped = new ArrayList<>();
-      List<Manifest.Entry> used = new ArrayList<>();
-      for (Manifest.Entry e : entries) {
+      List<ManifestReader.Entry> skipped = new ArrayList<>();
+      List<ManifestReader.Entry> used = new ArrayList<>();
+      for (ManifestReader.Entry e : entries) {
         if (!e.backend().isEmpty() && !e.backend().equals(build.backend())) {
           skipped.add(e);
         } else {
@@ -86,7 +86,7 @@ final class PrecompileCommand implements Callable<Integer> {
     }
   }
 
-  private int report(List<PrecompileResult> results, List<Manifest.Entry> used, List<Manifest.Entry> skipped,
+  private int report(List<PrecompileResult> results, List<ManifestReader.Entry> used, List<ManifestReader.Entry> skipped,
       PrintStream out) {
     long compiled = results.stream().filter(r -> r.outcome() == PrecompileResult.Outcome.COMPILED).count();
     long cached = results.stream().filter(r -> r.outcome() == PrecompileResult.Outcome.CACHED).count();
@@ -95,12 +95,12 @@ final class PrecompileCommand implements Callable<Integer> {
     out.println("  outcome    entries");
     out.printf(Locale.ROOT, "  compiled   %7d%n  cached     %7d%n  failed     %7d%n  skipped    %7d%n", compiled, cached,
         failed.size(), skipped.size());
-    for (Manifest.Entry e : skipped) {
+    for (ManifestReader.Entry e : skipped) {
       out.printf(Locale.ROOT, "skipped: line %d, kernels %s: recorded for backend '%s'%n", e.line(),
           e.request().kernelNames(), e.backend());
     }
     for (PrecompileResult r : failed) {
-      Manifest.Entry e = used.get(r.index());
+      ManifestReader.Entry e = used.get(r.index());
       out.printf(Locale.ROOT, "%nFAILED: line %d of %s, kernels %s, options '%s'%n  %s%n", e.line(), manifest,
           r.request().kernelNames(), r.request().options(), r.error());
       if (!r.buildLog().isBlank()) {

@@ -20,7 +20,7 @@ class ManifestTest {
         + "\"source\":\"__kernel void k() {}\",\"launch\":[{\"kernel\":\"k\",\"local\":[16,8]},"
         + "{\"kernel\":\"k\",\"local\":[64],\"global\":[1048576],\"offset\":[4]}]}\n"
         + "{\"backend\":\"opencl\",\"kernels\":[],\"source\":\"__kernel void j() {}\"}\n");
-    List<Manifest.Entry> entries = Manifest.read(file);
+    List<ManifestReader.Entry> entries = ManifestReader.read(file);
     assertEquals(KernelSource.of("__kernel void k() {}").withKernels("k").withOptions("-DX").withLaunchShapes(
         LaunchShape.of("k", 16, 8), LaunchShape.of("k", 64).withGlobalSize(1 << 20).withGlobalOffset(4)),
         entries.get(0).request());
@@ -31,7 +31,7 @@ class ManifestTest {
   void aBadShapeNamesTheLineAndTheValue(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("kernels.jsonl");
     Files.writeString(file, "{\"source\":\"x\",\"launch\":[{\"kernel\":\"k\",\"local\":[16,\"8\"]}]}\n");
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Manifest.read(file));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ManifestReader.read(file));
     assertTrue(e.getMessage().contains(":1: not a manifest entry") && e.getMessage().contains("\"8\""), e.getMessage());
   }
 
@@ -41,7 +41,7 @@ class ManifestTest {
     byte[] good = "{\"source\":\"__kernel void k() {}\"}\n# caf\u00e9\n".getBytes(java.nio.charset.StandardCharsets.UTF_8);
     byte[] bad = "{\"source\":\"__kernel void k() {} // \u00ff\"}\n".getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
     Files.write(file, java.nio.ByteBuffer.allocate(good.length + bad.length).put(good).put(bad).array());
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Manifest.read(file));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ManifestReader.read(file));
     assertEquals(file + ":3: not UTF-8: byte 0xFF at column 36", e.getMessage());
   }
 }

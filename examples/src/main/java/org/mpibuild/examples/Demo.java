@@ -12,7 +12,6 @@ import org.mpibuild.BuildStats;
 import org.mpibuild.JobStatistics;
 import org.mpibuild.Kernel;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.examples.Saxpy;
 import org.mpibuild.opencl.OpenClKernel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;

@@ -4,6 +4,8 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.ServiceLoader;
 import org.mpibuild.KernelSource;
+import org.mpibuild.internal.startup.Backends;
+import org.mpibuild.support.UseGuard;
 
 /**
  * A compiler and loader for one kind of device, bound to this rank's device.

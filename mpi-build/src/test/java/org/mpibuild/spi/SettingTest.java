@@ -91,7 +91,7 @@ class SettingTest {
         () -> MpiBuild.builder().set("MPI_BUILD_COMPILE_TIMEOUT", "99999999999"));
     assertTrue(e.getMessage().contains("MPI_BUILD_COMPILE_TIMEOUT") && e.getMessage().contains("from 0 to 86400"),
         e.getMessage());
-    assertEquals(java.time.Duration.ZERO, org.mpibuild.internal.CoreSettings.COLLECTIVE_TIMEOUT.parse("off"));
+    assertEquals(java.time.Duration.ZERO, org.mpibuild.internal.settings.CoreSettings.COLLECTIVE_TIMEOUT.parse("off"));
   }
 
   @Test

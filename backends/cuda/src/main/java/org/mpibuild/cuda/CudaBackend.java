@@ -47,11 +47,11 @@ import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Backend;
-import org.mpibuild.spi.BackendSupport;
+import org.mpibuild.support.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
-import org.mpibuild.spi.NativeLibraries;
-import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.NativeLibraries;
+import org.mpibuild.support.UseGuard;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

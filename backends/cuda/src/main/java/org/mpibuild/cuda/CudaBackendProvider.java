@@ -7,6 +7,7 @@ import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
+import org.mpibuild.internal.settings.Settings;
 
 /**
  * Opens the CUDA backend. Found by the core through {@link ServiceLoader}; preferred over

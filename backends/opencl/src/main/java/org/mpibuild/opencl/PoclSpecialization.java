@@ -23,8 +23,8 @@ import org.jocl.cl_program;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
-import org.mpibuild.spi.BackendSupport;
-import org.mpibuild.spi.NativeLibraries;
+import org.mpibuild.support.BackendSupport;
+import org.mpibuild.support.NativeLibraries;
 
 /**
  * Finished machine code for named launch shapes on PoCL.

@@ -1,7 +1,6 @@
 package org.mpibuild.mpijava;
 
 import mpi.Intracomm;
-import org.mpibuild.mpijava.MpiJavaCommunicator;
 import org.mpibuild.spi.Communicator;
 
 /**

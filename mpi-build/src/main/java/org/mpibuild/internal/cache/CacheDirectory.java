@@ -20,8 +20,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
-import org.mpibuild.internal.Ownership;
-import org.mpibuild.spi.EssentialWarning;
+import org.mpibuild.support.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

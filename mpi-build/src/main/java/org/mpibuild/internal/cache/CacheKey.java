@@ -16,7 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.mpibuild.KernelSource;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.Backend;
 
 /**

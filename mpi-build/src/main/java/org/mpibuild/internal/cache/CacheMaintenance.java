@@ -13,7 +13,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import org.mpibuild.CorruptBinaryException;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.wire.Envelope;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

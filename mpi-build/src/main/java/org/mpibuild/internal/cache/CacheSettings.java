@@ -2,7 +2,7 @@ package org.mpibuild.internal.cache;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import org.mpibuild.internal.CoreSettings;
+import org.mpibuild.internal.settings.CoreSettings;
 import org.mpibuild.spi.SettingSource;
 
 /**

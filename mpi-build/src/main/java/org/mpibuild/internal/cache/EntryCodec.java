@@ -15,7 +15,7 @@ import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.zip.CRC32C;
 import org.mpibuild.CorruptBinaryException;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.wire.Envelope;
 
 /**
  * The bytes of one cache entry file.

@@ -27,8 +27,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.mpibuild.CorruptBinaryException;
-import org.mpibuild.internal.Ownership;
-import org.mpibuild.spi.EssentialWarning;
+import org.mpibuild.support.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -179,13 +178,13 @@ public final class EntrySigning {
     if (key.length > 64) {
       throw new IllegalArgumentException("an HMAC key of " + key.length + " bytes; at most 64");
     }
-    MessageDigest sha = org.mpibuild.internal.Payload.sha256Digest();
+    MessageDigest sha = org.mpibuild.internal.wire.Payload.sha256Digest();
     sha.update(pad(key, 0x36));
     return sha;
   }
 
   private static byte[] hmacOuter(byte[] key, byte[] innerDigest) {
-    MessageDigest sha = org.mpibuild.internal.Payload.sha256Digest();
+    MessageDigest sha = org.mpibuild.internal.wire.Payload.sha256Digest();
     sha.update(pad(key, 0x5c));
     sha.update(innerDigest);
     return sha.digest();

@@ -13,13 +13,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import org.mpibuild.CorruptBinaryException;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.wire.Envelope;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The persistent kernel cache: one directory ({@link CacheDirectory}), one file per kernel, a lock per
- * compile ({@link CacheLocks}), maintenance ({@link CacheMaintenance}).
+ * compile ({@link CompileLocks}), maintenance ({@link CacheMaintenance}).
  *
  * <p>The entry format is {@link EntryCodec}'s: a 48-byte entry header, then the envelope, which carries its
  * own magic, version, lengths, SHA-256 of the binary and metadata checksum; a reader checks all of them.
@@ -40,12 +40,12 @@ public final class KernelCache {
       List<String> kernelNames, String status, String problem) {}
 
   private final CacheDirectory d;
-  private final CacheLocks locks;
+  private final CompileLocks locks;
   private final CacheMaintenance maintenance;
 
   private KernelCache(CacheDirectory d) {
     this.d = d;
-    this.locks = new CacheLocks(d);
+    this.locks = new CompileLocks(d);
     this.maintenance = new CacheMaintenance(d);
   }
 
@@ -214,8 +214,8 @@ public final class KernelCache {
     }
   }
 
-  /** Waits for the right to compile {@code key}; see {@link CacheLocks#lock}. */
-  public CacheLock lock(String key) throws InterruptedException {
+  /** Waits for the right to compile {@code key}; see {@link CompileLocks#lock}. */
+  public LockFile lock(String key) throws InterruptedException {
     return locks.lock(key);
   }
 

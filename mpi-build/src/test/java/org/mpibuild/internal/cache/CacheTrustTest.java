@@ -20,7 +20,6 @@ import java.util.HexFormat;
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.mpibuild.internal.Ownership;
 
 /**
  * Trust rooted in the user, never in a directory's owner; no reading or writing through links inside the
@@ -110,9 +109,9 @@ class CacheTrustTest {
     Path lock = dir.resolve("locks/" + KEY + ".lock");
     Files.write(lock, new byte[0]); // what a full disk left: the name, without the holder
     long t0 = System.nanoTime();
-    try (CacheLock l = cache.lock(KEY)) {
+    try (LockFile l = cache.lock(KEY)) {
       assertNotNull(l, "taken over, not waited out (" + (System.nanoTime() - t0) / 1_000_000 + " ms)");
-      assertTrue(CacheLock.Holder.parse(Files.readString(lock)).pid() > 0, "a lock is written whole");
+      assertTrue(LockFile.Holder.parse(Files.readString(lock)).pid() > 0, "a lock is written whole");
     }
     try (var s = Files.list(dir.resolve("locks"))) {
       assertEquals(0, s.count(), "no lock and no temporary file left");
@@ -187,7 +186,7 @@ class CacheTrustTest {
       String tmpdir = System.getProperty("java.io.tmpdir");
       System.setProperty("java.io.tmpdir", tmp.toString());
       try {
-        Path own = org.mpibuild.spi.NativeLibraries.privateDirectory(); // refused as "not yours" when names were compared
+        Path own = org.mpibuild.support.NativeLibraries.privateDirectory(); // refused as "not yours" when names were compared
         if (System.getenv("XDG_RUNTIME_DIR") == null) {
           assertEquals(tmp.resolve("mpi-build-" + Ownership.processUid()), own, "named by uid, as '?' is shared");
         }

@@ -15,12 +15,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
-import org.mpibuild.internal.CollectiveBuild;
-import org.mpibuild.internal.CollectiveBuildTest;
-import org.mpibuild.internal.CollectiveBuildTest.RankResult;
+import org.mpibuild.internal.protocol.CollectiveBuild;
+import org.mpibuild.internal.protocol.CollectiveBuildTest;
+import org.mpibuild.internal.protocol.CollectiveBuildTest.RankResult;
 import org.mpibuild.testkit.FakeBackend;
-import org.mpibuild.internal.JobCounters;
-import org.mpibuild.internal.Settings;
+import org.mpibuild.internal.protocol.JobCounters;
+import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /** The cache inside the collective protocol, with several ranks in one JVM and a real directory. */

@@ -15,8 +15,8 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.mpibuild.internal.Envelope;
-import org.mpibuild.internal.Payload;
+import org.mpibuild.internal.wire.Envelope;
+import org.mpibuild.internal.wire.Payload;
 
 public class KernelCacheTest {
   static final String KEY = "ab".repeat(32);

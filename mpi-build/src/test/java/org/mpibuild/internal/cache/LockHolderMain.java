@@ -2,7 +2,7 @@ package org.mpibuild.internal.cache;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import org.mpibuild.internal.Envelope;
+import org.mpibuild.internal.wire.Envelope;
 
 /**
  * A second process for lock tests: takes the cache lock for a key, prints {@code LOCKED}, then either
@@ -18,7 +18,7 @@ public final class LockHolderMain {
     long millis = Long.parseLong(args[2]);
     String mode = args[3];
     KernelCache cache = KernelCache.open(CacheSettings.in(dir).withLocks(Duration.ofMillis(400), Duration.ofSeconds(30)));
-    try (CacheLock lock = cache.lock(key)) {
+    try (LockFile lock = cache.lock(key)) {
       if (lock == null) {
         System.out.println("NOT LOCKED");
         System.exit(3);

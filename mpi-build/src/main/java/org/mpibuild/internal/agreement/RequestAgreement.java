@@ -1,0 +1,82 @@
+package org.mpibuild.internal.agreement;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import java.util.stream.Collectors;
+import org.mpibuild.RequestMismatchException;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.internal.comm.Backoff;
+import org.mpibuild.internal.comm.DeadlineAllReduce;
+import org.mpibuild.internal.settings.Settings;
+
+/**
+ * Whether every rank asked for the same build: one all-reduce of each rank's fingerprint, which is also where a
+ * rank that never comes is found ({@link DeadlineAllReduce}); only on a
+ * mismatch, an all-gather of the fingerprints lets every rank name the same differing ranks and throw the
+ * same {@link RequestMismatchException}.
+ */
+public final class RequestAgreement {
+  private RequestAgreement() {}
+
+  /** Returns when every rank passed {@code mine}'s equal; else throws the same exception on every rank. */
+  public static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Backoff waiting,
+      Supplier<String> what) {
+    agree(comm, mine, deadline, waiting, what, "ranks asked for different kernels", "whose request is invalid");
+  }
+
+  /**
+   * Returns when every rank's settings that shape the protocol equal this rank's; else throws the same
+   * {@link RequestMismatchException} on every rank, naming each differing setting and rank. Collective.
+   */
+  public static void agreeOnSettings(Communicator comm, Settings s) {
+    Map<String, String> shaping = new LinkedHashMap<>();
+    shaping.put("MPI_BUILD_NODE_CACHE_DIR", s.cache().enabled() && s.cache().nodeDir() != null ? "set" : "unset");
+    shaping.put("MPI_BUILD_BATCH_RANKS", Integer.toString(s.batchRanks()));
+    shaping.put("MPI_BUILD_CHUNK_BYTES", Integer.toString(s.chunkBytes()));
+    shaping.put("MPI_BUILD_PROGRESS", s.progress().name());
+    shaping.put("MPI_BUILD_COLLECTIVE_TIMEOUT", deadlineText(s.collectiveTimeout()));
+    String note = "its settings: " + shaping.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
+        .collect(Collectors.joining(", "));
+    agree(comm, RequestFingerprint.of(shaping, note), s.collectiveTimeout(), s.waiting(), () -> "the opening of mpi-build",
+        "ranks run with different settings that decide which collectives a build makes", "with");
+  }
+
+  /** A deadline as settings write it: {@code off}, {@code 600s}, {@code 2500ms}. */
+  static String deadlineText(Duration d) {
+    if (d.isZero()) {
+      return "off";
+    }
+    return d.toMillis() % 1000 == 0 ? d.toSeconds() + "s" : d.toMillis() + "ms";
+  }
+
+  private static void agree(Communicator comm, RequestFingerprint mine, Duration deadline, Backoff waiting,
+      Supplier<String> what, String subject, String noteIntro) {
+    if (RequestFingerprint.agreed(DeadlineAllReduce.allReduceMax(comm, mine.agreementVector(), deadline, waiting, what))) {
+      return;
+    }
+    byte[][] gathered = comm.allGather(mine.toBytes());
+    RequestFingerprint[] all = new RequestFingerprint[gathered.length];
+    for (int i = 0; i < all.length; i++) {
+      all[i] = RequestFingerprint.fromBytes(gathered[i], mine.names());
+    }
+    int[] reference = new int[1];
+    Map<Integer, List<String>> differing = RequestFingerprint.differingRanks(all, reference);
+    StringBuilder msg = new StringBuilder(subject).append(": ")
+        .append(differing.size()).append(" of ").append(all.length).append(" ranks differ from rank ")
+        .append(reference[0]);
+    if (all[reference[0]].problem() != null) {
+      msg.append(" (").append(noteIntro).append(' ').append(all[reference[0]].problem()).append(')');
+    }
+    for (Map.Entry<Integer, List<String>> e : differing.entrySet()) {
+      msg.append("\n  rank ").append(e.getKey()).append(" differs in ").append(String.join(", ", e.getValue()));
+      String p = all[e.getKey()].problem();
+      if (p != null) {
+        msg.append(" (").append(p).append(')');
+      }
+    }
+    throw new RequestMismatchException(msg.toString(), differing);
+  }
+}

@@ -1,0 +1,29 @@
+package org.mpibuild.internal.comm;
+
+import org.slf4j.MDC;
+
+/** Puts the rank into SLF4J's MDC ({@code mpi.rank}) for the duration of a library call. */
+public final class LogContext implements AutoCloseable {
+  /** The MDC key; a Logback pattern shows it with {@code %X{mpi.rank}}. */
+  public static final String RANK_KEY = "mpi.rank";
+  private final String previous;
+
+  private LogContext(int rank) {
+    previous = MDC.get(RANK_KEY);
+    MDC.put(RANK_KEY, Integer.toString(rank));
+  }
+
+  /** Sets the rank until {@link #close()}. */
+  public static LogContext rank(int rank) {
+    return new LogContext(rank);
+  }
+
+  @Override
+  public void close() {
+    if (previous == null) {
+      MDC.remove(RANK_KEY);
+    } else {
+      MDC.put(RANK_KEY, previous);
+    }
+  }
+}

@@ -1,0 +1,117 @@
+package org.mpibuild.internal.startup;
+
+import java.util.SortedMap;
+import org.mpibuild.BackendUnavailableException;
+import org.mpibuild.internal.cache.Caches;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.ForwardingCommunicator;
+import org.mpibuild.spi.Placement;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.mpibuild.internal.agreement.RequestAgreement;
+import org.mpibuild.internal.agreement.Verdict;
+import org.mpibuild.internal.comm.LogContext;
+import org.mpibuild.internal.settings.SettingNames;
+import org.mpibuild.internal.settings.Settings;
+
+/**
+ * What {@code MpiBuildBuilder#build} does: open MPI (or take the caller's communicator), agree on the
+ * settings, split the communicator by node, open the backend on every rank (telling it where the rank runs
+ * on its node) and agree that it runs everywhere, open the caches and gather the job's targets. Collective.
+ *
+ * @param comm the communicator the instance owns (a borrowed one is wrapped so that closing it does nothing)
+ * @param backend the open backend
+ * @param caches the caches
+ * @param targets the job's targets
+ */
+public record Startup(Communicator comm, Backend backend, Caches caches, JobTargets targets) implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Startup.class);
+
+  /**
+   * Opens everything on every rank; if the backend cannot run on some rank, every rank throws, naming the
+   * ranks and reasons, and nothing stays open.
+   *
+   * @param communicator the caller's communicator, or null for the world (or local mode)
+   * @param backend an opened backend, or null to open the one the settings name
+   */
+  public static Startup open(Settings settings, Communicator communicator, Backend backend) {
+    SettingNames.warnOnce(settings.source());
+    boolean ownsComm = communicator == null;
+    Communicator comm = ownsComm ? MpiBindings.openWorld(settings.mode(), settings.binding())
+        : new Borrowed(communicator);
+    try (LogContext ignored = LogContext.rank(comm.rank())) {
+      try {
+        RequestAgreement.agreeOnSettings(comm, settings); // first: they shape every collective after it
+      } catch (RuntimeException e) {
+        if (backend != null) {
+          backend.close();
+        }
+        throw e;
+      }
+      Communicator node = comm.splitByNode();
+      Backend b = backend;
+      String failure = null;
+      if (b == null) {
+        try {
+          b = Backends.open(settings.backend(), settings.source(), new Placement(node.rank(), node.size()));
+        } catch (RuntimeException | LinkageError e) {
+          failure = e.getMessage() == null ? e.toString() : e.getMessage();
+        }
+      }
+      try {
+        agreeOnBackend(comm, b, failure);
+      } catch (RuntimeException e) {
+        node.close();
+        throw e;
+      }
+      Caches caches = Caches.of(settings.cache(), node);
+      JobTargets targets = JobTargets.gather(comm, b);
+      log.debug("mpi-build ready: {} on {}, target {} ({} in the job), cache {}", b.id(), comm.description(),
+          b.target(), targets.distinct().size(), settings.cache().enabled() ? settings.cache().dir() : "off");
+      return new Startup(comm, b, caches, targets);
+    } catch (RuntimeException e) {
+      if (ownsComm) {
+        comm.close();
+      }
+      throw e;
+    }
+  }
+
+  private static void agreeOnBackend(Communicator comm, Backend b, String failure) {
+    SortedMap<Integer, String> failures = Verdict.failures(comm, failure);
+    if (failures.isEmpty()) {
+      return;
+    }
+    if (b != null) {
+      b.close();
+    }
+    throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
+        + Verdict.describe(failures), null);
+  }
+
+  /** A caller's communicator: used, never closed by the library. */
+  private static final class Borrowed extends ForwardingCommunicator {
+    Borrowed(Communicator inner) {
+      super(inner);
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /** Releases what {@link #open} opened, in reverse order; a borrowed communicator is never closed. */
+  @Override
+  public void close() {
+    try {
+      targets.close();
+      backend.close();
+    } finally {
+      try {
+        caches.close();
+      } finally {
+        comm.close();
+      }
+    }
+  }
+}

@@ -1,0 +1,200 @@
+package org.mpibuild.support;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.mpibuild.spi.Communicator;
+import org.junit.jupiter.api.Test;
+import org.mpibuild.spi.ForwardingCommunicator;
+import org.mpibuild.internal.comm.LocalCommunicator;
+
+/** The progress engine of stream-ordered messages, with a scripted MPI and scripted device steps. */
+class StreamOrderedMessagesTest {
+  /** Two ranks as seen from rank 0; every send and receive is recorded and completes when told to. */
+  static final class ScriptedComm extends ForwardingCommunicator {
+    final List<String> started = new ArrayList<>();
+    final List<AtomicBoolean> done = new ArrayList<>();
+    ThreadLevel level = ThreadLevel.MULTIPLE;
+
+    ScriptedComm() {
+      super(new LocalCommunicator());
+    }
+
+    @Override
+    public int size() {
+      return 2;
+    }
+
+    @Override
+    public ThreadLevel threadLevel() {
+      return level;
+    }
+
+    private synchronized Request start(String what) {
+      started.add(what);
+      AtomicBoolean d = new AtomicBoolean();
+      done.add(d);
+      return new Request() {
+        @Override
+        public boolean test() {
+          return d.get();
+        }
+
+        @Override
+        public void await() {
+          while (!d.get()) {
+            Thread.onSpinWait();
+          }
+        }
+      };
+    }
+
+    @Override
+    public Request iSend(ByteBuffer buffer, int dest, int tag) {
+      return start("send " + buffer.get(0));
+    }
+
+    @Override
+    public Request iReceive(ByteBuffer buffer, int source, int tag) {
+      return start("receive " + tag);
+    }
+
+    synchronized List<String> started() {
+      return List.copyOf(started);
+    }
+  }
+
+  static final class Step implements StreamOrderedMessages.DeviceStep {
+    volatile boolean finished;
+    volatile RuntimeException error;
+    volatile boolean released;
+
+    @Override
+    public boolean finished() {
+      if (error != null) {
+        throw error;
+      }
+      return finished;
+    }
+
+    @Override
+    public void release() {
+      released = true;
+    }
+  }
+
+  static final class Gate implements StreamOrderedMessages.Gate {
+    volatile boolean opened;
+    volatile boolean failed;
+
+    @Override
+    public void open() {
+      opened = true;
+    }
+
+    @Override
+    public void fail() {
+      failed = true;
+    }
+  }
+
+  static ByteBuffer staging(int first) {
+    return ByteBuffer.allocateDirect(8).put(0, (byte) first);
+  }
+
+  static void eventually(String what, java.util.function.BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, "timed out waiting until " + what);
+      Thread.sleep(1);
+    }
+  }
+
+  @Test
+  void sendsStartInOrderOnlyOnceTheirDataIsOnTheHost() throws Exception {
+    ScriptedComm comm = new ScriptedComm();
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+      Step first = new Step();
+      Step second = new Step();
+      CompletableFuture<Void> f1 = m.send(staging(1), 1, 0, first);
+      CompletableFuture<Void> f2 = m.send(staging(2), 1, 0, second);
+      second.finished = true; // the later read finished first: it must still wait for the earlier send
+      Thread.sleep(50);
+      assertEquals(List.of(), comm.started());
+      first.finished = true;
+      eventually("both sends started", () -> comm.started().size() == 2);
+      assertEquals(List.of("send 1", "send 2"), comm.started());
+      comm.done.forEach(d -> d.set(true));
+      f1.get(5, TimeUnit.SECONDS);
+      f2.get(5, TimeUnit.SECONDS);
+      assertTrue(first.released && second.released);
+    }
+  }
+
+  @Test
+  void aReceiveOpensItsGateAfterTheMessageAndCompletesAfterTheWrite() throws Exception {
+    ScriptedComm comm = new ScriptedComm();
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+      Gate gate = new Gate();
+      Step written = new Step();
+      CompletableFuture<Void> f = m.receive(staging(0), 1, 5, gate, written);
+      eventually("the receive was posted", () -> comm.started().size() == 1);
+      Thread.sleep(20);
+      assertTrue(!gate.opened && !f.isDone());
+      comm.done.get(0).set(true);
+      eventually("the gate opened", () -> gate.opened);
+      assertTrue(!f.isDone(), "complete only when the data is on the device");
+      written.finished = true;
+      f.get(5, TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void aDeviceErrorFailsTheFutureWithTheReason() throws Exception {
+    ScriptedComm comm = new ScriptedComm();
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+      Step read = new Step();
+      CompletableFuture<Void> f = m.send(staging(1), 1, 3, read);
+      read.error = new IllegalStateException("the device command failed: CL_OUT_OF_RESOURCES");
+      CompletionException e = assertThrows(CompletionException.class, f::join);
+      assertTrue(e.getCause().getMessage().contains("send of 8 bytes to rank 1 (tag 3) failed: the device command "
+          + "failed: CL_OUT_OF_RESOURCES"), e.getCause().getMessage());
+    }
+  }
+
+  @Test
+  void closingWithOperationsInFlightFailsThemAndTheirGates() throws Exception {
+    ScriptedComm comm = new ScriptedComm();
+    StreamOrderedMessages m = new StreamOrderedMessages(comm, "test");
+    Gate gate = new Gate();
+    CompletableFuture<Void> f = m.receive(staging(0), 1, 0, gate, new Step());
+    m.close();
+    CompletionException e = assertThrows(CompletionException.class, f::join);
+    assertTrue(e.getCause().getMessage().contains("closed with 1 operation(s) in flight"), e.getCause().getMessage());
+    assertTrue(gate.failed, "work queued behind the gate must not wait forever");
+    assertThrows(IllegalStateException.class, () -> m.send(staging(1), 1, 0, new Step()));
+  }
+
+  @Test
+  void needsThreadMultipleAndValidPeers() {
+    ScriptedComm comm = new ScriptedComm();
+    comm.level = Communicator.ThreadLevel.FUNNELED;
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> new StreamOrderedMessages(comm, "q"));
+    assertTrue(e.getMessage().contains("MPI_THREAD_FUNNELED") && e.getMessage().contains("THREAD_MULTIPLE"));
+    comm.level = Communicator.ThreadLevel.MULTIPLE;
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "q")) {
+      IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
+          () -> m.send(staging(1), 2, 0, new Step()));
+      assertTrue(bad.getMessage().contains("rank 2 is out of range"), bad.getMessage());
+      assertThrows(IllegalArgumentException.class, () -> m.send(staging(1), 1, -1, new Step()));
+    }
+  }
+}
