@@ -4,7 +4,7 @@ import java.util.List;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NamedKernels;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * The kernel a build returns: the backend's loaded program, with the envelope and the statistics. It is a

@@ -18,7 +18,7 @@ import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.startup.Startup;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * Builds kernels once per job instead of once per rank: the root compiles, broadcasts the binary, and

@@ -98,7 +98,7 @@ public final class MpiBuildBuilder {
    * @return this builder
    */
   public MpiBuildBuilder cacheDirectory(Path dir) {
-    if (CoreSettings.CACHE.read(source) == org.mpibuild.internal.cache.CacheSettings.Access.OFF) {
+    if (CoreSettings.CACHE.read(source) == org.mpibuild.internal.settings.CacheSettings.Access.OFF) {
       set(CoreSettings.CACHE, "on");
     }
     return set(CoreSettings.CACHE_DIR, dir.toAbsolutePath().toString());

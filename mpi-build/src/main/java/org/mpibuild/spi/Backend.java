@@ -5,7 +5,6 @@ import java.util.List;
 import java.util.ServiceLoader;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.startup.Backends;
-import org.mpibuild.support.UseGuard;
 
 /**
  * A compiler and loader for one kind of device, bound to this rank's device.

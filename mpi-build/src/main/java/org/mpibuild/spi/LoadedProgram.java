@@ -2,7 +2,6 @@ package org.mpibuild.spi;
 
 import java.util.List;
 import org.mpibuild.internal.startup.Backends;
-import org.mpibuild.support.UseGuard;
 
 /**
  * A program loaded on a device, with its kernels created. Backends return their own public type, which

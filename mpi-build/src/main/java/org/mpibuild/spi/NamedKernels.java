@@ -5,7 +5,6 @@ import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.mpibuild.support.UseGuard;
 
 /**
  * The kernels of a loaded program by name, in the order of the request, for a backend's

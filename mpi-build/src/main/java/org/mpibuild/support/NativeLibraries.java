@@ -75,10 +75,10 @@ public final class NativeLibraries {
       }
       PosixFileAttributes a = Files.readAttributes(dir,
           PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-      if (!a.isDirectory() || !org.mpibuild.internal.cache.Ownership.mine(dir) || !PRIVATE.containsAll(a.permissions())) {
-        throw new IOException(dir + " is not a private directory of yours, " + org.mpibuild.internal.cache.Ownership.me()
+      if (!a.isDirectory() || !org.mpibuild.support.Ownership.mine(dir) || !PRIVATE.containsAll(a.permissions())) {
+        throw new IOException(dir + " is not a private directory of yours, " + org.mpibuild.support.Ownership.me()
             + " (" + (a.isSymbolicLink() ? "a link" : a.isDirectory() ? "owned by "
-            + org.mpibuild.internal.cache.Ownership.owner(dir) + ", mode "
+            + org.mpibuild.support.Ownership.owner(dir) + ", mode "
             + PosixFilePermissions.toString(a.permissions()) : "not a directory")
             + "); remove it, or set XDG_RUNTIME_DIR to a private directory");
       }
@@ -98,7 +98,7 @@ public final class NativeLibraries {
       return name;
     }
     try {
-      return Integer.toString(org.mpibuild.internal.cache.Ownership.processUid());
+      return Integer.toString(org.mpibuild.support.Ownership.processUid());
     } catch (IOException e) {
       throw new UncheckedIOException("no private directory for native libraries: cannot find this process's uid", e);
     }

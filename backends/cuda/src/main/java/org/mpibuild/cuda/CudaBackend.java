@@ -51,7 +51,7 @@ import org.mpibuild.support.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.support.NativeLibraries;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -16,7 +16,7 @@ import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NamedKernels;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * The CUDA view of a {@link org.mpibuild.Kernel}: a module loaded through the driver API and its

@@ -28,7 +28,7 @@ import jcuda.driver.CUstreamWaitValue_flags;
 import jcuda.driver.JCudaDriver;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.support.StreamOrderedMessages;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of

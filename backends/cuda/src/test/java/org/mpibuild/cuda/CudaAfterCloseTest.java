@@ -13,7 +13,7 @@ import jcuda.driver.CUmodule;
 import jcuda.driver.CUstream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /**

@@ -64,7 +64,7 @@ import org.mpibuild.support.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.support.NativeLibraries;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 
 /** The OpenCL backend on one device, through JOCL. Calls are checked by return code, never by JOCL's global exception switch. */
 final class OpenClBackend implements Backend {

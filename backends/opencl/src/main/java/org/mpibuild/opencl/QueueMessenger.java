@@ -26,7 +26,7 @@ import org.jocl.cl_event;
 import org.jocl.cl_mem;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.support.StreamOrderedMessages;
-import org.mpibuild.support.UseGuard;
+import org.mpibuild.spi.UseGuard;
 
 /**
  * MPI messages ordered with an OpenCL command queue, with no host synchronization in between:

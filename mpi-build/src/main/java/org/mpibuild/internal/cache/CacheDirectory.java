@@ -23,6 +23,8 @@ import java.util.regex.Pattern;
 import org.mpibuild.support.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.mpibuild.internal.settings.CacheSettings;
+import org.mpibuild.support.Ownership;
 
 /**
  * The cache's directory: opening it (private to the user unless declared shared), its tag, its three

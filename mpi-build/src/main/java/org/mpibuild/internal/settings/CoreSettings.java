@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.mpibuild.internal.cache.CacheSettings;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.internal.comm.Backoff;
 

@@ -5,7 +5,6 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
-import org.mpibuild.internal.cache.CacheSettings;
 import org.mpibuild.spi.SettingSource;
 import org.mpibuild.internal.comm.Backoff;
 

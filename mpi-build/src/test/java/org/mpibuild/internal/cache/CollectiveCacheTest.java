@@ -22,6 +22,7 @@ import org.mpibuild.testkit.FakeBackend;
 import org.mpibuild.internal.protocol.JobCounters;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.testkit.InProcessCommunicator;
+import org.mpibuild.internal.settings.CacheSettings;
 
 /** The cache inside the collective protocol, with several ranks in one JVM and a real directory. */
 class CollectiveCacheTest {

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
+import org.mpibuild.internal.settings.CacheSettings;
 
 public class KernelCacheTest {
   static final String KEY = "ab".repeat(32);

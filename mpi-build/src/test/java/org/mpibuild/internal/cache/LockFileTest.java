@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.internal.settings.CacheSettings;
 
 /** Single flight across processes: real second processes hold, die with, and hand over the lock. */
 class LockFileTest {

@@ -1,8 +1,7 @@
-package org.mpibuild.internal.cache;
+package org.mpibuild.internal.settings;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import org.mpibuild.internal.settings.CoreSettings;
 import org.mpibuild.spi.SettingSource;
 
 /**

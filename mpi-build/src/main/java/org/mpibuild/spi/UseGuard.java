@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.spi;
 
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
