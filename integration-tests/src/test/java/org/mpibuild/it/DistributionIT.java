@@ -58,8 +58,8 @@ class DistributionIT {
   @Test
   void noModuleImportsTheCoresInternals() throws IOException {
     List<String> offenders = new ArrayList<>();
-    for (String module : List.of("bindings", "backends", "cli", "examples", "benchmarks", "integration-tests",
-        "testkit")) {
+    for (String module : List.of("bindings", "backends", "cli", "examples", "programs", "benchmarks",
+        "integration-tests", "testkit")) {
       try (Stream<Path> files = Files.walk(REPO.resolve(module))) {
         files.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/target/")).forEach(f -> {
           try {

@@ -205,8 +205,8 @@ class DockerIT {
     try (Cluster cluster = new Cluster(3, shared)) {
       Map<String, String> env = Map.of("MPI_BUILD_CACHE_DIR", "/shared/cache");
       java.util.concurrent.Future<Container.ExecResult> job = pool.submit(() -> cluster.nodes.get(0).execInContainer(
-          "bash", "-c", Cluster.job(env, 3, "run -np 6 -cp 'integration-tests/target/mpi-build-programs.jar:"
-              + "integration-tests/target/lib/*' org.mpibuild.programs.Faults slow-compile")));
+          "bash", "-c", Cluster.job(env, 3, "run -np 6 -cp 'programs/target/mpi-build-programs.jar:"
+              + "programs/target/lib/*' org.mpibuild.programs.Faults slow-compile")));
       awaitRootCompile(shared.resolve("cache/locks"), 90);
       GenericContainer<?> node3 = cluster.nodes.get(2);
       long killed = System.nanoTime();

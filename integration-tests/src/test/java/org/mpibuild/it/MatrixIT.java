@@ -45,7 +45,7 @@ class MatrixIT {
    */
   static final String CLI = Stream.of(System.getenv().getOrDefault("PATH", "").split(":"))
       .anyMatch(d -> Files.isExecutable(Path.of(d, "podman"))) ? "podman" : "docker";
-  static final Path LIB = Mpirun.REPO.resolve("integration-tests/target/lib");
+  static final Path LIB = Mpirun.REPO.resolve("programs/target/lib");
   private static final Pattern LAUNCH = Pattern.compile("^LAUNCH ranks=(\\d+) rc=(\\d+) millis=(\\d+)$");
   private static final Pattern CELL_JAR = Pattern.compile("^CELL jar=(\\S+) sha256=(\\S+)$");
   private static final Pattern CELL = Pattern.compile("^CELL os=(\\S+) mpi=(\\S+) version=(\\S+) java=(\\S+)$");

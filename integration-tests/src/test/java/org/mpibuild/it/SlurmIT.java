@@ -138,7 +138,7 @@ class SlurmIT {
   @Test
   void theLibraryFindsItsRanksUnderSrunOnEitherBinding() throws Exception {
     String program = "srun --mpi=pmix /opt/mpi-build/bin/mpi-build-rank -cp "
-        + "'/opt/mpi-build/integration-tests/target/mpi-build-programs.jar:/opt/mpi-build/integration-tests/target/lib/*' "
+        + "'/opt/mpi-build/programs/target/mpi-build-programs.jar:/opt/mpi-build/programs/target/lib/*' "
         + "org.mpibuild.programs.Portable\n";
     // The image's Java 17: the mpi.jar binding, chosen with no flag.
     String jar = cluster.sbatch("portable-mpijava", "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n"
@@ -157,7 +157,7 @@ class SlurmIT {
 
   @Test
   void precompileAsAStepSpreadsTheCompilesAndTheNextStepStartsWarm() throws Exception {
-    String programs = "'integration-tests/target/mpi-build-programs.jar:integration-tests/target/lib/*'";
+    String programs = "'programs/target/mpi-build-programs.jar:programs/target/lib/*'";
     String script = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\nset -e\n"
         + "cd /opt/mpi-build\n"
         // A first job records its kernels: the demo's, and a batch of 8.
@@ -207,7 +207,7 @@ class SlurmIT {
     String script = "#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=2\n#SBATCH --output=/shared/cancel.out\n"
         + "export MPI_BUILD_CACHE_DIR=/shared/cancel-cache\n"
         + "srun --mpi=pmix /opt/mpi-build/bin/mpi-build-rank -cp "
-        + "'/opt/mpi-build/integration-tests/target/mpi-build-programs.jar:/opt/mpi-build/integration-tests/target/lib/*' "
+        + "'/opt/mpi-build/programs/target/mpi-build-programs.jar:/opt/mpi-build/programs/target/lib/*' "
         + "org.mpibuild.programs.Faults slow-compile\n";
     Files.writeString(shared.resolve("cancel.sbatch"), script);
     String submitted = cluster.onController("cd /shared && sbatch cancel.sbatch");
