@@ -51,6 +51,7 @@ import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NativeLibraries;
+import org.mpibuild.spi.Placement;
 import org.mpibuild.spi.UseGuard;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -109,7 +110,15 @@ final class CudaBackend implements Backend {
     OPEN.add(this);
   }
 
-  static CudaBackend open(CudaSettings settings) {
+  /**
+   * Opens the backend on this rank's GPU, {@code MPI_BUILD_CUDA_DEVICE} or else the one of its rank among its
+   * node's ranks ({@link #ordinal}); without a GPU, only when the targets are named.
+   *
+   * @param settings the backend's settings
+   * @param placement this rank's rank among the ranks of its node, from the communicator
+   * @throws BackendUnavailableException if no compiler can run, or there is no GPU and no target is named
+   */
+  static CudaBackend open(CudaSettings settings, Placement placement) {
     String problem = loadDriver();
     CUdevice device = null;
     CUcontext context = null;
@@ -120,11 +129,7 @@ final class CudaBackend implements Backend {
       if (rc != CUresult.CUDA_SUCCESS || count[0] == 0) {
         problem = "no CUDA device (cuDeviceGetCount: " + CUresult.stringFor(rc) + ", " + count[0] + " devices)";
       } else {
-        int ordinal = settings.deviceOrdinal() != null ? settings.deviceOrdinal() : localRank() % count[0];
-        if (ordinal < 0 || ordinal >= count[0]) {
-          throw new BackendUnavailableException("CUDA backend unavailable: MPI_BUILD_CUDA_DEVICE=" + ordinal
-              + " but this node has " + count[0] + " GPUs", null);
-        }
+        int ordinal = ordinal(settings.deviceOrdinal(), placement, count[0]);
         device = new CUdevice();
         CudaKernel.check(cuDeviceGet(device, ordinal), "cuDeviceGet");
         int[] major = new int[1];
@@ -627,18 +632,22 @@ final class CudaBackend implements Backend {
     return LibUtils.createLibraryFileName(LibUtils.createPlatformLibraryName(base + "-" + JCudaVersion.get()));
   }
 
-  private static int localRank() {
-    for (String v : new String[] {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-      String s = System.getenv(v);
-      if (s != null) {
-        try {
-          return Integer.parseInt(s.trim());
-        } catch (NumberFormatException e) {
-          // try the next
-        }
-      }
+  /**
+   * The ordinal of this rank's GPU: {@code MPI_BUILD_CUDA_DEVICE} if set, else the rank's rank among the ranks
+   * of its node modulo the node's GPUs, so that the ranks of a node spread over its GPUs.
+   *
+   * @param configured {@code MPI_BUILD_CUDA_DEVICE}, or null
+   * @param placement this rank's rank among the ranks of its node, from the communicator
+   * @param deviceCount the node's GPUs, at least 1
+   * @throws BackendUnavailableException if {@code MPI_BUILD_CUDA_DEVICE} names no GPU of the node
+   */
+  static int ordinal(Integer configured, Placement placement, int deviceCount) {
+    int ordinal = configured != null ? configured : placement.nodeRank() % deviceCount;
+    if (ordinal < 0 || ordinal >= deviceCount) {
+      throw new BackendUnavailableException("CUDA backend unavailable: MPI_BUILD_CUDA_DEVICE=" + ordinal
+          + " but this node has " + deviceCount + " GPUs", null);
     }
-    return 0;
+    return ordinal;
   }
 
 

@@ -29,7 +29,7 @@ class CudaFatbinCompileTest {
 
   /** Builds with nvcc only (never NVRTC), so that several architectures give one fatbin. */
   static CudaBackend nvccFor(String archs) {
-    return CudaBackend.open(new CudaSettings(CudaArch.parse(archs), List.of("nvcc"), CudaSettings.findNvcc(), null));
+    return CudaBuildTest.open(new CudaSettings(CudaArch.parse(archs), List.of("nvcc"), CudaSettings.findNvcc(), null));
   }
 
   static Compilation compile(CudaBackend backend, List<String> rankTargets) {
