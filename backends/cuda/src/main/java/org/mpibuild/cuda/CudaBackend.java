@@ -1,12 +1,6 @@
 package org.mpibuild.cuda;
 
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
-import static jcuda.driver.JCudaDriver.cuDeviceGet;
-import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
-import static jcuda.driver.JCudaDriver.cuDeviceGetCount;
-import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
-import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
-import static jcuda.driver.JCudaDriver.cuInit;
 import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
 import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
 import static jcuda.driver.JCudaDriver.cuModuleUnload;
@@ -28,17 +22,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-import jcuda.JCudaVersion;
-import jcuda.LibUtils;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
-import jcuda.driver.CUdevice;
-import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUjit_option;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
-import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
 import jcuda.nvrtc.JNvrtc;
 import jcuda.nvrtc.nvrtcProgram;
@@ -50,7 +39,6 @@ import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
-import org.mpibuild.spi.NativeLibraries;
 import org.mpibuild.spi.Placement;
 import org.mpibuild.spi.UseGuard;
 import org.slf4j.Logger;
@@ -73,15 +61,12 @@ final class CudaBackend implements Backend {
   private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
   private static final Pattern NVCC_VERSION = Pattern.compile("release [0-9.]+, (V[0-9.]+)");
 
-  private static String driverProblem;
-  private static boolean driverReady;
   private static String nvrtcProblem;
   private static String nvrtcVersion;
 
   private final CudaSettings settings;
-  private final CUdevice device;
-  private final CUcontext context;
-  private final String arch;
+  /** This rank's GPU, or null (then {@link #deviceProblem} says why). */
+  private final CudaDevice device;
   private final String deviceProblem;
   private final String nvccVersion;
   private final String nvccProblem;
@@ -98,13 +83,10 @@ final class CudaBackend implements Backend {
   /** The backends not closed yet, to find the owner of a context that a messenger is opened on. */
   private static final Set<CudaBackend> OPEN = ConcurrentHashMap.newKeySet();
 
-  private CudaBackend(CudaSettings settings, CUdevice device, CUcontext context, String arch, String deviceProblem,
-      String nvccVersion, String nvccProblem) {
+  private CudaBackend(CudaSettings settings, DeviceProbe.Found gpu, String nvccVersion, String nvccProblem) {
     this.settings = settings;
-    this.device = device;
-    this.context = context;
-    this.arch = arch;
-    this.deviceProblem = deviceProblem;
+    this.device = gpu.device();
+    this.deviceProblem = gpu.problem();
     this.nvccVersion = nvccVersion;
     this.nvccProblem = nvccProblem;
     OPEN.add(this);
@@ -112,35 +94,14 @@ final class CudaBackend implements Backend {
 
   /**
    * Opens the backend on this rank's GPU, {@code MPI_BUILD_CUDA_DEVICE} or else the one of its rank among its
-   * node's ranks ({@link #ordinal}); without a GPU, only when the targets are named.
+   * node's ranks ({@link DeviceProbe#ordinal}); without a GPU, only when the targets are named.
    *
    * @param settings the backend's settings
    * @param placement this rank's rank among the ranks of its node, from the communicator
    * @throws BackendUnavailableException if no compiler can run, or there is no GPU and no target is named
    */
   static CudaBackend open(CudaSettings settings, Placement placement) {
-    String problem = loadDriver();
-    CUdevice device = null;
-    CUcontext context = null;
-    String arch = null;
-    if (problem == null) {
-      int[] count = new int[1];
-      int rc = cuDeviceGetCount(count);
-      if (rc != CUresult.CUDA_SUCCESS || count[0] == 0) {
-        problem = "no CUDA device (cuDeviceGetCount: " + CUresult.stringFor(rc) + ", " + count[0] + " devices)";
-      } else {
-        int ordinal = ordinal(settings.deviceOrdinal(), placement, count[0]);
-        device = new CUdevice();
-        CudaKernel.check(cuDeviceGet(device, ordinal), "cuDeviceGet");
-        int[] major = new int[1];
-        int[] minor = new int[1];
-        cuDeviceGetAttribute(major, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-        cuDeviceGetAttribute(minor, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-        arch = "sm_" + major[0] + minor[0];
-        context = new CUcontext();
-        CudaKernel.check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
-      }
-    }
+    DeviceProbe.Found gpu = DeviceProbe.probe(settings.deviceOrdinal(), placement);
     String nvccVersion = null;
     String nvccProblem = null;
     if (settings.nvcc() == null) {
@@ -157,11 +118,11 @@ final class CudaBackend implements Backend {
       throw new BackendUnavailableException("CUDA backend unavailable: no CUDA compiler (nvcc: " + nvccProblem
           + "; NVRTC: " + nvrtcProblem + ")", null);
     }
-    if (device == null && settings.explicitArchs().isEmpty()) {
-      throw new BackendUnavailableException("CUDA backend unavailable: " + problem
+    if (gpu.device() == null && settings.explicitArchs().isEmpty()) {
+      throw new BackendUnavailableException("CUDA backend unavailable: " + gpu.problem()
           + "; to build without a GPU, name the targets with MPI_BUILD_CUDA_ARCH (for example sm_90)", null);
     }
-    return new CudaBackend(settings, device, context, arch, problem, nvccVersion, nvccProblem);
+    return new CudaBackend(settings, gpu, nvccVersion, nvccProblem);
   }
 
   boolean hasDevice() {
@@ -180,7 +141,7 @@ final class CudaBackend implements Backend {
   /** This rank's GPU architecture, or {@code none} on a rank without a GPU (compile-only). */
   @Override
   public String target() {
-    return arch == null ? "none" : arch;
+    return device == null ? "none" : device.arch();
   }
 
   @Override
@@ -226,7 +187,7 @@ final class CudaBackend implements Backend {
 
   @Override
   public boolean canLoad(String binaryTarget) {
-    return arch != null && CudaArch.runs(binaryTarget, arch);
+    return device != null && CudaArch.runs(binaryTarget, device.arch());
   }
 
   @Override
@@ -278,14 +239,14 @@ final class CudaBackend implements Backend {
     CudaBinaryContents contents = null;
     try {
       contents = CudaBinaryContents.read(bytes);
-      String warning = loadWarning(contents, arch);
+      String warning = loadWarning(contents, device.arch());
       if (warning != null) {
         log.warn(warning);
       }
     } catch (CudaBinaryFormatException e) {
       log.warn("cannot list what the CUDA binary holds ({}); loading it anyway", e.getMessage());
     }
-    CudaKernel.check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+    CudaKernel.check(cuCtxSetCurrent(device.context()), "cuCtxSetCurrent");
     CUmodule module = new CUmodule();
     JITOptions jit = new JITOptions();
     byte[] errors = new byte[16384];
@@ -296,7 +257,7 @@ final class CudaBackend implements Backend {
       String jitLog = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
       throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)
           + (jitLog == null || jitLog.isBlank() ? "" : ": " + jitLog.strip())
-          + (contents == null ? "" : " (the binary is a " + contents.summary() + "; this GPU is " + arch + ")"));
+          + (contents == null ? "" : " (the binary is a " + contents.summary() + "; this GPU is " + device.arch() + ")"));
     }
     Map<String, CUfunction> functions = new LinkedHashMap<>();
     for (String name : kernelNames) {
@@ -309,7 +270,7 @@ final class CudaBackend implements Backend {
       }
       functions.put(name, f);
     }
-    return new CudaKernel(context, module, functions, guard);
+    return new CudaKernel(device.context(), module, functions, guard);
   }
 
   /**
@@ -320,7 +281,7 @@ final class CudaBackend implements Backend {
   public void close() {
     OPEN.remove(this);
     if (guard.close("its MpiBuild was closed") && device != null) {
-      cuDevicePrimaryCtxRelease(device);
+      device.release();
     }
   }
 
@@ -337,7 +298,7 @@ final class CudaBackend implements Backend {
    */
   static CudaBackend owning(CUcontext context) {
     for (CudaBackend b : OPEN) {
-      if (b.context != null && b.context.equals(context)) {
+      if (b.device != null && b.device.context().equals(context)) {
         return b;
       }
     }
@@ -586,32 +547,6 @@ final class CudaBackend implements Backend {
     }
   }
 
-  /**
-   * Loads JCuda's driver binding and initializes the driver, once per process, from this user's private
-   * directory (see {@link NativeLibraries#loadPrivately}): never a half-written file, never another user's.
-   */
-  private static synchronized String loadDriver() {
-    if (driverReady || driverProblem != null) {
-      return driverProblem;
-    }
-    try {
-      int[] initialized = new int[1];
-      NativeLibraries.loadPrivately(JCudaDriver.class, nativeFile("JCudaDriver"), () -> initialized[0] = cuInit(0));
-      int rc = initialized[0];
-      if (rc == CUresult.CUDA_ERROR_NO_DEVICE) {
-        driverProblem = "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)";
-      } else if (rc != CUresult.CUDA_SUCCESS) {
-        driverProblem = "cuInit failed: " + CUresult.stringFor(rc);
-      } else {
-        driverReady = true;
-      }
-    } catch (LinkageError | RuntimeException e) {
-      driverProblem = "no CUDA driver (libcuda.so.1 cannot be loaded: " + BackendSupport.firstLine(e) + ")";
-      log.debug("CUDA driver probe failed", e);
-    }
-    return driverProblem;
-  }
-
   private static synchronized void loadNvrtc() {
     if (nvrtcVersion != null || nvrtcProblem != null) {
       return;
@@ -619,37 +554,13 @@ final class CudaBackend implements Backend {
     try {
       int[] major = new int[1];
       int[] minor = new int[1];
-      NativeLibraries.loadPrivately(JNvrtc.class, nativeFile("JNvrtc"),
-          () -> check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion"));
+      JCudaNatives.load(JNvrtc.class, "JNvrtc", () -> check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion"));
       nvrtcVersion = major[0] + "." + minor[0];
     } catch (LinkageError | RuntimeException e) {
       nvrtcProblem = "libnvrtc cannot be loaded (" + BackendSupport.firstLine(e) + ")";
       log.debug("NVRTC probe failed", e);
     }
   }
-
-  private static String nativeFile(String base) {
-    return LibUtils.createLibraryFileName(LibUtils.createPlatformLibraryName(base + "-" + JCudaVersion.get()));
-  }
-
-  /**
-   * The ordinal of this rank's GPU: {@code MPI_BUILD_CUDA_DEVICE} if set, else the rank's rank among the ranks
-   * of its node modulo the node's GPUs, so that the ranks of a node spread over its GPUs.
-   *
-   * @param configured {@code MPI_BUILD_CUDA_DEVICE}, or null
-   * @param placement this rank's rank among the ranks of its node, from the communicator
-   * @param deviceCount the node's GPUs, at least 1
-   * @throws BackendUnavailableException if {@code MPI_BUILD_CUDA_DEVICE} names no GPU of the node
-   */
-  static int ordinal(Integer configured, Placement placement, int deviceCount) {
-    int ordinal = configured != null ? configured : placement.nodeRank() % deviceCount;
-    if (ordinal < 0 || ordinal >= deviceCount) {
-      throw new BackendUnavailableException("CUDA backend unavailable: MPI_BUILD_CUDA_DEVICE=" + ordinal
-          + " but this node has " + deviceCount + " GPUs", null);
-    }
-    return ordinal;
-  }
-
 
   private static void deleteTree(Path dir) {
     try {
