@@ -5,23 +5,13 @@ import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
 import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
 import static jcuda.driver.JCudaDriver.cuModuleUnload;
 
-import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUfunction;
@@ -29,14 +19,9 @@ import jcuda.driver.CUjit_option;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.JITOptions;
-import jcuda.nvrtc.JNvrtc;
-import jcuda.nvrtc.nvrtcProgram;
-import jcuda.nvrtc.nvrtcResult;
 import org.mpibuild.BackendUnavailableException;
-import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Backend;
-import org.mpibuild.spi.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.Placement;
@@ -59,17 +44,13 @@ import org.slf4j.LoggerFactory;
  */
 final class CudaBackend implements Backend {
   private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
-  private static final Pattern NVCC_VERSION = Pattern.compile("release [0-9.]+, (V[0-9.]+)");
 
-  private static String nvrtcProblem;
-  private static String nvrtcVersion;
 
   private final CudaSettings settings;
   /** This rank's GPU, or null (then {@link #deviceProblem} says why). */
   private final CudaDevice device;
   private final String deviceProblem;
-  private final String nvccVersion;
-  private final String nvccProblem;
+  private final CompilerChoice compilers;
   /**
    * The rank targets the last {@link #buildTarget(List)} call was given, and what it returned: the compile
    * that follows checks the binary against them (a backend is used by one thread at a time).
@@ -83,12 +64,11 @@ final class CudaBackend implements Backend {
   /** The backends not closed yet, to find the owner of a context that a messenger is opened on. */
   private static final Set<CudaBackend> OPEN = ConcurrentHashMap.newKeySet();
 
-  private CudaBackend(CudaSettings settings, DeviceProbe.Found gpu, String nvccVersion, String nvccProblem) {
+  private CudaBackend(CudaSettings settings, DeviceProbe.Found gpu, CompilerChoice compilers) {
     this.settings = settings;
     this.device = gpu.device();
     this.deviceProblem = gpu.problem();
-    this.nvccVersion = nvccVersion;
-    this.nvccProblem = nvccProblem;
+    this.compilers = compilers;
     OPEN.add(this);
   }
 
@@ -102,27 +82,12 @@ final class CudaBackend implements Backend {
    */
   static CudaBackend open(CudaSettings settings, Placement placement) {
     DeviceProbe.Found gpu = DeviceProbe.probe(settings.deviceOrdinal(), placement);
-    String nvccVersion = null;
-    String nvccProblem = null;
-    if (settings.nvcc() == null) {
-      nvccProblem = "nvcc not found on the PATH, in CUDA_HOME or /usr/local/cuda (set MPI_BUILD_NVCC)";
-    } else {
-      try {
-        nvccVersion = nvccVersion(settings.nvcc());
-      } catch (IOException e) {
-        nvccProblem = "cannot run " + settings.nvcc() + ": " + e.getMessage();
-      }
-    }
-    loadNvrtc();
-    if (nvccProblem != null && nvrtcProblem != null) {
-      throw new BackendUnavailableException("CUDA backend unavailable: no CUDA compiler (nvcc: " + nvccProblem
-          + "; NVRTC: " + nvrtcProblem + ")", null);
-    }
+    CompilerChoice compilers = CompilerChoice.probe(settings);
     if (gpu.device() == null && settings.explicitArchs().isEmpty()) {
       throw new BackendUnavailableException("CUDA backend unavailable: " + gpu.problem()
           + "; to build without a GPU, name the targets with MPI_BUILD_CUDA_ARCH (for example sm_90)", null);
     }
-    return new CudaBackend(settings, gpu, nvccVersion, nvccProblem);
+    return new CudaBackend(settings, gpu, compilers);
   }
 
   boolean hasDevice() {
@@ -177,7 +142,7 @@ final class CudaBackend implements Backend {
 
   @Override
   public String compilerIdentity(String buildTarget) {
-    return choose(buildTarget).identity;
+    return compilers.forTarget(buildTarget).identity(buildTarget);
   }
 
   @Override
@@ -202,23 +167,12 @@ final class CudaBackend implements Backend {
           + " functions; use extern \"C\" names");
     }
     List<String> archs = CudaArch.parse(buildTarget);
-    Compiler c = choose(buildTarget);
-    byte[] binary;
-    String buildLog;
-    if (c.nvrtc) {
-      String[] out = new String[1];
-      binary = nvrtc(request, archs.get(0), out);
-      buildLog = out[0];
-    } else {
-      String[] out = new String[1];
-      binary = nvcc(request, archs, out);
-      buildLog = out[0];
-    }
+    CudaCompiler.Output out = compilers.forTarget(buildTarget).compile(request, archs);
     JobBuild job = lastBuild;
     List<String> rankTargets = job != null && job.target().equals(buildTarget) ? job.rankTargets() : List.of(target());
-    buildLog = withCoverage(buildLog, coverage(binary, archs, rankTargets));
-    LoadedProgram program = canLoad(buildTarget) ? load(binary, request.kernelNames()) : null;
-    return new Compilation(program, binary, buildLog);
+    String buildLog = withCoverage(out.log(), coverage(out.binary(), archs, rankTargets));
+    LoadedProgram program = canLoad(buildTarget) ? load(out.binary(), request.kernelNames()) : null;
+    return new Compilation(program, out.binary(), buildLog);
   }
 
   @Override
@@ -407,166 +361,5 @@ final class CudaBackend implements Backend {
     }
     coverage.lines().forEach(l -> b.append(l).append('\n'));
     return b.toString();
-  }
-
-  /** The compiler for a build target, following the configured order. */
-  private record Compiler(boolean nvrtc, String identity) {}
-
-  private Compiler choose(String buildTarget) {
-    int archCount = CudaArch.parse(buildTarget).size();
-    StringBuilder why = new StringBuilder();
-    for (String c : settings.compilerOrder()) {
-      if (c.equals("nvrtc")) {
-        if (nvrtcProblem != null) {
-          why.append(" NVRTC: ").append(nvrtcProblem).append(';');
-        } else if (archCount > 1) {
-          why.append(" NVRTC: builds one architecture at a time, not a fatbin;");
-        } else {
-          return new Compiler(true, "nvrtc " + nvrtcVersion + " flags=--gpu-architecture=" + buildTarget);
-        }
-      } else if (nvccProblem != null) {
-        why.append(" nvcc: ").append(nvccProblem).append(';');
-      } else {
-        return new Compiler(false, "nvcc " + settings.nvcc() + " " + nvccVersion + " flags="
-            + String.join(" ", nvccTargetFlags(CudaArch.parse(buildTarget))));
-      }
-    }
-    throw new IllegalStateException("no CUDA compiler can build [" + buildTarget + "]:" + why);
-  }
-
-  static List<String> nvccTargetFlags(List<String> archs) {
-    List<String> flags = new ArrayList<>();
-    if (archs.size() == 1) {
-      flags.add("-cubin");
-      flags.add("-arch=" + archs.get(0));
-      return flags;
-    }
-    flags.add("-fatbin");
-    for (String a : archs) {
-      String n = a.substring("sm_".length());
-      flags.add("-gencode");
-      flags.add("arch=compute_" + n + ",code=sm_" + n);
-    }
-    String newest = archs.get(archs.size() - 1).substring("sm_".length());
-    flags.add("-gencode");
-    flags.add("arch=compute_" + newest + ",code=compute_" + newest);
-    return flags;
-  }
-
-  private byte[] nvcc(KernelSource request, List<String> archs, String[] logOut) {
-    Path dir = null;
-    try {
-      dir = Files.createTempDirectory("mpi-build-nvcc", PosixFilePermissions.asFileAttribute(
-          PosixFilePermissions.fromString("rwx------")));
-      Path src = dir.resolve("kernel.cu");
-      Path out = dir.resolve(archs.size() == 1 ? "kernel.cubin" : "kernel.fatbin");
-      Files.writeString(src, request.source());
-      List<String> cmd = new ArrayList<>();
-      cmd.add(settings.nvcc().toString());
-      cmd.addAll(nvccTargetFlags(archs));
-      cmd.addAll(splitOptions(request.options()));
-      cmd.add("-o");
-      cmd.add(out.toString());
-      cmd.add(src.toString());
-      Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
-      p.getOutputStream().close();
-      String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      BackendSupport.awaitOrKill(p, "nvcc");
-      logOut[0] = output;
-      if (p.exitValue() != 0) {
-        Matcher bad = Pattern.compile("(?m)^nvcc fatal\\s*:\\s*(Unknown option.*)$").matcher(output);
-        if (bad.find()) {
-          throw new IllegalArgumentException("invalid build options '" + request.options() + "': " + bad.group(1));
-        }
-        throw new CompileException("nvcc failed with exit status " + p.exitValue(), output);
-      }
-      return Files.readAllBytes(out);
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot run nvcc " + settings.nvcc() + ": " + e.getMessage(), e);
-    } finally {
-      deleteTree(dir);
-    }
-  }
-
-  private static byte[] nvrtc(KernelSource request, String arch, String[] logOut) {
-    nvrtcProgram prog = new nvrtcProgram();
-    check(JNvrtc.nvrtcCreateProgram(prog, request.source(), "kernel.cu", 0, null, null), "nvrtcCreateProgram");
-    try {
-      List<String> options = new ArrayList<>();
-      options.add("--gpu-architecture=" + arch);
-      options.addAll(splitOptions(request.options()));
-      int rc = JNvrtc.nvrtcCompileProgram(prog, options.size(), options.toArray(new String[0]));
-      String[] log = new String[1];
-      JNvrtc.nvrtcGetProgramLog(prog, log);
-      logOut[0] = log[0] == null ? "" : log[0];
-      if (rc == nvrtcResult.NVRTC_ERROR_INVALID_OPTION) {
-        throw new IllegalArgumentException("invalid build options '" + request.options() + "': " + logOut[0].strip());
-      }
-      if (rc != nvrtcResult.NVRTC_SUCCESS) {
-        throw new CompileException("NVRTC failed: " + nvrtcResult.stringFor(rc), logOut[0]);
-      }
-      long[] size = new long[1];
-      check(JNvrtc.nvrtcGetCUBINSize(prog, size), "nvrtcGetCUBINSize");
-      byte[] cubin = new byte[(int) size[0]];
-      check(JNvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN");
-      return cubin;
-    } finally {
-      JNvrtc.nvrtcDestroyProgram(prog);
-    }
-  }
-
-  /** Splits options on whitespace, keeping double-quoted parts together; no shell is involved. */
-  static List<String> splitOptions(String options) {
-    List<String> out = new ArrayList<>();
-    Matcher m = Pattern.compile("\"([^\"]*)\"|(\\S+)").matcher(options);
-    while (m.find()) {
-      out.add(m.group(1) != null ? m.group(1) : m.group(2));
-    }
-    return out;
-  }
-
-  private static void check(int rc, String what) {
-    if (rc != nvrtcResult.NVRTC_SUCCESS) {
-      throw new IllegalStateException(what + " failed: " + nvrtcResult.stringFor(rc));
-    }
-  }
-
-  static String nvccVersion(Path nvcc) throws IOException {
-    Process p = new ProcessBuilder(nvcc.toString(), "--version").redirectErrorStream(true).start();
-    try {
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-        throw new IOException("nvcc --version failed: " + out.strip());
-      }
-      Matcher m = NVCC_VERSION.matcher(out);
-      return m.find() ? m.group(1) : out.strip().replace('\n', ' ');
-    } catch (InterruptedException e) {
-      p.destroyForcibly();
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted", e);
-    }
-  }
-
-  private static synchronized void loadNvrtc() {
-    if (nvrtcVersion != null || nvrtcProblem != null) {
-      return;
-    }
-    try {
-      int[] major = new int[1];
-      int[] minor = new int[1];
-      JCudaNatives.load(JNvrtc.class, "JNvrtc", () -> check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion"));
-      nvrtcVersion = major[0] + "." + minor[0];
-    } catch (LinkageError | RuntimeException e) {
-      nvrtcProblem = "libnvrtc cannot be loaded (" + BackendSupport.firstLine(e) + ")";
-      log.debug("NVRTC probe failed", e);
-    }
-  }
-
-  private static void deleteTree(Path dir) {
-    try {
-      BackendSupport.deleteTree(dir);
-    } catch (IOException e) {
-      log.debug("cannot remove {}: {}", dir, e.toString());
-    }
   }
 }

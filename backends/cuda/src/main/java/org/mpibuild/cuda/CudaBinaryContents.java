@@ -198,7 +198,7 @@ record CudaBinaryContents(String container, List<Code> sass, List<Code> ptx) {
   }
 
   /**
-   * What nvcc builds for these architectures with {@link CudaBackend#nvccTargetFlags}: SASS for each, plus
+   * What nvcc builds for these architectures with {@link NvccCompiler#targetFlags}: SASS for each, plus
    * the PTX of the last when there are several (a single architecture gives a cubin, without PTX).
    *
    * @param archs parsed architectures ({@link CudaArch#parse})
