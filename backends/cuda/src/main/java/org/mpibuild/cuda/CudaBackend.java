@@ -1,10 +1,5 @@
 package org.mpibuild.cuda;
 
-import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
-import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
-import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
-import static jcuda.driver.JCudaDriver.cuModuleUnload;
-
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,11 +9,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
-import jcuda.driver.CUfunction;
-import jcuda.driver.CUjit_option;
-import jcuda.driver.CUmodule;
-import jcuda.driver.CUresult;
-import jcuda.driver.JITOptions;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Backend;
@@ -45,12 +35,13 @@ import org.slf4j.LoggerFactory;
 final class CudaBackend implements Backend {
   private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
 
-
   private final CudaSettings settings;
   /** This rank's GPU, or null (then {@link #deviceProblem} says why). */
   private final CudaDevice device;
   private final String deviceProblem;
   private final CompilerChoice compilers;
+  /** Loads into this rank's GPU; null without one. */
+  private final ModuleLoader loader;
   /**
    * The rank targets the last {@link #buildTarget(List)} call was given, and what it returned: the compile
    * that follows checks the binary against them (a backend is used by one thread at a time).
@@ -69,6 +60,7 @@ final class CudaBackend implements Backend {
     this.device = gpu.device();
     this.deviceProblem = gpu.problem();
     this.compilers = compilers;
+    this.loader = device == null ? null : new ModuleLoader(device, guard);
     OPEN.add(this);
   }
 
@@ -187,44 +179,10 @@ final class CudaBackend implements Backend {
   }
 
   private LoadedProgram load(ByteBuffer bytes, Pointer binary, List<String> kernelNames) {
-    if (device == null) {
+    if (loader == null) {
       throw new IllegalStateException("this rank has no GPU: " + deviceProblem);
     }
-    CudaBinaryContents contents = null;
-    try {
-      contents = CudaBinaryContents.read(bytes);
-      String warning = loadWarning(contents, device.arch());
-      if (warning != null) {
-        log.warn(warning);
-      }
-    } catch (CudaBinaryFormatException e) {
-      log.warn("cannot list what the CUDA binary holds ({}); loading it anyway", e.getMessage());
-    }
-    CudaKernel.check(cuCtxSetCurrent(device.context()), "cuCtxSetCurrent");
-    CUmodule module = new CUmodule();
-    JITOptions jit = new JITOptions();
-    byte[] errors = new byte[16384];
-    jit.putBytes(CUjit_option.CU_JIT_ERROR_LOG_BUFFER, errors);
-    jit.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, errors.length);
-    int rc = cuModuleLoadDataJIT(module, binary, jit);
-    if (rc != CUresult.CUDA_SUCCESS) {
-      String jitLog = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
-      throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)
-          + (jitLog == null || jitLog.isBlank() ? "" : ": " + jitLog.strip())
-          + (contents == null ? "" : " (the binary is a " + contents.summary() + "; this GPU is " + device.arch() + ")"));
-    }
-    Map<String, CUfunction> functions = new LinkedHashMap<>();
-    for (String name : kernelNames) {
-      CUfunction f = new CUfunction();
-      rc = cuModuleGetFunction(f, module, name);
-      if (rc != CUresult.CUDA_SUCCESS) {
-        cuModuleUnload(module);
-        throw new IllegalArgumentException("unknown kernel name '" + name + "' (" + CUresult.stringFor(rc)
-            + "): declare it extern \"C\" __global__ so that its name is not mangled");
-      }
-      functions.put(name, f);
-    }
-    return new CudaKernel(device.context(), module, functions, guard);
+    return loader.load(bytes, binary, kernelNames);
   }
 
   /**
@@ -257,26 +215,6 @@ final class CudaBackend implements Backend {
       }
     }
     return null;
-  }
-
-  /**
-   * What a rank of architecture {@code arch} should be told before loading {@code contents}: null when it
-   * runs SASS; else a warning naming its architecture and the PTX it JIT-compiles, or saying that nothing in
-   * the binary runs on it.
-   */
-  static String loadWarning(CudaBinaryContents contents, String arch) {
-    CudaBinaryContents.LoadPlan plan = contents.plan(arch);
-    switch (plan.how()) {
-      case JIT_PTX:
-        return "this GPU (" + arch + ") has no SASS in the binary (" + contents.summary() + "): the driver JIT-compiles"
-            + " the PTX " + plan.code().ptxDescription() + " now; build for " + arch + " (MPI_BUILD_CUDA_ARCH, or unset"
-            + " it to build for the job's GPUs) to load without compiling";
-      case NONE:
-        return "this GPU (" + arch + ") has neither SASS nor PTX it can JIT-compile in the binary ("
-            + contents.summary() + "): the load will fail";
-      default:
-        return null;
-    }
   }
 
   /**
