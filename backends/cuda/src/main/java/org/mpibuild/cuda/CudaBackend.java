@@ -2,9 +2,7 @@ package org.mpibuild.cuda;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import jcuda.Pointer;
@@ -16,8 +14,6 @@ import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.Placement;
 import org.mpibuild.spi.UseGuard;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The CUDA backend. Builds with NVRTC (through JCuda, where libnvrtc is present) or nvcc (a child
@@ -33,8 +29,6 @@ import org.slf4j.LoggerFactory;
  * architecture and the PTX its driver JIT-compiles.
  */
 final class CudaBackend implements Backend {
-  private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
-
   private final CudaSettings settings;
   /** This rank's GPU, or null (then {@link #deviceProblem} says why). */
   private final CudaDevice device;
@@ -162,7 +156,7 @@ final class CudaBackend implements Backend {
     CudaCompiler.Output out = compilers.forTarget(buildTarget).compile(request, archs);
     JobBuild job = lastBuild;
     List<String> rankTargets = job != null && job.target().equals(buildTarget) ? job.rankTargets() : List.of(target());
-    String buildLog = withCoverage(out.log(), coverage(out.binary(), archs, rankTargets));
+    String buildLog = Coverage.of(out.binary(), archs, rankTargets).appendTo(out.log());
     LoadedProgram program = canLoad(buildTarget) ? load(out.binary(), request.kernelNames()) : null;
     return new Compilation(program, out.binary(), buildLog);
   }
@@ -215,89 +209,5 @@ final class CudaBackend implements Backend {
       }
     }
     return null;
-  }
-
-  /**
-   * What the root found in a binary it just built: one line saying what it holds, then, for each
-   * architecture asked for that has no SASS and for each rank target that would not run SASS, a warning
-   * (JIT-compiled PTX, or nothing to run). Rank targets {@code none} (no GPU) are left out.
-   *
-   * @param info lines for the build log only
-   * @param warnings lines for the build log that are also logged as warnings
-   */
-  record Coverage(List<String> info, List<String> warnings) {
-    List<String> lines() {
-      List<String> all = new ArrayList<>(info);
-      all.addAll(warnings);
-      return all;
-    }
-  }
-
-  /**
-   * Checks a binary against the architectures asked for and the targets of the ranks it is for.
-   *
-   * @param binary the fatbin or cubin
-   * @param requested the architectures of the build target
-   * @param rankTargets the target of every rank the binary is for (duplicates counted, {@code none} skipped)
-   * @return what to report
-   */
-  static Coverage coverage(byte[] binary, List<String> requested, List<String> rankTargets) {
-    List<String> info = new ArrayList<>();
-    List<String> warnings = new ArrayList<>();
-    CudaBinaryContents contents;
-    try {
-      contents = CudaBinaryContents.read(binary);
-    } catch (CudaBinaryFormatException e) {
-      warnings.add("mpi-build: cannot list what the binary holds, so whether ranks JIT-compile PTX is unknown: "
-          + e.getMessage());
-      return new Coverage(info, warnings);
-    }
-    info.add("mpi-build: the binary is a " + contents.summary());
-    for (String a : requested) {
-      if (contents.sass().stream().noneMatch(c -> c.arch() == CudaArch.number(a))) {
-        warnings.add("mpi-build: " + a + " was asked for, but the binary holds no SASS for it (check the build"
-            + " options)");
-      }
-    }
-    Map<String, Integer> ranks = new LinkedHashMap<>();
-    for (String t : rankTargets) {
-      if (t != null && !t.equals("none")) {
-        ranks.merge(t, 1, Integer::sum);
-      }
-    }
-    for (Map.Entry<String, Integer> t : ranks.entrySet()) {
-      CudaBinaryContents.LoadPlan plan = contents.plan(t.getKey());
-      String who = t.getKey() + " (the GPU of " + t.getValue() + (t.getValue() == 1 ? " rank" : " ranks")
-          + " in the job that built it)";
-      switch (plan.how()) {
-        case COMPATIBLE_SASS:
-          info.add("mpi-build: no SASS for " + who + "; those ranks run the binary-compatible SASS for "
-              + plan.code().sassName() + ", without JIT");
-          break;
-        case JIT_PTX:
-          warnings.add("mpi-build: no SASS for " + who + "; those ranks JIT-compile the PTX "
-              + plan.code().ptxDescription() + " at load (add " + t.getKey() + " to MPI_BUILD_CUDA_ARCH, or unset it"
-              + " to build for the job's GPUs)");
-          break;
-        case NONE:
-          warnings.add("mpi-build: no code for " + who + ": neither SASS nor PTX it can JIT-compile; those ranks"
-              + " cannot load the binary");
-          break;
-        default:
-          break;
-      }
-    }
-    return new Coverage(info, warnings);
-  }
-
-  private static String withCoverage(String buildLog, Coverage coverage) {
-    coverage.warnings().forEach(w -> log.warn(w.substring("mpi-build: ".length())));
-    coverage.info().forEach(i -> log.debug(i.substring("mpi-build: ".length())));
-    StringBuilder b = new StringBuilder(buildLog == null ? "" : buildLog);
-    if (b.length() > 0 && b.charAt(b.length() - 1) != '\n') {
-      b.append('\n');
-    }
-    coverage.lines().forEach(l -> b.append(l).append('\n'));
-    return b.toString();
   }
 }
