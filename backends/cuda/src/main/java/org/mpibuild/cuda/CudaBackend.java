@@ -25,8 +25,12 @@ import org.mpibuild.spi.UseGuard;
  * <p>Receivers should never JIT: after a compile the root reads the binary ({@link CudaBinaryContents}) and
  * appends to the build log, which travels with the binary to every rank, what it holds and each rank target
  * that has no SASS in it (those ranks JIT-compile PTX at load, or cannot load it); these are also logged as
- * warnings. Before loading, a rank whose GPU has no SASS in the binary logs a warning naming its
- * architecture and the PTX its driver JIT-compiles.
+ * warnings ({@link Coverage}). Before loading, a rank whose GPU has no SASS in the binary logs a warning naming
+ * its architecture and the PTX its driver JIT-compiles.
+ *
+ * <p>This class wires the pieces that do the work: {@link DeviceProbe} finds this rank's GPU
+ * ({@link CudaDevice}), {@link CompilerChoice} picks {@link NvrtcCompiler} or {@link NvccCompiler} for a build
+ * target, {@link ModuleLoader} loads into the GPU.
  */
 final class CudaBackend implements Backend {
   private final CudaSettings settings;
