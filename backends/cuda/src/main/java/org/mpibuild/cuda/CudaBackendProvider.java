@@ -42,7 +42,12 @@ public final class CudaBackendProvider implements BackendProvider {
     return 100;
   }
 
-  /** Opens the backend as for a rank alone on its node (GPU 0 unless {@code MPI_BUILD_CUDA_DEVICE} is set). */
+  /**
+   * Opens the backend as for a rank alone on its node: GPU 0, unless {@code MPI_BUILD_CUDA_DEVICE} names one.
+   *
+   * @param settings where the backend reads its settings
+   * @return the backend
+   */
   @Override
   public Backend open(SettingSource settings) {
     return open(settings, Placement.ALONE);
@@ -51,6 +56,10 @@ public final class CudaBackendProvider implements BackendProvider {
   /**
    * Opens the backend on this rank's GPU: {@code MPI_BUILD_CUDA_DEVICE}, else the one of its rank among its
    * node's ranks, modulo the node's GPUs.
+   *
+   * @param settings where the backend reads its settings
+   * @param placement this rank's rank among the ranks of its node, from the communicator
+   * @return the backend
    */
   @Override
   public Backend open(SettingSource settings, Placement placement) {
@@ -62,13 +71,26 @@ public final class CudaBackendProvider implements BackendProvider {
     return CudaSettings.ALL;
   }
 
-  /** Opens the backend for an automatic choice as for a rank alone on its node. */
+  /**
+   * Opens the backend for an automatic choice as for a rank alone on its node.
+   *
+   * @param settings where the backend reads its settings
+   * @return the backend
+   */
   @Override
   public Backend openAsDefault(SettingSource settings) {
     return openAsDefault(settings, Placement.ALONE);
   }
 
-  /** Opens the backend for an automatic choice: only on a rank with a usable GPU. */
+  /**
+   * Opens the backend for an automatic choice: only on a rank with a usable GPU, the one {@link #open(SettingSource,
+   * Placement)} takes.
+   *
+   * @param settings where the backend reads its settings
+   * @param placement this rank's rank among the ranks of its node, from the communicator
+   * @return the backend
+   * @throws BackendUnavailableException if this rank has no usable GPU, saying why
+   */
   @Override
   public Backend openAsDefault(SettingSource settings, Placement placement) {
     CudaBackend b = CudaBackend.open(CudaSettings.from(settings), placement);
