@@ -1,8 +1,8 @@
 package org.mpibuild;
 
 import java.util.List;
-import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.wire.Envelope;
 
 /**
  * A kernel binary with everything needed to check and load it: backend, target, kernel names, build

@@ -8,8 +8,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.mpibuild.internal.cache.CacheKey;
-import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.cache.KernelCache;
+import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.SettingSource;
 

@@ -1,11 +1,11 @@
 package org.mpibuild.support;
 
-import org.mpibuild.spi.Communicator;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.LockSupport;
+import org.mpibuild.spi.Communicator;
 
 /**
  * The MPI half of stream-ordered send and receive, shared by the backends' helpers (for example

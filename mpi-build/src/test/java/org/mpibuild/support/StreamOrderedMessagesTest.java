@@ -11,10 +11,10 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.mpibuild.spi.Communicator;
 import org.junit.jupiter.api.Test;
-import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.internal.comm.LocalCommunicator;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.ForwardingCommunicator;
 
 /** The progress engine of stream-ordered messages, with a scripted MPI and scripted device steps. */
 class StreamOrderedMessagesTest {

@@ -1,8 +1,8 @@
 package org.mpibuild.programs;
 
-import org.mpibuild.examples.Saxpy;
 import org.mpibuild.Kernel;
 import org.mpibuild.MpiBuild;
+import org.mpibuild.examples.Saxpy;
 import org.mpibuild.opencl.OpenClKernel;
 
 /**

@@ -1,12 +1,12 @@
 package org.mpibuild.programs;
 
-import org.mpibuild.examples.Saxpy;
 import java.util.ArrayList;
 import java.util.List;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelFuture;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
+import org.mpibuild.examples.Saxpy;
 import org.mpibuild.opencl.OpenClKernel;
 
 /**

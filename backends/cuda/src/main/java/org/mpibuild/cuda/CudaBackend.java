@@ -1,59 +1,19 @@
 package org.mpibuild.cuda;
 
-import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
-import static jcuda.driver.JCudaDriver.cuDeviceGet;
-import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
-import static jcuda.driver.JCudaDriver.cuDeviceGetCount;
-import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRelease;
-import static jcuda.driver.JCudaDriver.cuDevicePrimaryCtxRetain;
-import static jcuda.driver.JCudaDriver.cuInit;
-import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
-import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
-import static jcuda.driver.JCudaDriver.cuModuleUnload;
-
-import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import java.util.stream.Stream;
-import jcuda.JCudaVersion;
-import jcuda.LibUtils;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
-import jcuda.driver.CUdevice;
-import jcuda.driver.CUdevice_attribute;
-import jcuda.driver.CUfunction;
-import jcuda.driver.CUjit_option;
-import jcuda.driver.CUmodule;
-import jcuda.driver.CUresult;
-import jcuda.driver.JCudaDriver;
-import jcuda.driver.JITOptions;
-import jcuda.nvrtc.JNvrtc;
-import jcuda.nvrtc.nvrtcProgram;
-import jcuda.nvrtc.nvrtcResult;
 import org.mpibuild.BackendUnavailableException;
-import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Backend;
-import org.mpibuild.support.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
-import org.mpibuild.support.NativeLibraries;
+import org.mpibuild.spi.Placement;
 import org.mpibuild.spi.UseGuard;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The CUDA backend. Builds with NVRTC (through JCuda, where libnvrtc is present) or nvcc (a child
@@ -65,25 +25,21 @@ import org.slf4j.LoggerFactory;
  * <p>Receivers should never JIT: after a compile the root reads the binary ({@link CudaBinaryContents}) and
  * appends to the build log, which travels with the binary to every rank, what it holds and each rank target
  * that has no SASS in it (those ranks JIT-compile PTX at load, or cannot load it); these are also logged as
- * warnings. Before loading, a rank whose GPU has no SASS in the binary logs a warning naming its
- * architecture and the PTX its driver JIT-compiles.
+ * warnings ({@link Coverage}). Before loading, a rank whose GPU has no SASS in the binary logs a warning naming
+ * its architecture and the PTX its driver JIT-compiles.
+ *
+ * <p>This class wires the pieces that do the work: {@link DeviceProbe} finds this rank's GPU
+ * ({@link CudaDevice}), {@link CompilerChoice} picks {@link NvrtcCompiler} or {@link NvccCompiler} for a build
+ * target, {@link ModuleLoader} loads into the GPU.
  */
 final class CudaBackend implements Backend {
-  private static final Logger log = LoggerFactory.getLogger(CudaBackend.class);
-  private static final Pattern NVCC_VERSION = Pattern.compile("release [0-9.]+, (V[0-9.]+)");
-
-  private static String driverProblem;
-  private static boolean driverReady;
-  private static String nvrtcProblem;
-  private static String nvrtcVersion;
-
   private final CudaSettings settings;
-  private final CUdevice device;
-  private final CUcontext context;
-  private final String arch;
+  /** This rank's GPU, or null (then {@link #deviceProblem} says why). */
+  private final CudaDevice device;
   private final String deviceProblem;
-  private final String nvccVersion;
-  private final String nvccProblem;
+  private final CompilerChoice compilers;
+  /** Loads into this rank's GPU; null without one. */
+  private final ModuleLoader loader;
   /**
    * The rank targets the last {@link #buildTarget(List)} call was given, and what it returned: the compile
    * that follows checks the binary against them (a backend is used by one thread at a time).
@@ -97,66 +53,31 @@ final class CudaBackend implements Backend {
   /** The backends not closed yet, to find the owner of a context that a messenger is opened on. */
   private static final Set<CudaBackend> OPEN = ConcurrentHashMap.newKeySet();
 
-  private CudaBackend(CudaSettings settings, CUdevice device, CUcontext context, String arch, String deviceProblem,
-      String nvccVersion, String nvccProblem) {
+  private CudaBackend(CudaSettings settings, DeviceProbe.Found gpu, CompilerChoice compilers) {
     this.settings = settings;
-    this.device = device;
-    this.context = context;
-    this.arch = arch;
-    this.deviceProblem = deviceProblem;
-    this.nvccVersion = nvccVersion;
-    this.nvccProblem = nvccProblem;
+    this.device = gpu.device();
+    this.deviceProblem = gpu.problem();
+    this.compilers = compilers;
+    this.loader = device == null ? null : new ModuleLoader(device, guard);
     OPEN.add(this);
   }
 
-  static CudaBackend open(CudaSettings settings) {
-    String problem = loadDriver();
-    CUdevice device = null;
-    CUcontext context = null;
-    String arch = null;
-    if (problem == null) {
-      int[] count = new int[1];
-      int rc = cuDeviceGetCount(count);
-      if (rc != CUresult.CUDA_SUCCESS || count[0] == 0) {
-        problem = "no CUDA device (cuDeviceGetCount: " + CUresult.stringFor(rc) + ", " + count[0] + " devices)";
-      } else {
-        int ordinal = settings.deviceOrdinal() != null ? settings.deviceOrdinal() : localRank() % count[0];
-        if (ordinal < 0 || ordinal >= count[0]) {
-          throw new BackendUnavailableException("CUDA backend unavailable: MPI_BUILD_CUDA_DEVICE=" + ordinal
-              + " but this node has " + count[0] + " GPUs", null);
-        }
-        device = new CUdevice();
-        CudaKernel.check(cuDeviceGet(device, ordinal), "cuDeviceGet");
-        int[] major = new int[1];
-        int[] minor = new int[1];
-        cuDeviceGetAttribute(major, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-        cuDeviceGetAttribute(minor, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-        arch = "sm_" + major[0] + minor[0];
-        context = new CUcontext();
-        CudaKernel.check(cuDevicePrimaryCtxRetain(context, device), "cuDevicePrimaryCtxRetain");
-      }
-    }
-    String nvccVersion = null;
-    String nvccProblem = null;
-    if (settings.nvcc() == null) {
-      nvccProblem = "nvcc not found on the PATH, in CUDA_HOME or /usr/local/cuda (set MPI_BUILD_NVCC)";
-    } else {
-      try {
-        nvccVersion = nvccVersion(settings.nvcc());
-      } catch (IOException e) {
-        nvccProblem = "cannot run " + settings.nvcc() + ": " + e.getMessage();
-      }
-    }
-    loadNvrtc();
-    if (nvccProblem != null && nvrtcProblem != null) {
-      throw new BackendUnavailableException("CUDA backend unavailable: no CUDA compiler (nvcc: " + nvccProblem
-          + "; NVRTC: " + nvrtcProblem + ")", null);
-    }
-    if (device == null && settings.explicitArchs().isEmpty()) {
-      throw new BackendUnavailableException("CUDA backend unavailable: " + problem
+  /**
+   * Opens the backend on this rank's GPU, {@code MPI_BUILD_CUDA_DEVICE} or else the one of its rank among its
+   * node's ranks ({@link DeviceProbe#ordinal}); without a GPU, only when the targets are named.
+   *
+   * @param settings the backend's settings
+   * @param placement this rank's rank among the ranks of its node, from the communicator
+   * @throws BackendUnavailableException if no compiler can run, or there is no GPU and no target is named
+   */
+  static CudaBackend open(CudaSettings settings, Placement placement) {
+    DeviceProbe.Found gpu = DeviceProbe.probe(settings.deviceOrdinal(), placement);
+    CompilerChoice compilers = CompilerChoice.probe(settings);
+    if (gpu.device() == null && settings.explicitArchs().isEmpty()) {
+      throw new BackendUnavailableException("CUDA backend unavailable: " + gpu.problem()
           + "; to build without a GPU, name the targets with MPI_BUILD_CUDA_ARCH (for example sm_90)", null);
     }
-    return new CudaBackend(settings, device, context, arch, problem, nvccVersion, nvccProblem);
+    return new CudaBackend(settings, gpu, compilers);
   }
 
   boolean hasDevice() {
@@ -175,7 +96,7 @@ final class CudaBackend implements Backend {
   /** This rank's GPU architecture, or {@code none} on a rank without a GPU (compile-only). */
   @Override
   public String target() {
-    return arch == null ? "none" : arch;
+    return device == null ? "none" : device.arch();
   }
 
   @Override
@@ -211,7 +132,7 @@ final class CudaBackend implements Backend {
 
   @Override
   public String compilerIdentity(String buildTarget) {
-    return choose(buildTarget).identity;
+    return compilers.forTarget(buildTarget).identity(buildTarget);
   }
 
   @Override
@@ -221,7 +142,7 @@ final class CudaBackend implements Backend {
 
   @Override
   public boolean canLoad(String binaryTarget) {
-    return arch != null && CudaArch.runs(binaryTarget, arch);
+    return device != null && CudaArch.runs(binaryTarget, device.arch());
   }
 
   @Override
@@ -236,23 +157,12 @@ final class CudaBackend implements Backend {
           + " functions; use extern \"C\" names");
     }
     List<String> archs = CudaArch.parse(buildTarget);
-    Compiler c = choose(buildTarget);
-    byte[] binary;
-    String buildLog;
-    if (c.nvrtc) {
-      String[] out = new String[1];
-      binary = nvrtc(request, archs.get(0), out);
-      buildLog = out[0];
-    } else {
-      String[] out = new String[1];
-      binary = nvcc(request, archs, out);
-      buildLog = out[0];
-    }
+    CudaCompiler.Output out = compilers.forTarget(buildTarget).compile(request, archs);
     JobBuild job = lastBuild;
     List<String> rankTargets = job != null && job.target().equals(buildTarget) ? job.rankTargets() : List.of(target());
-    buildLog = withCoverage(buildLog, coverage(binary, archs, rankTargets));
-    LoadedProgram program = canLoad(buildTarget) ? load(binary, request.kernelNames()) : null;
-    return new Compilation(program, binary, buildLog);
+    String buildLog = Coverage.of(out.binary(), archs, rankTargets).appendTo(out.log());
+    LoadedProgram program = canLoad(buildTarget) ? load(out.binary(), request.kernelNames()) : null;
+    return new Compilation(program, out.binary(), buildLog);
   }
 
   @Override
@@ -267,44 +177,10 @@ final class CudaBackend implements Backend {
   }
 
   private LoadedProgram load(ByteBuffer bytes, Pointer binary, List<String> kernelNames) {
-    if (device == null) {
+    if (loader == null) {
       throw new IllegalStateException("this rank has no GPU: " + deviceProblem);
     }
-    CudaBinaryContents contents = null;
-    try {
-      contents = CudaBinaryContents.read(bytes);
-      String warning = loadWarning(contents, arch);
-      if (warning != null) {
-        log.warn(warning);
-      }
-    } catch (CudaBinaryFormatException e) {
-      log.warn("cannot list what the CUDA binary holds ({}); loading it anyway", e.getMessage());
-    }
-    CudaKernel.check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-    CUmodule module = new CUmodule();
-    JITOptions jit = new JITOptions();
-    byte[] errors = new byte[16384];
-    jit.putBytes(CUjit_option.CU_JIT_ERROR_LOG_BUFFER, errors);
-    jit.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, errors.length);
-    int rc = cuModuleLoadDataJIT(module, binary, jit);
-    if (rc != CUresult.CUDA_SUCCESS) {
-      String jitLog = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
-      throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)
-          + (jitLog == null || jitLog.isBlank() ? "" : ": " + jitLog.strip())
-          + (contents == null ? "" : " (the binary is a " + contents.summary() + "; this GPU is " + arch + ")"));
-    }
-    Map<String, CUfunction> functions = new LinkedHashMap<>();
-    for (String name : kernelNames) {
-      CUfunction f = new CUfunction();
-      rc = cuModuleGetFunction(f, module, name);
-      if (rc != CUresult.CUDA_SUCCESS) {
-        cuModuleUnload(module);
-        throw new IllegalArgumentException("unknown kernel name '" + name + "' (" + CUresult.stringFor(rc)
-            + "): declare it extern \"C\" __global__ so that its name is not mangled");
-      }
-      functions.put(name, f);
-    }
-    return new CudaKernel(context, module, functions, guard);
+    return loader.load(bytes, binary, kernelNames);
   }
 
   /**
@@ -315,7 +191,7 @@ final class CudaBackend implements Backend {
   public void close() {
     OPEN.remove(this);
     if (guard.close("its MpiBuild was closed") && device != null) {
-      cuDevicePrimaryCtxRelease(device);
+      device.release();
     }
   }
 
@@ -332,321 +208,10 @@ final class CudaBackend implements Backend {
    */
   static CudaBackend owning(CUcontext context) {
     for (CudaBackend b : OPEN) {
-      if (b.context != null && b.context.equals(context)) {
+      if (b.device != null && b.device.context().equals(context)) {
         return b;
       }
     }
     return null;
-  }
-
-  /**
-   * What a rank of architecture {@code arch} should be told before loading {@code contents}: null when it
-   * runs SASS; else a warning naming its architecture and the PTX it JIT-compiles, or saying that nothing in
-   * the binary runs on it.
-   */
-  static String loadWarning(CudaBinaryContents contents, String arch) {
-    CudaBinaryContents.LoadPlan plan = contents.plan(arch);
-    switch (plan.how()) {
-      case JIT_PTX:
-        return "this GPU (" + arch + ") has no SASS in the binary (" + contents.summary() + "): the driver JIT-compiles"
-            + " the PTX " + plan.code().ptxDescription() + " now; build for " + arch + " (MPI_BUILD_CUDA_ARCH, or unset"
-            + " it to build for the job's GPUs) to load without compiling";
-      case NONE:
-        return "this GPU (" + arch + ") has neither SASS nor PTX it can JIT-compile in the binary ("
-            + contents.summary() + "): the load will fail";
-      default:
-        return null;
-    }
-  }
-
-  /**
-   * What the root found in a binary it just built: one line saying what it holds, then, for each
-   * architecture asked for that has no SASS and for each rank target that would not run SASS, a warning
-   * (JIT-compiled PTX, or nothing to run). Rank targets {@code none} (no GPU) are left out.
-   *
-   * @param info lines for the build log only
-   * @param warnings lines for the build log that are also logged as warnings
-   */
-  record Coverage(List<String> info, List<String> warnings) {
-    List<String> lines() {
-      List<String> all = new ArrayList<>(info);
-      all.addAll(warnings);
-      return all;
-    }
-  }
-
-  /**
-   * Checks a binary against the architectures asked for and the targets of the ranks it is for.
-   *
-   * @param binary the fatbin or cubin
-   * @param requested the architectures of the build target
-   * @param rankTargets the target of every rank the binary is for (duplicates counted, {@code none} skipped)
-   * @return what to report
-   */
-  static Coverage coverage(byte[] binary, List<String> requested, List<String> rankTargets) {
-    List<String> info = new ArrayList<>();
-    List<String> warnings = new ArrayList<>();
-    CudaBinaryContents contents;
-    try {
-      contents = CudaBinaryContents.read(binary);
-    } catch (CudaBinaryFormatException e) {
-      warnings.add("mpi-build: cannot list what the binary holds, so whether ranks JIT-compile PTX is unknown: "
-          + e.getMessage());
-      return new Coverage(info, warnings);
-    }
-    info.add("mpi-build: the binary is a " + contents.summary());
-    for (String a : requested) {
-      if (contents.sass().stream().noneMatch(c -> c.arch() == CudaArch.number(a))) {
-        warnings.add("mpi-build: " + a + " was asked for, but the binary holds no SASS for it (check the build"
-            + " options)");
-      }
-    }
-    Map<String, Integer> ranks = new LinkedHashMap<>();
-    for (String t : rankTargets) {
-      if (t != null && !t.equals("none")) {
-        ranks.merge(t, 1, Integer::sum);
-      }
-    }
-    for (Map.Entry<String, Integer> t : ranks.entrySet()) {
-      CudaBinaryContents.LoadPlan plan = contents.plan(t.getKey());
-      String who = t.getKey() + " (the GPU of " + t.getValue() + (t.getValue() == 1 ? " rank" : " ranks")
-          + " in the job that built it)";
-      switch (plan.how()) {
-        case COMPATIBLE_SASS:
-          info.add("mpi-build: no SASS for " + who + "; those ranks run the binary-compatible SASS for "
-              + plan.code().sassName() + ", without JIT");
-          break;
-        case JIT_PTX:
-          warnings.add("mpi-build: no SASS for " + who + "; those ranks JIT-compile the PTX "
-              + plan.code().ptxDescription() + " at load (add " + t.getKey() + " to MPI_BUILD_CUDA_ARCH, or unset it"
-              + " to build for the job's GPUs)");
-          break;
-        case NONE:
-          warnings.add("mpi-build: no code for " + who + ": neither SASS nor PTX it can JIT-compile; those ranks"
-              + " cannot load the binary");
-          break;
-        default:
-          break;
-      }
-    }
-    return new Coverage(info, warnings);
-  }
-
-  private static String withCoverage(String buildLog, Coverage coverage) {
-    coverage.warnings().forEach(w -> log.warn(w.substring("mpi-build: ".length())));
-    coverage.info().forEach(i -> log.debug(i.substring("mpi-build: ".length())));
-    StringBuilder b = new StringBuilder(buildLog == null ? "" : buildLog);
-    if (b.length() > 0 && b.charAt(b.length() - 1) != '\n') {
-      b.append('\n');
-    }
-    coverage.lines().forEach(l -> b.append(l).append('\n'));
-    return b.toString();
-  }
-
-  /** The compiler for a build target, following the configured order. */
-  private record Compiler(boolean nvrtc, String identity) {}
-
-  private Compiler choose(String buildTarget) {
-    int archCount = CudaArch.parse(buildTarget).size();
-    StringBuilder why = new StringBuilder();
-    for (String c : settings.compilerOrder()) {
-      if (c.equals("nvrtc")) {
-        if (nvrtcProblem != null) {
-          why.append(" NVRTC: ").append(nvrtcProblem).append(';');
-        } else if (archCount > 1) {
-          why.append(" NVRTC: builds one architecture at a time, not a fatbin;");
-        } else {
-          return new Compiler(true, "nvrtc " + nvrtcVersion + " flags=--gpu-architecture=" + buildTarget);
-        }
-      } else if (nvccProblem != null) {
-        why.append(" nvcc: ").append(nvccProblem).append(';');
-      } else {
-        return new Compiler(false, "nvcc " + settings.nvcc() + " " + nvccVersion + " flags="
-            + String.join(" ", nvccTargetFlags(CudaArch.parse(buildTarget))));
-      }
-    }
-    throw new IllegalStateException("no CUDA compiler can build [" + buildTarget + "]:" + why);
-  }
-
-  static List<String> nvccTargetFlags(List<String> archs) {
-    List<String> flags = new ArrayList<>();
-    if (archs.size() == 1) {
-      flags.add("-cubin");
-      flags.add("-arch=" + archs.get(0));
-      return flags;
-    }
-    flags.add("-fatbin");
-    for (String a : archs) {
-      String n = a.substring("sm_".length());
-      flags.add("-gencode");
-      flags.add("arch=compute_" + n + ",code=sm_" + n);
-    }
-    String newest = archs.get(archs.size() - 1).substring("sm_".length());
-    flags.add("-gencode");
-    flags.add("arch=compute_" + newest + ",code=compute_" + newest);
-    return flags;
-  }
-
-  private byte[] nvcc(KernelSource request, List<String> archs, String[] logOut) {
-    Path dir = null;
-    try {
-      dir = Files.createTempDirectory("mpi-build-nvcc", PosixFilePermissions.asFileAttribute(
-          PosixFilePermissions.fromString("rwx------")));
-      Path src = dir.resolve("kernel.cu");
-      Path out = dir.resolve(archs.size() == 1 ? "kernel.cubin" : "kernel.fatbin");
-      Files.writeString(src, request.source());
-      List<String> cmd = new ArrayList<>();
-      cmd.add(settings.nvcc().toString());
-      cmd.addAll(nvccTargetFlags(archs));
-      cmd.addAll(splitOptions(request.options()));
-      cmd.add("-o");
-      cmd.add(out.toString());
-      cmd.add(src.toString());
-      Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
-      p.getOutputStream().close();
-      String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      BackendSupport.awaitOrKill(p, "nvcc");
-      logOut[0] = output;
-      if (p.exitValue() != 0) {
-        Matcher bad = Pattern.compile("(?m)^nvcc fatal\\s*:\\s*(Unknown option.*)$").matcher(output);
-        if (bad.find()) {
-          throw new IllegalArgumentException("invalid build options '" + request.options() + "': " + bad.group(1));
-        }
-        throw new CompileException("nvcc failed with exit status " + p.exitValue(), output);
-      }
-      return Files.readAllBytes(out);
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot run nvcc " + settings.nvcc() + ": " + e.getMessage(), e);
-    } finally {
-      deleteTree(dir);
-    }
-  }
-
-  private static byte[] nvrtc(KernelSource request, String arch, String[] logOut) {
-    nvrtcProgram prog = new nvrtcProgram();
-    check(JNvrtc.nvrtcCreateProgram(prog, request.source(), "kernel.cu", 0, null, null), "nvrtcCreateProgram");
-    try {
-      List<String> options = new ArrayList<>();
-      options.add("--gpu-architecture=" + arch);
-      options.addAll(splitOptions(request.options()));
-      int rc = JNvrtc.nvrtcCompileProgram(prog, options.size(), options.toArray(new String[0]));
-      String[] log = new String[1];
-      JNvrtc.nvrtcGetProgramLog(prog, log);
-      logOut[0] = log[0] == null ? "" : log[0];
-      if (rc == nvrtcResult.NVRTC_ERROR_INVALID_OPTION) {
-        throw new IllegalArgumentException("invalid build options '" + request.options() + "': " + logOut[0].strip());
-      }
-      if (rc != nvrtcResult.NVRTC_SUCCESS) {
-        throw new CompileException("NVRTC failed: " + nvrtcResult.stringFor(rc), logOut[0]);
-      }
-      long[] size = new long[1];
-      check(JNvrtc.nvrtcGetCUBINSize(prog, size), "nvrtcGetCUBINSize");
-      byte[] cubin = new byte[(int) size[0]];
-      check(JNvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN");
-      return cubin;
-    } finally {
-      JNvrtc.nvrtcDestroyProgram(prog);
-    }
-  }
-
-  /** Splits options on whitespace, keeping double-quoted parts together; no shell is involved. */
-  static List<String> splitOptions(String options) {
-    List<String> out = new ArrayList<>();
-    Matcher m = Pattern.compile("\"([^\"]*)\"|(\\S+)").matcher(options);
-    while (m.find()) {
-      out.add(m.group(1) != null ? m.group(1) : m.group(2));
-    }
-    return out;
-  }
-
-  private static void check(int rc, String what) {
-    if (rc != nvrtcResult.NVRTC_SUCCESS) {
-      throw new IllegalStateException(what + " failed: " + nvrtcResult.stringFor(rc));
-    }
-  }
-
-  static String nvccVersion(Path nvcc) throws IOException {
-    Process p = new ProcessBuilder(nvcc.toString(), "--version").redirectErrorStream(true).start();
-    try {
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-        throw new IOException("nvcc --version failed: " + out.strip());
-      }
-      Matcher m = NVCC_VERSION.matcher(out);
-      return m.find() ? m.group(1) : out.strip().replace('\n', ' ');
-    } catch (InterruptedException e) {
-      p.destroyForcibly();
-      Thread.currentThread().interrupt();
-      throw new IOException("interrupted", e);
-    }
-  }
-
-  /**
-   * Loads JCuda's driver binding and initializes the driver, once per process, from this user's private
-   * directory (see {@link NativeLibraries#loadPrivately}): never a half-written file, never another user's.
-   */
-  private static synchronized String loadDriver() {
-    if (driverReady || driverProblem != null) {
-      return driverProblem;
-    }
-    try {
-      int[] initialized = new int[1];
-      NativeLibraries.loadPrivately(JCudaDriver.class, nativeFile("JCudaDriver"), () -> initialized[0] = cuInit(0));
-      int rc = initialized[0];
-      if (rc == CUresult.CUDA_ERROR_NO_DEVICE) {
-        driverProblem = "no CUDA device (cuInit: CUDA_ERROR_NO_DEVICE)";
-      } else if (rc != CUresult.CUDA_SUCCESS) {
-        driverProblem = "cuInit failed: " + CUresult.stringFor(rc);
-      } else {
-        driverReady = true;
-      }
-    } catch (LinkageError | RuntimeException e) {
-      driverProblem = "no CUDA driver (libcuda.so.1 cannot be loaded: " + BackendSupport.firstLine(e) + ")";
-      log.debug("CUDA driver probe failed", e);
-    }
-    return driverProblem;
-  }
-
-  private static synchronized void loadNvrtc() {
-    if (nvrtcVersion != null || nvrtcProblem != null) {
-      return;
-    }
-    try {
-      int[] major = new int[1];
-      int[] minor = new int[1];
-      NativeLibraries.loadPrivately(JNvrtc.class, nativeFile("JNvrtc"),
-          () -> check(JNvrtc.nvrtcVersion(major, minor), "nvrtcVersion"));
-      nvrtcVersion = major[0] + "." + minor[0];
-    } catch (LinkageError | RuntimeException e) {
-      nvrtcProblem = "libnvrtc cannot be loaded (" + BackendSupport.firstLine(e) + ")";
-      log.debug("NVRTC probe failed", e);
-    }
-  }
-
-  private static String nativeFile(String base) {
-    return LibUtils.createLibraryFileName(LibUtils.createPlatformLibraryName(base + "-" + JCudaVersion.get()));
-  }
-
-  private static int localRank() {
-    for (String v : new String[] {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-      String s = System.getenv(v);
-      if (s != null) {
-        try {
-          return Integer.parseInt(s.trim());
-        } catch (NumberFormatException e) {
-          // try the next
-        }
-      }
-    }
-    return 0;
-  }
-
-
-  private static void deleteTree(Path dir) {
-    try {
-      BackendSupport.deleteTree(dir);
-    } catch (IOException e) {
-      log.debug("cannot remove {}: {}", dir, e.toString());
-    }
   }
 }

@@ -198,7 +198,7 @@ record CudaBinaryContents(String container, List<Code> sass, List<Code> ptx) {
   }
 
   /**
-   * What nvcc builds for these architectures with {@link CudaBackend#nvccTargetFlags}: SASS for each, plus
+   * What nvcc builds for these architectures with {@link NvccCompiler#targetFlags}: SASS for each, plus
    * the PTX of the last when there are several (a single architecture gives a cubin, without PTX).
    *
    * @param archs parsed architectures ({@link CudaArch#parse})
@@ -254,89 +254,111 @@ record CudaBinaryContents(String container, List<Code> sass, List<Code> ptx) {
         + b.limit() + " bytes, starting " + hex(b, 0, Math.min(8, b.limit())));
   }
 
+  /** Reads a fatbin: containers back to back, then nothing but zero padding. */
   private static CudaBinaryContents readFatbin(ByteBuffer b) {
     List<Code> sass = new ArrayList<>();
     List<Code> ptx = new ArrayList<>();
-    int size = b.limit();
     long at = 0;
-    while (true) {
-      need(b, at, CONTAINER_HEADER, "truncated fatbin header");
-      int version = Short.toUnsignedInt(b.getShort((int) at + 4));
-      int headerSize = Short.toUnsignedInt(b.getShort((int) at + 6));
-      long fatSize = b.getLong((int) at + 8);
-      if (version != 1) {
-        throw new CudaBinaryFormatException(at + 4, "unknown fatbin version " + version + " (1 expected)");
+    do {
+      at = readContainer(b, at, sass, ptx);
+    } while (b.limit() - at >= 4 && b.getInt((int) at) == FATBIN_MAGIC); // another container follows
+    for (long z = at; z < b.limit(); z++) {
+      if (b.get((int) z) != 0) {
+        throw new CudaBinaryFormatException(z, "unexpected data after the fatbin's last container");
       }
-      if (headerSize < CONTAINER_HEADER) {
-        throw new CudaBinaryFormatException(at + 6, "fatbin header size " + headerSize + " is below 16");
-      }
-      need(b, at, headerSize, "truncated fatbin header");
-      long entries = at + headerSize;
-      if (fatSize < 0 || fatSize > size - entries) {
-        throw new CudaBinaryFormatException(at + 8, "fatbin size " + Long.toUnsignedString(fatSize) + " runs past the end"
-            + " of the binary (" + (size - entries) + " bytes follow the header)");
-      }
-      long end = entries + fatSize;
-      long e = entries;
-      while (e < end) {
-        if (end - e < ENTRY_HEADER_MIN) {
-          throw new CudaBinaryFormatException(e, "truncated fatbin entry header: " + ENTRY_HEADER_MIN
-              + " bytes needed, " + (end - e) + " left in the container");
-        }
-        int kind = Short.toUnsignedInt(b.getShort((int) e));
-        long entryHeader = Integer.toUnsignedLong(b.getInt((int) e + 4));
-        long payload = b.getLong((int) e + 8);
-        if (entryHeader < ENTRY_HEADER_MIN || entryHeader > end - e) {
-          throw new CudaBinaryFormatException(e + 4, "fatbin entry header size " + entryHeader + " is not between "
-              + ENTRY_HEADER_MIN + " and the " + (end - e) + " bytes left in the container");
-        }
-        if (payload < 0 || payload > end - e - entryHeader) {
-          throw new CudaBinaryFormatException(e + 8, "fatbin entry payload of " + Long.toUnsignedString(payload)
-              + " bytes runs past the container's end (" + (end - e - entryHeader) + " bytes left)");
-        }
-        int minor = Short.toUnsignedInt(b.getShort((int) e + 24));
-        int major = Short.toUnsignedInt(b.getShort((int) e + 26));
-        long arch = Integer.toUnsignedLong(b.getInt((int) e + 28));
-        long flags = b.getLong((int) e + 40);
-        if (kind == KIND_PTX || kind == KIND_ELF) {
-          if (arch < 10 || arch > 999) {
-            throw new CudaBinaryFormatException(e + 28, "fatbin entry architecture " + arch + " is not a CUDA"
-                + " architecture");
-          }
-          String variant = (flags & FLAG_ARCH_SPECIFIC) != 0 ? "a" : (flags & FLAG_FAMILY_SPECIFIC) != 0 ? "f" : "";
-          Code code = new Code((int) arch, variant, major, minor);
-          long data = e + entryHeader;
-          boolean compressed = (flags & (FLAG_COMPRESSED_ZSTD | FLAG_COMPRESSED_LZ4)) != 0;
-          if (kind == KIND_ELF) {
-            if (!compressed && isElf(b, data, data + payload)) {
-              int elf = elfArch(b, data, data + payload);
-              if (elf != arch) {
-                throw new CudaBinaryFormatException(data, "fatbin entry at offset " + e + " is for sm_" + arch
-                    + " but its cubin's ELF header says sm_" + elf);
-              }
-            }
-            sass.add(code);
-          } else {
-            ptx.add(code);
-          }
-        }
-        e += entryHeader + payload;
-      }
-      at = end;
-      if (at == size) {
-        break;
-      }
-      if (size - at >= 4 && b.getInt((int) at) == FATBIN_MAGIC) {
-        continue; // another container follows
-      }
-      for (long z = at; z < size; z++) {
-        if (b.get((int) z) != 0) {
-          throw new CudaBinaryFormatException(z, "unexpected data after the fatbin's last container");
-        }
-      }
-      break;
     }
     return new CudaBinaryContents("fatbin", sass, ptx);
+  }
+
+  /**
+   * Reads the container at {@code at}, adding its code to {@code sass} and {@code ptx}.
+   *
+   * @return where the container ends
+   */
+  private static long readContainer(ByteBuffer b, long at, List<Code> sass, List<Code> ptx) {
+    need(b, at, CONTAINER_HEADER, "truncated fatbin header");
+    int version = Short.toUnsignedInt(b.getShort((int) at + 4));
+    int headerSize = Short.toUnsignedInt(b.getShort((int) at + 6));
+    long fatSize = b.getLong((int) at + 8);
+    if (version != 1) {
+      throw new CudaBinaryFormatException(at + 4, "unknown fatbin version " + version + " (1 expected)");
+    }
+    if (headerSize < CONTAINER_HEADER) {
+      throw new CudaBinaryFormatException(at + 6, "fatbin header size " + headerSize + " is below 16");
+    }
+    need(b, at, headerSize, "truncated fatbin header");
+    long entries = at + headerSize;
+    if (fatSize < 0 || fatSize > b.limit() - entries) {
+      throw new CudaBinaryFormatException(at + 8, "fatbin size " + Long.toUnsignedString(fatSize) + " runs past the end"
+          + " of the binary (" + (b.limit() - entries) + " bytes follow the header)");
+    }
+    long end = entries + fatSize;
+    for (long e = entries; e < end; ) {
+      e = readEntry(b, e, end, sass, ptx);
+    }
+    return end;
+  }
+
+  /**
+   * Reads the entry at {@code e} of a container ending at {@code end}, adding its code to {@code sass} or
+   * {@code ptx} (entries of other kinds are skipped).
+   *
+   * @return where the next entry begins
+   */
+  private static long readEntry(ByteBuffer b, long e, long end, List<Code> sass, List<Code> ptx) {
+    if (end - e < ENTRY_HEADER_MIN) {
+      throw new CudaBinaryFormatException(e, "truncated fatbin entry header: " + ENTRY_HEADER_MIN
+          + " bytes needed, " + (end - e) + " left in the container");
+    }
+    int kind = Short.toUnsignedInt(b.getShort((int) e));
+    long entryHeader = Integer.toUnsignedLong(b.getInt((int) e + 4));
+    long payload = b.getLong((int) e + 8);
+    if (entryHeader < ENTRY_HEADER_MIN || entryHeader > end - e) {
+      throw new CudaBinaryFormatException(e + 4, "fatbin entry header size " + entryHeader + " is not between "
+          + ENTRY_HEADER_MIN + " and the " + (end - e) + " bytes left in the container");
+    }
+    if (payload < 0 || payload > end - e - entryHeader) {
+      throw new CudaBinaryFormatException(e + 8, "fatbin entry payload of " + Long.toUnsignedString(payload)
+          + " bytes runs past the container's end (" + (end - e - entryHeader) + " bytes left)");
+    }
+    if (kind == KIND_ELF) {
+      Code code = entryCode(b, e);
+      checkCubin(b, e, e + entryHeader, payload, code.arch());
+      sass.add(code);
+    } else if (kind == KIND_PTX) {
+      ptx.add(entryCode(b, e));
+    }
+    return e + entryHeader + payload;
+  }
+
+  /** The architecture, variant and code version in the header of the PTX or ELF entry at {@code e}. */
+  private static Code entryCode(ByteBuffer b, long e) {
+    int minor = Short.toUnsignedInt(b.getShort((int) e + 24));
+    int major = Short.toUnsignedInt(b.getShort((int) e + 26));
+    long arch = Integer.toUnsignedLong(b.getInt((int) e + 28));
+    long flags = b.getLong((int) e + 40);
+    if (arch < 10 || arch > 999) {
+      throw new CudaBinaryFormatException(e + 28, "fatbin entry architecture " + arch + " is not a CUDA"
+          + " architecture");
+    }
+    String variant = (flags & FLAG_ARCH_SPECIFIC) != 0 ? "a" : (flags & FLAG_FAMILY_SPECIFIC) != 0 ? "f" : "";
+    return new Code((int) arch, variant, major, minor);
+  }
+
+  /**
+   * Checks that the cubin of the ELF entry at {@code e}, whose payload starts at {@code data}, is for the
+   * architecture its entry names; a compressed payload is not checked.
+   */
+  private static void checkCubin(ByteBuffer b, long e, long data, long payload, int arch) {
+    long flags = b.getLong((int) e + 40);
+    boolean compressed = (flags & (FLAG_COMPRESSED_ZSTD | FLAG_COMPRESSED_LZ4)) != 0;
+    if (!compressed && isElf(b, data, data + payload)) {
+      int elf = elfArch(b, data, data + payload);
+      if (elf != arch) {
+        throw new CudaBinaryFormatException(data, "fatbin entry at offset " + e + " is for sm_" + arch
+            + " but its cubin's ELF header says sm_" + elf);
+      }
+    }
   }
 
   private static boolean isElf(ByteBuffer b, long from, long to) {

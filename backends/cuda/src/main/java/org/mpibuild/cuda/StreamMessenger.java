@@ -27,8 +27,8 @@ import jcuda.driver.CUstream;
 import jcuda.driver.CUstreamWaitValue_flags;
 import jcuda.driver.JCudaDriver;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.support.StreamOrderedMessages;
 import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.StreamOrderedMessages;
 
 /**
  * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of

@@ -279,11 +279,11 @@ class CudaBinaryContentsTest {
   @Test
   void theLoadWarningNamesTheArchitectureAndThePtx() {
     CudaBinaryContents c = CudaBinaryContents.read(SM80_SM90_PTX90);
-    assertNull(CudaBackend.loadWarning(c, "sm_90"));
-    assertNull(CudaBackend.loadWarning(c, "sm_86"), "binary-compatible SASS: no JIT");
-    String jit = CudaBackend.loadWarning(c, "sm_100");
+    assertNull(ModuleLoader.loadWarning(c, "sm_90"));
+    assertNull(ModuleLoader.loadWarning(c, "sm_86"), "binary-compatible SASS: no JIT");
+    String jit = ModuleLoader.loadWarning(c, "sm_100");
     assertTrue(jit.contains("this GPU (sm_100) has no SASS") && jit.contains("JIT-compiles the PTX compute_90"), jit);
-    String none = CudaBackend.loadWarning(c, "sm_75");
+    String none = ModuleLoader.loadWarning(c, "sm_75");
     assertTrue(none.contains("sm_75") && none.contains("the load will fail"), none);
   }
 }

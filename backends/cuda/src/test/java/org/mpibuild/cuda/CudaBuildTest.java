@@ -18,6 +18,7 @@ import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.CacheAdmin;
+import org.mpibuild.spi.Placement;
 
 /**
  * The CUDA backend without a GPU: nvcc builds for architectures named explicitly, and the binary is
@@ -41,8 +42,13 @@ class CudaBuildTest {
     return new CudaSettings(CudaArch.parse(spec), List.of("nvrtc", "nvcc"), CudaSettings.findNvcc(), null);
   }
 
+  /** Opens the backend as for a rank alone on its node. */
+  static CudaBackend open(CudaSettings settings) {
+    return CudaBackend.open(settings, Placement.ALONE);
+  }
+
   static MpiBuild local(String spec) {
-    return MpiBuild.builder().local().noCache().backend(CudaBackend.open(archs(spec))).build();
+    return MpiBuild.builder().local().noCache().backend(open(archs(spec))).build();
   }
 
   @Test
@@ -102,13 +108,13 @@ class CudaBuildTest {
 
   @Test
   void theKeyChangesWithTheArchitecture() {
-    CudaBackend a = CudaBackend.open(archs("sm_80"));
-    CudaBackend b = CudaBackend.open(archs("sm_90"));
-    CudaBackend ab = CudaBackend.open(archs("sm_80,sm_90"));
+    CudaBackend a = open(archs("sm_80"));
+    CudaBackend b = open(archs("sm_90"));
+    CudaBackend ab = open(archs("sm_80,sm_90"));
     try {
       assertNotEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, b));
       assertNotEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, ab));
-      assertEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, CudaBackend.open(archs("80"))));
+      assertEquals(CacheAdmin.keyOf(REQUEST, a), CacheAdmin.keyOf(REQUEST, open(archs("80"))));
     } finally {
       a.close();
       b.close();
@@ -118,7 +124,7 @@ class CudaBuildTest {
 
   @Test
   void withoutAGpuTheDriverIsReportedCleanly() {
-    CudaBackend probe = CudaBackend.open(archs("sm_80"));
+    CudaBackend probe = open(archs("sm_80"));
     boolean gpu = probe.hasDevice();
     probe.close();
     if (gpu) {
@@ -126,11 +132,11 @@ class CudaBuildTest {
     }
     Assumptions.assumeFalse(gpu, "this machine has a usable GPU");
     CudaSettings none = new CudaSettings(List.of(), List.of("nvrtc", "nvcc"), CudaSettings.findNvcc(), null);
-    BackendUnavailableException e = assertThrows(BackendUnavailableException.class, () -> CudaBackend.open(none));
+    BackendUnavailableException e = assertThrows(BackendUnavailableException.class, () -> open(none));
     assertTrue(e.getMessage().startsWith("CUDA backend unavailable: "), e.getMessage());
     assertTrue(e.getMessage().contains("MPI_BUILD_CUDA_ARCH"), e.getMessage());
     // A second probe gives the same answer, never a raw linkage error.
-    assertEquals(e.getMessage(), assertThrows(BackendUnavailableException.class, () -> CudaBackend.open(none)).getMessage());
+    assertEquals(e.getMessage(), assertThrows(BackendUnavailableException.class, () -> open(none)).getMessage());
     // Loading needs a GPU: the build fails cleanly, naming why.
     try (MpiBuild mb = local("sm_80")) {
       KernelLoadException le = assertThrows(KernelLoadException.class, () -> mb.mpiBuildKernel(REQUEST, 0));

@@ -29,7 +29,7 @@ class CudaFatbinCompileTest {
 
   /** Builds with nvcc only (never NVRTC), so that several architectures give one fatbin. */
   static CudaBackend nvccFor(String archs) {
-    return CudaBackend.open(new CudaSettings(CudaArch.parse(archs), List.of("nvcc"), CudaSettings.findNvcc(), null));
+    return CudaBuildTest.open(new CudaSettings(CudaArch.parse(archs), List.of("nvcc"), CudaSettings.findNvcc(), null));
   }
 
   static Compilation compile(CudaBackend backend, List<String> rankTargets) {
@@ -76,7 +76,7 @@ class CudaFatbinCompileTest {
           log);
       assertTrue(!log.contains("sm_90 (the GPU"), "sm_90 has SASS: " + log);
       // A receiver of architecture sm_100 is told, at load, which PTX its driver compiles.
-      String atLoad = CudaBackend.loadWarning(CudaBinaryContents.read(c.binary()), "sm_100");
+      String atLoad = ModuleLoader.loadWarning(CudaBinaryContents.read(c.binary()), "sm_100");
       assertTrue(atLoad.contains("this GPU (sm_100) has no SASS") && atLoad.contains("PTX compute_90"), atLoad);
     } finally {
       backend.close();

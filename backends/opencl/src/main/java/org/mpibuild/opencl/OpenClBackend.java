@@ -60,11 +60,11 @@ import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
 import org.mpibuild.spi.Backend;
-import org.mpibuild.support.BackendSupport;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
-import org.mpibuild.support.NativeLibraries;
 import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.BackendSupport;
+import org.mpibuild.support.NativeLibraries;
 
 /** The OpenCL backend on one device, through JOCL. Calls are checked by return code, never by JOCL's global exception switch. */
 final class OpenClBackend implements Backend {

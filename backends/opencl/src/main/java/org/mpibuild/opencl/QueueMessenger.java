@@ -25,8 +25,8 @@ import org.jocl.cl_context;
 import org.jocl.cl_event;
 import org.jocl.cl_mem;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.support.StreamOrderedMessages;
 import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.StreamOrderedMessages;
 
 /**
  * MPI messages ordered with an OpenCL command queue, with no host synchronization in between:

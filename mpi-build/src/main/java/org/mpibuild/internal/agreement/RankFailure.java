@@ -1,8 +1,5 @@
 package org.mpibuild.internal.agreement;
 
-import org.mpibuild.KernelBuildException;
-import org.mpibuild.CompileException;
-import org.mpibuild.BuildTimeoutException;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -11,7 +8,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import org.mpibuild.BuildTimeoutException;
+import org.mpibuild.CompileException;
 import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.KernelBuildException;
 import org.mpibuild.internal.wire.Envelope;
 
 /**

@@ -7,10 +7,10 @@ import java.util.Map;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.mpibuild.RequestMismatchException;
-import org.mpibuild.spi.Communicator;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.comm.DeadlineAllReduce;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.spi.Communicator;
 
 /**
  * Whether every rank asked for the same build: one all-reduce of each rank's fingerprint, which is also where a

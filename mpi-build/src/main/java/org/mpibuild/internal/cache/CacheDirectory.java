@@ -20,11 +20,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
+import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.support.EssentialWarning;
+import org.mpibuild.support.Ownership;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.internal.settings.CacheSettings;
-import org.mpibuild.support.Ownership;
 
 /**
  * The cache's directory: opening it (private to the user unless declared shared), its tag, its three

@@ -1,8 +1,8 @@
 package org.mpibuild.internal.cache;
 
 import java.io.IOException;
-import java.nio.file.LinkOption;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;

@@ -1,7 +1,7 @@
 package org.mpibuild.internal.cache;
 
-import org.mpibuild.spi.Communicator;
 import org.mpibuild.internal.settings.CacheSettings;
+import org.mpibuild.spi.Communicator;
 
 /**
  * The caches a build may use: the shared one, opened by a rank only when it is the root of a build, and

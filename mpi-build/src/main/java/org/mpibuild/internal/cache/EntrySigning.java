@@ -28,9 +28,9 @@ import java.util.List;
 import java.util.Set;
 import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.support.EssentialWarning;
+import org.mpibuild.support.Ownership;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.support.Ownership;
 
 /**
  * Signatures on cache entries, so that a planted entry (a valid format, a correct checksum, another binary)

@@ -13,10 +13,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.wire.Envelope;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.internal.settings.CacheSettings;
 
 /**
  * The persistent kernel cache: one directory ({@link CacheDirectory}), one file per kernel, a lock per

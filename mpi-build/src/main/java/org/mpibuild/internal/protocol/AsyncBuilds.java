@@ -16,12 +16,12 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
-import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.comm.DeadlineAllReduce;
 import org.mpibuild.internal.comm.LogContext;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.ForwardingCommunicator;
 
 /**
  * The asynchronous builds of one instance. Each build runs the ordinary protocol on one library thread,

@@ -1,6 +1,5 @@
 package org.mpibuild.internal.protocol;
 
-import org.mpibuild.internal.agreement.RankFailure;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -14,18 +13,19 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
+import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.cache.CacheKey;
-import org.mpibuild.internal.cache.LockFile;
 import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
+import org.mpibuild.internal.cache.LockFile;
+import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.wire.Envelope;
+import org.mpibuild.internal.wire.Payload;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.internal.settings.Settings;
-import org.mpibuild.internal.wire.Envelope;
-import org.mpibuild.internal.wire.Payload;
 
 /**
  * Where the root's binary comes from: the node-local cache, else the shared cache, else a compile with the

@@ -7,23 +7,23 @@ import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.mpibuild.BuildStats;
 import org.mpibuild.KernelSource;
-import org.mpibuild.internal.cache.Caches;
-import org.mpibuild.internal.cache.KernelCache;
-import org.mpibuild.spi.Backend;
-import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.LoadedProgram;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.agreement.RequestAgreement;
 import org.mpibuild.internal.agreement.RequestFingerprint;
 import org.mpibuild.internal.agreement.Verdict;
+import org.mpibuild.internal.cache.Caches;
+import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.manifest.ManifestWriter;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.startup.JobTargets;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.EnvelopeBroadcast;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.LoadedProgram;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The collective build protocol. Every rank makes the same sequence of collective calls whatever happens,

@@ -5,9 +5,9 @@ import java.nio.LongBuffer;
 import java.time.Duration;
 import org.mpibuild.BuildStats;
 import org.mpibuild.JobStatistics;
-import org.mpibuild.spi.Communicator;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.comm.DeadlineAllReduce;
+import org.mpibuild.spi.Communicator;
 
 /** What one rank has done across the builds of one MpiBuild, for job-wide statistics. */
 public final class JobCounters {

@@ -6,12 +6,12 @@ import java.util.Optional;
 import java.util.SortedMap;
 import java.util.TreeMap;
 import org.mpibuild.KernelLoadException;
-import org.mpibuild.spi.Backend;
-import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.agreement.Verdict;
 import org.mpibuild.internal.wire.Envelope;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.LoadedProgram;
 
 /**
  * Loads binaries as programs: checked against this rank's backend and target first, on this rank alone or

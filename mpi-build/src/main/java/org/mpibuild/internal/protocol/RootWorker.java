@@ -12,10 +12,10 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.mpibuild.KernelSource;
+import org.mpibuild.internal.comm.LogContext;
 import org.mpibuild.internal.protocol.BinarySource.Obtained;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.internal.comm.LogContext;
 
 /**
  * The requests this rank owns, obtained one at a time on a worker thread in broadcast order, so that at

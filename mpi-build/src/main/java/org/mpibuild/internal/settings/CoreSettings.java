@@ -5,8 +5,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.mpibuild.spi.Setting;
 import org.mpibuild.internal.comm.Backoff;
+import org.mpibuild.spi.Setting;
 
 /** The core's settings, each declared once; {@link Settings} and {@link CacheSettings} read them. */
 public final class CoreSettings {

@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
-import org.mpibuild.support.EssentialWarning;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
+import org.mpibuild.support.EssentialWarning;
 
 /**
  * Misspelt settings: an {@code MPI_BUILD_*} environment variable or {@code mpibuild.*} system property that

@@ -5,8 +5,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
-import org.mpibuild.spi.SettingSource;
 import org.mpibuild.internal.comm.Backoff;
+import org.mpibuild.spi.SettingSource;
 
 
 /**

@@ -4,12 +4,12 @@ import java.util.List;
 import java.util.Map;
 import org.mpibuild.MpiUnavailableException;
 import org.mpibuild.internal.comm.LocalCommunicator;
+import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.support.EssentialWarning;
 import org.mpibuild.spi.MpiBinding;
+import org.mpibuild.support.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.internal.settings.Settings;
 
 /**
  * Chooses how this process talks to MPI: one of the installed bindings (mpi.jar, FFM), or local mode. A

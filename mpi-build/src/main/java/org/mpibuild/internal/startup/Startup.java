@@ -2,18 +2,18 @@ package org.mpibuild.internal.startup;
 
 import java.util.SortedMap;
 import org.mpibuild.BackendUnavailableException;
+import org.mpibuild.internal.agreement.RequestAgreement;
+import org.mpibuild.internal.agreement.Verdict;
 import org.mpibuild.internal.cache.Caches;
+import org.mpibuild.internal.comm.LogContext;
+import org.mpibuild.internal.settings.SettingNames;
+import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.spi.Placement;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.mpibuild.internal.agreement.RequestAgreement;
-import org.mpibuild.internal.agreement.Verdict;
-import org.mpibuild.internal.comm.LogContext;
-import org.mpibuild.internal.settings.SettingNames;
-import org.mpibuild.internal.settings.Settings;
 
 /**
  * What {@code MpiBuildBuilder#build} does: open MPI (or take the caller's communicator), agree on the

@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.zip.CRC32C;
 import org.mpibuild.CorruptBinaryException;
-import org.mpibuild.spi.Communicator;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.spi.Communicator;
 
 /**
  * The envelope broadcast. On the wire, one stream: the header, the metadata, the check table (a CRC32C for

@@ -16,13 +16,13 @@ import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.protocol.CollectiveBuild;
-import org.mpibuild.internal.protocol.CollectiveBuildTest;
 import org.mpibuild.internal.protocol.CollectiveBuildTest.RankResult;
-import org.mpibuild.testkit.FakeBackend;
+import org.mpibuild.internal.protocol.CollectiveBuildTest;
 import org.mpibuild.internal.protocol.JobCounters;
-import org.mpibuild.internal.settings.Settings;
-import org.mpibuild.testkit.InProcessCommunicator;
 import org.mpibuild.internal.settings.CacheSettings;
+import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.testkit.FakeBackend;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /** The cache inside the collective protocol, with several ranks in one JVM and a real directory. */
 class CollectiveCacheTest {

@@ -15,9 +15,9 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
-import org.mpibuild.internal.settings.CacheSettings;
 
 public class KernelCacheTest {
   static final String KEY = "ab".repeat(32);

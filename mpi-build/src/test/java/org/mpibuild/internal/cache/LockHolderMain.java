@@ -2,8 +2,8 @@ package org.mpibuild.internal.cache;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.settings.CacheSettings;
+import org.mpibuild.internal.wire.Envelope;
 
 /**
  * A second process for lock tests: takes the cache lock for a key, prints {@code LOCKED}, then either

@@ -26,9 +26,9 @@ import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
 import org.mpibuild.PrecompileResult;
 import org.mpibuild.RequestMismatchException;
-import org.mpibuild.testkit.InProcessCommunicator;
-import org.mpibuild.spi.Communicator;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /** Batch and asynchronous builds through the public API, several ranks in one JVM. */
 class BatchAndAsyncTest {

@@ -9,9 +9,9 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.mpibuild.KernelFuture;
 import org.mpibuild.KernelSource;
+import org.mpibuild.internal.agreement.SettingsAgreementTest;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.testkit.InProcessCommunicator;
-import org.mpibuild.internal.agreement.SettingsAgreementTest;
 
 /**
  * Asynchronous builds in caller mode (MPI below MULTIPLE): every MPI call on the program's thread, and the

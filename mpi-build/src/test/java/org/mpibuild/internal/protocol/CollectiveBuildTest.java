@@ -25,11 +25,11 @@ import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
 import org.mpibuild.RequestMismatchException;
-import org.mpibuild.testkit.InProcessCommunicator;
-import org.mpibuild.spi.Communicator;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /** The protocol with several ranks in one JVM: every rank's outcome is checked, never only the root's. */
 public class CollectiveBuildTest {

@@ -17,11 +17,11 @@ import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.mpibuild.internal.comm.Backoff;
+import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.testkit.CorruptingCommunicator;
 import org.mpibuild.testkit.InProcessCommunicator;
-import org.mpibuild.internal.comm.Backoff;
-import org.mpibuild.internal.settings.Settings;
 
 /** The envelope broadcast alone: its eager first message, the pieces that follow it, their checks. */
 class EnvelopeBroadcastTest {
