@@ -174,133 +174,198 @@ public final class CollectiveBuild {
 
     // Owners obtain their requests on a worker thread, one at a time, in broadcast order; the worker never
     // outlives this call, so nothing touches the backend after it returns.
-    try (RootWorker work = new RootWorker(source, rank, targets.buildTargets(), settings.compileTimeout(), requests, owners,
-        order, dist.rank(), load)) {
-      return distribute(requests, owners, order, load, listener, batch, work, t0, t1, fileOps0);
+    try (RootWorker work = new RootWorker(source, rank, targets.buildTargets(), settings.compileTimeout(), requests,
+        owners, order, dist.rank(), load)) {
+      List<Slot> slots = new ArrayList<>(requests.size());
+      for (int i = 0; i < requests.size(); i++) {
+        slots.add(new Slot(i, requests.get(i), owners[i], targets.jobRank(owners[i]), dist.rank() == owners[i]));
+      }
+      for (int i : order) {
+        broadcast(slots.get(i), dist, work, load, listener);
+      }
+      RankFailure failure = buildFailure(slots, batch);
+      if (failure == null) {
+        failure = loadAll(slots, load, batch);
+      }
+      ProgramLoader.agreeOnLoad(comm, programs(slots), failure);
+      slots.stream().filter(Slot::built).forEach(slot -> storeOnNode(slot.envelope));
+      return entries(slots, t1 - t0, caches.fileOperations() - fileOps0, dist.size() > 1, t0);
     }
   }
 
-  private List<Entry> distribute(List<KernelSource> requests, int[] owners, int[] order, boolean load,
-      Consumer<Entry> listener, boolean batch, RootWorker work, long t0, long t1, long fileOps0) {
-    final int rank = comm.rank();
-    final Communicator dist = targets.distribution(comm);
-    int k = requests.size();
-    Envelope[] envelopes = new Envelope[k];
-    BinarySource.Obtained[] obtained = new BinarySource.Obtained[k];
-    String[] problems = new String[k];
-    long[] waitNanos = new long[k];
-    long[] broadcastNanos = new long[k];
-    for (int i : order) {
-      boolean owner = dist.rank() == owners[i];
-      long b0 = System.nanoTime();
-      Envelope sent = null;
-      if (owner) {
-        obtained[i] = work.get(i);
-        sent = obtained[i].envelope();
-        counters.rootOutcome(obtained[i].compiled(), obtained[i].cacheHit(), caches.enabled());
-      }
-      long b1 = System.nanoTime();
-      EnvelopeBroadcast.Received received;
-      try {
-        received = broadcaster.broadcast(dist, sent, owners[i], load); // a loaded binary's kernel releases it
-      } finally {
-        if (owner) {
-          obtained[i].afterBroadcast().run();
-        }
-      }
-      long b2 = System.nanoTime();
-      if (owner) {
-        envelopes[i] = sent;
-      } else if (received.header().status() != Envelope.Status.OK) {
-        envelopes[i] = Envelope.failure(received.header().status(), received.metadata() != null ? received.metadata()
-            : new Envelope.Metadata(backend.id(), "", List.of(), "", "", "the build failed on rank "
-                + targets.jobRank(owners[i]) + " and its error report arrived corrupt on this rank", ""));
-      } else {
-        envelopes[i] = received.envelope(); // null if it arrived corrupt; problems[i] says why
-        problems[i] = received.problem();
-      }
-      waitNanos[i] = owner ? 0 : received.headerNanos() - b1;
-      broadcastNanos[i] = b2 - b1 - waitNanos[i];
-      if (listener != null) {
-        Envelope arrived = envelopes[i] != null ? envelopes[i] : Envelope.failure(Envelope.Status.INTERNAL_ERROR,
-            new Envelope.Metadata(backend.id(), "", List.of(), "", "", problems[i], ""));
-        listener.accept(new Entry(i, requests.get(i), arrived, null, new BuildStats(rank, targets.jobRank(owners[i]),
-            owner && obtained[i].compiled(), owner && obtained[i].cacheHit(), 0, 0, 0, 0, 0, arrived.payload().length(), 0)));
-      }
+  /**
+   * One request as this rank goes through the call: who obtains it, what this rank obtained (as its owner)
+   * or received, and how long each step took.
+   */
+  private static final class Slot {
+    final int index;
+    final KernelSource request;
+    /** The owner's rank in the distribution communicator, and in the job. */
+    final int owner;
+    final int jobRoot;
+    final boolean mine;
+    BinarySource.Obtained obtained;
+    /** Null if it arrived corrupt; {@link #problem} says why. */
+    Envelope envelope;
+    String problem;
+    long waitNanos;
+    long broadcastNanos;
+    LoadedProgram program;
+    long loadNanos;
+
+    Slot(int index, KernelSource request, int owner, int jobRoot, boolean mine) {
+      this.index = index;
+      this.request = request;
+      this.owner = owner;
+      this.jobRoot = jobRoot;
+      this.mine = mine;
     }
 
-    // Build failures are known to every rank of a group. Without groups a single build throws now.
-    RankFailure localFailure = null;
-    for (int i = 0; i < k; i++) {
-      if (envelopes[i] != null && envelopes[i].status() != Envelope.Status.OK) {
-        if (!batch && !targets.grouped()) {
-          throw RankFailure.exceptionFor(envelopes[i].status(), envelopes[i].metadata(), targets.jobRank(owners[i]));
-        }
-        if (targets.grouped() && localFailure == null) {
-          localFailure = RankFailure.build(envelopes[i], BatchPlan.describeRequest(i, k, requests.get(i)),
-              targets.jobRank(owners[i]));
-        }
-      }
+    boolean built() {
+      return envelope != null && envelope.status() == Envelope.Status.OK;
     }
 
-    LoadedProgram[] programs = new LoadedProgram[k];
-    long[] loadNanos = new long[k];
-    for (int i = 0; i < k && localFailure == null; i++) {
+    boolean compiled() {
+      return mine && obtained.compiled();
+    }
+
+    boolean cacheHit() {
+      return mine && obtained.cacheHit();
+    }
+  }
+
+  /**
+   * Broadcasts one request's envelope from its owner, which obtains it first (from its worker), and keeps
+   * what arrived; tells the listener, if any.
+   */
+  private void broadcast(Slot slot, Communicator dist, RootWorker work, boolean load, Consumer<Entry> listener) {
+    Envelope sent = null;
+    if (slot.mine) {
+      slot.obtained = work.get(slot.index);
+      sent = slot.obtained.envelope();
+      counters.rootOutcome(slot.obtained.compiled(), slot.obtained.cacheHit(), caches.enabled());
+    }
+    long b1 = System.nanoTime();
+    EnvelopeBroadcast.Received received;
+    try {
+      received = broadcaster.broadcast(dist, sent, slot.owner, load); // a loaded binary's kernel releases it
+    } finally {
+      if (slot.mine) {
+        slot.obtained.afterBroadcast().run();
+      }
+    }
+    long b2 = System.nanoTime();
+    if (slot.mine) {
+      slot.envelope = sent;
+    } else if (received.header().status() != Envelope.Status.OK) {
+      slot.envelope = Envelope.failure(received.header().status(), received.metadata() != null ? received.metadata()
+          : failureMetadata("the build failed on rank " + slot.jobRoot + " and its error report arrived corrupt on "
+              + "this rank"));
+    } else {
+      slot.envelope = received.envelope();
+      slot.problem = received.problem();
+    }
+    slot.waitNanos = slot.mine ? 0 : received.headerNanos() - b1;
+    slot.broadcastNanos = b2 - b1 - slot.waitNanos;
+    if (listener != null) {
+      Envelope arrived = slot.envelope != null ? slot.envelope
+          : Envelope.failure(Envelope.Status.INTERNAL_ERROR, failureMetadata(slot.problem));
+      listener.accept(new Entry(slot.index, slot.request, arrived, null, new BuildStats(comm.rank(), slot.jobRoot,
+          slot.compiled(), slot.cacheHit(), 0, 0, 0, 0, 0, arrived.payload().length(), 0)));
+    }
+  }
+
+  private Envelope.Metadata failureMetadata(String error) {
+    return new Envelope.Metadata(backend.id(), "", List.of(), "", "", error, "");
+  }
+
+  /**
+   * A build failure that every rank of a group knows; null if none. Without groups, a single build throws it
+   * at once (every rank received the same error envelope), and a batch keeps it in its entry.
+   */
+  private RankFailure buildFailure(List<Slot> slots, boolean batch) {
+    for (Slot slot : slots) {
+      Envelope e = slot.envelope;
+      if (e == null || e.status() == Envelope.Status.OK) {
+        continue;
+      }
+      if (!batch && !targets.grouped()) {
+        throw RankFailure.exceptionFor(e.status(), e.metadata(), slot.jobRoot);
+      }
+      if (targets.grouped()) {
+        return RankFailure.build(e, BatchPlan.describeRequest(slot.index, slots.size(), slot.request), slot.jobRoot);
+      }
+    }
+    return null;
+  }
+
+  /** Loads every built request on this rank (if asked to); the first that fails stops it, and is returned. */
+  private RankFailure loadAll(List<Slot> slots, boolean load, boolean batch) {
+    for (Slot slot : slots) {
       long l0 = System.nanoTime();
-      String failure = null;
-      if (problems[i] != null) {
-        failure = problems[i];
-      } else if (envelopes[i].status() != Envelope.Status.OK) {
-        continue; // a failed build of a batch: the entry says so on every rank
-      } else if (obtained[i] != null) {
-        programs[i] = obtained[i].program();
-        if (load && programs[i] == null) {
-          failure = "this rank compiled for [" + envelopes[i].metadata().target()
-              + "] but cannot load it: its device is [" + backend.target() + "]";
-        }
-      } else if (load) {
-        try {
-          programs[i] = ProgramLoader.loadChecked(backend, envelopes[i]);
-        } catch (RuntimeException | LinkageError e) {
-          failure = RankFailure.describe(e);
-          log.debug("load failed", e);
-        }
-      }
-      if (!load && programs[i] != null) {
-        programs[i].close();
-        programs[i] = null;
-      }
-      loadNanos[i] = System.nanoTime() - l0;
+      String failure = slot.problem != null ? slot.problem : slot.built() ? load(slot, load) : null;
+      slot.loadNanos = System.nanoTime() - l0;
       if (failure != null) {
-        String what = BatchPlan.describeRequest(i, k, requests.get(i));
-        localFailure = RankFailure.problem(batch ? (what.isEmpty() ? "the request" : what) + ": " + failure : failure);
+        String what = BatchPlan.describeRequest(slot.index, slots.size(), slot.request);
+        return RankFailure.problem(batch ? (what.isEmpty() ? "the request" : what) + ": " + failure : failure);
       }
     }
-    ProgramLoader.agreeOnLoad(comm, programs, localFailure);
-    for (Envelope e : envelopes) {
-      if (e.status() == Envelope.Status.OK) {
-        storeOnNode(e);
-      }
-    }
-    long t4 = System.nanoTime();
+    return null;
+  }
 
-    List<Entry> entries = new ArrayList<>(k);
-    long fileOps = caches.fileOperations() - fileOps0;
-    for (int i = 0; i < k; i++) {
-      boolean owner = obtained[i] != null;
-      BuildStats stats = new BuildStats(rank, targets.jobRank(owners[i]),
-          owner && obtained[i].compiled(), owner && obtained[i].cacheHit(), t1 - t0,
-          owner ? obtained[i].nanos() : 0, waitNanos[i], broadcastNanos[i], loadNanos[i],
-          envelopes[i].payload().length(), i == 0 ? fileOps : 0);
-      if (envelopes[i].status() == Envelope.Status.OK) {
-        counters.add(stats, owner && dist.size() > 1 ? envelopes[i].payload().length() : 0);
+  /**
+   * Loads one built request: the owner already holds its program (if its device can run it); the others
+   * load what they received. Without {@code load}, nothing stays loaded. Returns why it failed, or null.
+   */
+  private String load(Slot slot, boolean load) {
+    String failure = null;
+    if (slot.obtained != null) {
+      slot.program = slot.obtained.program();
+      if (load && slot.program == null) {
+        failure = "this rank compiled for [" + slot.envelope.metadata().target() + "] but cannot load it: its device is ["
+            + backend.target() + "]";
       }
-      entries.add(new Entry(i, requests.get(i), envelopes[i], programs[i], stats));
+    } else if (load) {
+      try {
+        slot.program = ProgramLoader.loadChecked(backend, slot.envelope);
+      } catch (RuntimeException | LinkageError e) {
+        failure = RankFailure.describe(e);
+        log.debug("load failed", e);
+      }
+    }
+    if (!load && slot.program != null) {
+      slot.program.close();
+      slot.program = null;
+    }
+    return failure;
+  }
+
+  private static LoadedProgram[] programs(List<Slot> slots) {
+    return slots.stream().map(slot -> slot.program).toArray(LoadedProgram[]::new);
+  }
+
+  /**
+   * The call's entries, with their statistics, counted in the job's counters.
+   *
+   * @param agreeNanos the time the ranks took to agree on the request
+   * @param fileOps the cache's file operations during the call, counted on the first entry
+   * @param shared whether the binaries were sent to other ranks
+   */
+  private List<Entry> entries(List<Slot> slots, long agreeNanos, long fileOps, boolean shared, long t0) {
+    List<Entry> entries = new ArrayList<>(slots.size());
+    for (Slot slot : slots) {
+      BuildStats stats = new BuildStats(comm.rank(), slot.jobRoot, slot.compiled(), slot.cacheHit(), agreeNanos,
+          slot.mine ? slot.obtained.nanos() : 0, slot.waitNanos, slot.broadcastNanos, slot.loadNanos,
+          slot.envelope.payload().length(), slot.index == 0 ? fileOps : 0);
+      if (slot.built()) {
+        counters.add(stats, slot.mine && shared ? slot.envelope.payload().length() : 0);
+      }
+      entries.add(new Entry(slot.index, slot.request, slot.envelope, slot.program, stats));
       log.debug("built {} from rank {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",
-          envelopes[i].metadata().kernelNames(), stats.root(), stats.binaryBytes(), ms(stats.obtainNanos()),
+          slot.envelope.metadata().kernelNames(), stats.root(), stats.binaryBytes(), ms(stats.obtainNanos()),
           ms(stats.broadcastNanos()), ms(stats.loadNanos()));
     }
-    log.debug("{} request(s) in {} ms", k, ms(t4 - t0));
+    log.debug("{} request(s) in {} ms", slots.size(), ms(System.nanoTime() - t0));
     return entries;
   }
 
