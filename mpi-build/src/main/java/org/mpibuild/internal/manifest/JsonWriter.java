@@ -8,7 +8,7 @@ import java.util.Map;
  * booleans and null, on one line. A writer only: the library has no JSON dependency, and the CLI reads
  * manifests with Jackson.
  */
-public final class JsonWriter {
+final class JsonWriter {
   private JsonWriter() {}
 
   /** Writes {@code value} (a map, list, string, number, boolean or null) as one line of JSON. */

@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * no binding that can run, it fails ({@link MpiUnavailableException}) unless {@code MPI_BUILD_MODE=local}
  * asks for local builds.
  */
-public final class MpiBindings {
+final class MpiBindings {
   private static final Logger log = LoggerFactory.getLogger(MpiBindings.class);
   static final String MPIJAVA = "mpijava";
   static final String FFM = "ffm";
