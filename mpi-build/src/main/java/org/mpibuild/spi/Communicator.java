@@ -84,6 +84,62 @@ public interface Communicator extends AutoCloseable {
   }
 
   /**
+   * Starts an element-wise reduction of {@code count} values of {@code type} over all ranks, leaving the
+   * result on every rank ({@code MPI_Iallreduce}), and returns at once. Neither buffer may be touched until
+   * the request completes. Collectives started on one communicator are matched across ranks in the order
+   * they were started.
+   *
+   * @param send a direct buffer holding this rank's {@code count} values from its position, in native byte
+   *     order
+   * @param receive a direct buffer receiving the {@code count} results from its position; not {@code send}
+   * @param count how many values, 1 or more, the same on every rank
+   * @param type their element type
+   * @param op the reduction
+   * @return the request
+   * @throws UnsupportedOperationException if this binding has no typed reductions
+   */
+  default Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    throw new UnsupportedOperationException(description() + " has no typed reductions");
+  }
+
+  /** The element types of {@link #iAllReduce}: Java's, in native byte order. */
+  enum Datatype {
+    /** {@code int}, {@code MPI_INT}. */
+    INT(4),
+    /** {@code long}, {@code MPI_INT64_T}. */
+    LONG(8),
+    /** {@code float}, {@code MPI_FLOAT}. */
+    FLOAT(4),
+    /** {@code double}, {@code MPI_DOUBLE}. */
+    DOUBLE(8);
+
+    private final int bytes;
+
+    Datatype(int bytes) {
+      this.bytes = bytes;
+    }
+
+    /**
+     * Returns the size of one value.
+     *
+     * @return its bytes
+     */
+    public int bytes() {
+      return bytes;
+    }
+  }
+
+  /** The reductions of {@link #iAllReduce}. */
+  enum ReduceOp {
+    /** {@code MPI_SUM}. */
+    SUM,
+    /** {@code MPI_MIN}. */
+    MIN,
+    /** {@code MPI_MAX}. */
+    MAX
+  }
+
+  /**
    * Starts sending the bytes between the buffer's position and its limit to {@code dest}
    * ({@code MPI_Isend}). Not collective. Messages from one rank to another with the same tag arrive in
    * the order they were started. The buffer must not be touched until the request completes.

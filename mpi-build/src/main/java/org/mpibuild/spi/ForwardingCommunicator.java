@@ -55,6 +55,11 @@ public abstract class ForwardingCommunicator implements Communicator {
   }
 
   @Override
+  public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    return inner.iAllReduce(send, receive, count, type, op);
+  }
+
+  @Override
   public Request iSend(ByteBuffer buffer, int dest, int tag) {
     return inner.iSend(buffer, dest, tag);
   }

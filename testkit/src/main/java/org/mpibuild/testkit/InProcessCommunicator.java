@@ -371,6 +371,21 @@ public final class InProcessCommunicator implements Communicator {
   }
 
   @Override
+  public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    checkThread("MPI_Iallreduce");
+    if (!send.isDirect() || !receive.isDirect()) {
+      throw new IllegalArgumentException("an all-reduce needs direct buffers");
+    }
+    int bytes = Math.multiplyExact(count, type.bytes());
+    world.record(rank, "allReduce(" + type + ", " + op + ")", -1, bytes);
+    byte[] mine = new byte[bytes];
+    send.duplicate().get(mine);
+    Collective c = join("allReduce(" + type + ", " + op + ")", mine, null,
+        all -> Reductions.reduce(all, count, type, op));
+    return request(c, all -> receive.duplicate().put((byte[]) c.combined));
+  }
+
+  @Override
   public byte[][] allGather(byte[] mine) {
     checkThread("MPI_Allgatherv");
     world.record(rank, "allGather", -1, mine.length);
