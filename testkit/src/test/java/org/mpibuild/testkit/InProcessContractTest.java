@@ -18,29 +18,7 @@ import org.mpibuild.spi.Communicator;
 class InProcessContractTest {
   /** Runs the contract on every rank of {@code world}, one thread each; returns each rank's failure or null. */
   static List<Throwable> check(int size, InProcessCommunicator.World world) throws Exception {
-    ExecutorService threads = Executors.newFixedThreadPool(size);
-    try {
-      List<Future<?>> ranks = new ArrayList<>();
-      for (int r = 0; r < size; r++) {
-        Communicator c = world.rank(r);
-        ranks.add(threads.submit(() -> {
-          CommunicatorContract.check(c);
-          return null;
-        }));
-      }
-      List<Throwable> failures = new ArrayList<>();
-      for (Future<?> f : ranks) {
-        try {
-          f.get(60, TimeUnit.SECONDS);
-          failures.add(null);
-        } catch (java.util.concurrent.ExecutionException e) {
-          failures.add(e.getCause());
-        }
-      }
-      return failures;
-    } finally {
-      threads.shutdownNow();
-    }
+    return onEveryRank(world, size, (rank, c) -> CommunicatorContract.check(c));
   }
 
   static void assertEveryRankPassed(List<Throwable> failures) {
