@@ -143,15 +143,7 @@ public final class EnvelopeBroadcast {
     waiting.await(comm.iBroadcast(message.clear(), root));
     Received r = new Received();
     r.headerNanos = System.nanoTime();
-    try {
-      r.header = Envelope.decodeHeader(message.duplicate().limit(Envelope.HEADER_BYTES), Long.MAX_VALUE);
-    } catch (CorruptBinaryException e) {
-      // Without a trustworthy header this rank cannot know how many pieces follow, so it cannot keep in
-      // step with the others. Ending the job is the only way to leave nobody waiting.
-      comm.abort("mpi-build: rank " + comm.rank() + " received a corrupt header from root " + root + ": "
-          + e.getMessage(), 3);
-      throw e;
-    }
+    r.header = header(comm, root, message);
     long length = r.header.payloadLength();
     int metaLength = r.header.metadataLength();
     long prefixLength = metaLength + Payload.checksBytes(length);
@@ -164,24 +156,61 @@ public final class EnvelopeBroadcast {
       piecesOf(whole.slice()).forEach(p -> prefixRequests.add(comm.iBroadcast(p, root)));
       prefix = whole.clear();
     }
-    ByteBuffer inlinePayload = message.duplicate().position(Envelope.HEADER_BYTES + inline.prefix())
-        .limit(Envelope.HEADER_BYTES + inline.prefix() + inline.payload());
     if (length > settings.maxBinaryBytes()) {
       prefixRequests.forEach(waiting::await);
-      // Keep in step with a bounded scratch buffer, one piece at a time, then refuse the binary.
-      ByteBuffer scratch = ByteBuffer.allocateDirect((int) Math.min(settings.chunkBytes(), length));
-      for (int size : Payload.pieceSizes(length, settings.chunkBytes(), inline.payload())) {
-        waiting.await(comm.iBroadcast(scratch.clear().limit(size), root));
-      }
-      r.problem = "binary of " + length + " bytes exceeds this rank's limit of " + settings.maxBinaryBytes()
-          + " (MPI_BUILD_MAX_BINARY_BYTES)";
+      r.problem = refuse(comm, root, length, inline.payload());
       return r;
     }
+    ByteBuffer inlinePayload = message.duplicate().position(Envelope.HEADER_BYTES + inline.prefix())
+        .limit(Envelope.HEADER_BYTES + inline.prefix() + inline.payload());
     Payload payload = lend ? receiveBuffer(length) : Payload.allocate(length);
     payload.copyFrom(inlinePayload);
     List<Communicator.Request> pieces = new ArrayList<>();
     payload.pieces(inline.payload(), settings.chunkBytes()).forEach(p -> pieces.add(comm.iBroadcast(p, root)));
     prefixRequests.forEach(waiting::await);
+    int[] checks = metadataAndChecks(r, prefix, metaLength, length);
+    Checker checker = new Checker(payload, r.problem == null ? checks : null);
+    checker.arrived(inline.payload());
+    List<Integer> sizes = Payload.pieceSizes(length, settings.chunkBytes(), inline.payload());
+    for (int i = 0; i < pieces.size(); i++) {
+      waiting.await(pieces.get(i), checker::step);
+      checker.arrived(sizes.get(i));
+    }
+    while (checker.step()) {
+      // check the last piece
+    }
+    r.problem = r.problem != null ? r.problem : checker.problem;
+    seal(r, payload);
+    return r;
+  }
+
+  /**
+   * The header of the first message. Without a trustworthy header this rank cannot know how many pieces
+   * follow, so it cannot keep in step with the others: ending the job is the only way to leave nobody
+   * waiting.
+   */
+  private static Envelope.Header header(Communicator comm, int root, ByteBuffer message) {
+    try {
+      return Envelope.decodeHeader(message.duplicate().limit(Envelope.HEADER_BYTES), Long.MAX_VALUE);
+    } catch (CorruptBinaryException e) {
+      comm.abort("mpi-build: rank " + comm.rank() + " received a corrupt header from root " + root + ": "
+          + e.getMessage(), 3);
+      throw e;
+    }
+  }
+
+  /** Keeps in step with a bounded scratch buffer, one piece at a time, then says why the binary is refused. */
+  private String refuse(Communicator comm, int root, long length, int inlinePayload) {
+    ByteBuffer scratch = ByteBuffer.allocateDirect((int) Math.min(settings.chunkBytes(), length));
+    for (int size : Payload.pieceSizes(length, settings.chunkBytes(), inlinePayload)) {
+      waiting.await(comm.iBroadcast(scratch.clear().limit(size), root));
+    }
+    return "binary of " + length + " bytes exceeds this rank's limit of " + settings.maxBinaryBytes()
+        + " (MPI_BUILD_MAX_BINARY_BYTES)";
+  }
+
+  /** Decodes the metadata into {@code r} and returns the check table; a corrupt one sets {@code r.problem}. */
+  private static int[] metadataAndChecks(Received r, ByteBuffer prefix, int metaLength, long length) {
     byte[] meta = new byte[metaLength];
     prefix.duplicate().get(meta);
     int[] checks = Payload.decodeChecks(prefix.duplicate().position(metaLength));
@@ -193,19 +222,11 @@ public final class EnvelopeBroadcast {
     } catch (CorruptBinaryException e) {
       r.problem = e.getMessage();
     }
-    Checker checker = new Checker(payload, r.problem == null ? checks : null);
-    checker.arrived(inline.payload());
-    List<Integer> sizes = Payload.pieceSizes(length, settings.chunkBytes(), inline.payload());
-    for (int i = 0; i < pieces.size(); i++) {
-      waiting.await(pieces.get(i), checker::step);
-      checker.arrived(sizes.get(i));
-    }
-    while (checker.step()) {
-      // check the last piece
-    }
-    if (r.problem == null) {
-      r.problem = checker.problem;
-    }
+    return checks;
+  }
+
+  /** Makes the checked envelope, or releases the payload when something arrived corrupt. */
+  private static void seal(Received r, Payload payload) {
     if (r.problem == null) {
       try {
         r.envelope = Envelope.checkedInTransit(r.header, r.metadata, payload);
@@ -216,8 +237,8 @@ public final class EnvelopeBroadcast {
     if (r.envelope == null) {
       payload.release();
     }
-    return r;
   }
+
 
   /**
    * Checks the blocks of a payload as they arrive, a bounded step at a time, against the root's CRC32C
