@@ -17,6 +17,8 @@ public record Placement(int nodeRank, int nodeSize) {
   /**
    * Checks the values.
    *
+   * @param nodeRank this rank's rank among the ranks of its node, from 0
+   * @param nodeSize how many ranks of the communicator run on this node
    * @throws IllegalArgumentException if {@code nodeRank} is not in {@code [0, nodeSize)}
    */
   public Placement {

@@ -19,6 +19,7 @@ public final class Ownership {
   /**
    * This process's effective uid: the owner of {@code /proc/self}, else of a file it creates.
    *
+   * @return the uid
    * @throws IOException if neither can be read
    */
   public static int processUid() throws IOException {
@@ -46,6 +47,8 @@ public final class Ownership {
   /**
    * The uid that owns {@code p} itself (a link is not followed).
    *
+   * @param p the file
+   * @return its owner's uid
    * @throws IOException if its attributes cannot be read
    */
   public static int uid(Path p) throws IOException {
@@ -55,13 +58,20 @@ public final class Ownership {
   /**
    * Whether {@code p} itself (a link is not followed) belongs to this process's uid.
    *
+   * @param p the file
+   * @return true if this process's uid owns it
    * @throws IOException if its attributes cannot be read
    */
   public static boolean mine(Path p) throws IOException {
     return uid(p) == processUid();
   }
 
-  /** {@code p}'s owner for a message: {@code uid 54321}, with its name when it has one ({@code alice (uid 1000)}). */
+  /**
+   * {@code p}'s owner for a message: {@code uid 54321}, with its name when it has one ({@code alice (uid 1000)}).
+   *
+   * @param p the file
+   * @return the owner, for a person
+   */
   public static String owner(Path p) {
     try {
       int uid = uid(p);
@@ -72,7 +82,11 @@ public final class Ownership {
     }
   }
 
-  /** This process's user for a message: {@code uid 54321}, with its name when it has one. */
+  /**
+   * This process's user for a message: {@code uid 54321}, with its name when it has one.
+   *
+   * @return the user, for a person
+   */
   public static String me() {
     try {
       String name = System.getProperty("user.name", "?");
