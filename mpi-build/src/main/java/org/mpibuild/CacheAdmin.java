@@ -160,7 +160,7 @@ public final class CacheAdmin {
 
   private static CacheSettings settings(Path dir) {
     CacheSettings s = CacheSettings.from(SettingSource.ofProcess());
-    return dir == null ? s : s.withDir(dir.toAbsolutePath());
+    return dir == null ? s : s.toBuilder().dir(dir.toAbsolutePath()).build();
   }
 
   /** @return the cache directory */

@@ -8,6 +8,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.mpibuild.internal.comm.LocalCommunicator;
 import org.mpibuild.internal.comm.LogContext;
 import org.mpibuild.internal.manifest.ManifestWriter;
 import org.mpibuild.internal.protocol.AsyncBuilds;
@@ -342,9 +343,15 @@ public final class MpiBuild implements AutoCloseable {
     return settings.cache().enabled() ? Optional.of(settings.cache().dir()) : Optional.empty();
   }
 
-  /** @return how this instance talks to MPI, for logs: binding, communicator and size, or local */
-  public String communicator() {
-    return comm.description();
+  /**
+   * Returns how this instance talks to MPI: the binding's description of the communicator (its
+   * {@code toString()}, for logs: binding, communicator and size, or local), this rank, the size, and whether
+   * the builds are local.
+   *
+   * @return how this instance talks to MPI
+   */
+  public CommunicatorInfo communicator() {
+    return new CommunicatorInfo(comm.description(), comm.rank(), comm.size(), comm instanceof LocalCommunicator);
   }
 
   /**

@@ -302,7 +302,7 @@ public interface Communicator extends AutoCloseable {
   void abort(String message, int errorCode);
 
   /**
-   * Describes the binding and communicator, for logs, for example {@code "mpi.jar COMM_WORLD (dup), 4 ranks"}.
+   * Describes the binding and communicator, for logs, for example {@code "mpi.jar COMM_WORLD (duplicate), 4 ranks"}.
    *
    * @return a short description
    */

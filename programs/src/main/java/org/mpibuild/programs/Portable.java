@@ -82,8 +82,8 @@ public final class Portable {
       message = String.valueOf(e.getMessage()).lines().findFirst().orElse("");
     }
     System.out.println("RESULT scenario=" + name + " rank=" + world.rank() + " size=" + world.size() + " outcome="
-        + outcome + " verified=" + verified + " binding=" + world.communicator().replace(' ', '_') + " message="
-        + message);
+        + outcome + " verified=" + verified + " binding=" + world.communicator().toString().replace(' ', '_')
+        + " message=" + message);
     System.out.flush();
   }
 }

@@ -86,9 +86,7 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
 
   /** A cache that is off. */
   public static CacheSettings off() {
-    return new CacheSettings(Access.OFF, Path.of("."), DEFAULT_MAX_BYTES, false, Duration.ofSeconds(60),
-        Duration.ofMinutes(10), Duration.ZERO, null, defaultSigningKey(),
-        defaultTrustedKeys());
+    return in(Path.of(".")).toBuilder().access(Access.OFF).build();
   }
 
   /** A private read-write cache in {@code dir} with the defaults. */
@@ -110,39 +108,94 @@ public record CacheSettings(Access access, Path dir, long maxBytes, boolean shar
         trustedKeys(s));
   }
 
-  public CacheSettings withAccess(Access a) {
-    return new CacheSettings(a, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
+  /** A builder holding these settings, to copy them with some values changed. */
+  public Builder toBuilder() {
+    return new Builder(this);
   }
 
-  public CacheSettings withDir(Path d) {
-    return new CacheSettings(access, d, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
-  }
+  /**
+   * A copy of a {@link CacheSettings} with some values changed: {@code settings.toBuilder().shared(true).build()}.
+   * It checks nothing itself; {@link #build()} goes through the record's constructor.
+   */
+  public static final class Builder {
+    private Access access;
+    private Path dir;
+    private long maxBytes;
+    private boolean shared;
+    private Duration lockStale;
+    private Duration lockWait;
+    private Duration negativeTtl;
+    private Path nodeDir;
+    private Path signingKey;
+    private Path trustedKeys;
 
-  public CacheSettings withMaxBytes(long b) {
-    return new CacheSettings(access, dir, b, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
-  }
+    private Builder(CacheSettings s) {
+      access = s.access;
+      dir = s.dir;
+      maxBytes = s.maxBytes;
+      shared = s.shared;
+      lockStale = s.lockStale;
+      lockWait = s.lockWait;
+      negativeTtl = s.negativeTtl;
+      nodeDir = s.nodeDir;
+      signingKey = s.signingKey;
+      trustedKeys = s.trustedKeys;
+    }
 
-  public CacheSettings withShared(boolean s) {
-    return new CacheSettings(access, dir, maxBytes, s, lockStale, lockWait, negativeTtl, nodeDir, signingKey, trustedKeys);
-  }
+    public Builder access(Access a) {
+      access = a;
+      return this;
+    }
 
-  public CacheSettings withLocks(Duration stale, Duration wait) {
-    return new CacheSettings(access, dir, maxBytes, shared, stale, wait, negativeTtl, nodeDir, signingKey, trustedKeys);
-  }
+    public Builder dir(Path d) {
+      dir = d;
+      return this;
+    }
 
-  public CacheSettings withNegativeTtl(Duration ttl) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, ttl, nodeDir, signingKey, trustedKeys);
-  }
+    public Builder maxBytes(long b) {
+      maxBytes = b;
+      return this;
+    }
 
-  public CacheSettings withNodeDir(Path d) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, d, signingKey, trustedKeys);
-  }
+    public Builder shared(boolean s) {
+      shared = s;
+      return this;
+    }
 
-  public CacheSettings withTrustedKeys(Path file) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey, file);
-  }
+    public Builder lockStale(Duration stale) {
+      lockStale = stale;
+      return this;
+    }
 
-  public CacheSettings withSigningKey(Path key) {
-    return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, key, trustedKeys);
+    public Builder lockWait(Duration wait) {
+      lockWait = wait;
+      return this;
+    }
+
+    public Builder negativeTtl(Duration ttl) {
+      negativeTtl = ttl;
+      return this;
+    }
+
+    public Builder nodeDir(Path d) {
+      nodeDir = d;
+      return this;
+    }
+
+    public Builder signingKey(Path key) {
+      signingKey = key;
+      return this;
+    }
+
+    public Builder trustedKeys(Path file) {
+      trustedKeys = file;
+      return this;
+    }
+
+    /** The settings; the record's constructor checks them as it checks any. */
+    public CacheSettings build() {
+      return new CacheSettings(access, dir, maxBytes, shared, lockStale, lockWait, negativeTtl, nodeDir, signingKey,
+          trustedKeys);
+    }
   }
 }

@@ -45,8 +45,8 @@ class CacheTrustTest {
   @Test
   void aStrangersDirectoryAndItsTrustFileNeverMakeTheirEntryLoad(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("mpi-build-cache");
-    KernelCache stranger = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("stranger-key"))
-        .withTrustedKeys(tmp.resolve("stranger-trusted")));
+    KernelCache stranger = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("stranger-key"))
+        .trustedKeys(tmp.resolve("stranger-trusted")).build());
     assertTrue(stranger.store(KEY, envelope(1000)), "the planted entry, validly signed by the stranger");
     Path trust = dir.resolve("trusted-keys");
     Files.writeString(trust, "# the group's keys\n" + EntrySigning.open(tmp.resolve("stranger-key"), null).publicKey()
@@ -62,8 +62,8 @@ class CacheTrustTest {
     } else {
       System.out.println("not root: the stranger's files keep this user's uid; the trust decision is tested alone");
     }
-    KernelCache victim = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("my-key"))
-        .withTrustedKeys(tmp.resolve("my-trusted")));
+    KernelCache victim = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("my-key"))
+        .trustedKeys(tmp.resolve("my-trusted")).build());
     assertNotNull(victim);
     assertNull(victim.lookup(KEY), "an entry signed by a key only the directory vouches for is never loaded");
     assertEquals(1, victim.untrustedEntries());
@@ -75,7 +75,7 @@ class CacheTrustTest {
     Path elsewhere = Files.createDirectory(tmp.resolve("elsewhere"));
     Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
     Files.createSymbolicLink(dir.resolve("entries"), elsewhere);
-    KernelCache cache = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("key")));
+    KernelCache cache = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("key")).build());
     if (cache != null) {
       cache.store(KEY, envelope(100));
     }
@@ -88,7 +88,7 @@ class CacheTrustTest {
   @Test
   void anEmptyTagLeftByAFullDiskIsMendedAndNeverShutsTheCommandsOut(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("c");
-    CacheSettings s = CacheSettings.in(dir).withSigningKey(tmp.resolve("key"));
+    CacheSettings s = CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("key")).build();
     assertTrue(KernelCache.open(s).store(KEY, envelope(100)));
     Files.write(dir.resolve(CacheDirectory.TAG), new byte[0]);
     assertEquals(1, KernelCache.openForAdmin(s, dir, false).list().size(), "the commands still see the cache");
@@ -106,8 +106,8 @@ class CacheTrustTest {
   void anEmptyLockFileIsTakenOverNotWaitedOut(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("c");
     // A lock wait shorter than the 3 s an empty lock used to be respected: waiting it out returns no lock.
-    KernelCache cache = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("key"))
-        .withLocks(java.time.Duration.ofSeconds(60), java.time.Duration.ofSeconds(2)));
+    KernelCache cache = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("key"))
+        .lockStale(java.time.Duration.ofSeconds(60)).lockWait(java.time.Duration.ofSeconds(2)).build());
     Path lock = dir.resolve("locks/" + KEY + ".lock");
     Files.write(lock, new byte[0]); // what a full disk left: the name, without the holder
     long t0 = System.nanoTime();
@@ -123,7 +123,7 @@ class CacheTrustTest {
   @Test
   void gcAndLsBesideEvictionNeverFailOnAVanishedEntry(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("c");
-    CacheSettings s = CacheSettings.in(dir).withSigningKey(tmp.resolve("key"));
+    CacheSettings s = CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("key")).build();
     KernelCache.open(s);
     for (int round = 0; round < 3; round++) {
       for (int i = 0; i < 1000; i++) {
@@ -162,7 +162,7 @@ class CacheTrustTest {
     EntrySigning.open(key, null);
     Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-r--r--"));
     String text = stderrOf(() -> {
-      KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(key));
+      KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).toBuilder().signingKey(key).build());
       assertNull(cache.lookup(KEY));
       assertFalse(cache.store(KEY, envelope(10)));
     });
@@ -171,7 +171,8 @@ class CacheTrustTest {
     Path linked = tmp.resolve("linked-key");
     Files.setPosixFilePermissions(key, PosixFilePermissions.fromString("rw-------"));
     Files.createSymbolicLink(linked, key);
-    text = stderrOf(() -> KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(linked)).store(KEY, envelope(10)));
+    text = stderrOf(() -> KernelCache.open(CacheSettings.in(tmp.resolve("c")).toBuilder()
+        .signingKey(linked).build()).store(KEY, envelope(10)));
     assertTrue(text.contains(linked + " is a symbolic link"), text);
   }
 
@@ -181,7 +182,8 @@ class CacheTrustTest {
     String name = System.getProperty("user.name");
     System.setProperty("user.name", "?");
     try {
-      KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(tmp.resolve("key")));
+      KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).toBuilder()
+          .signingKey(tmp.resolve("key")).build());
       assertNull(cache.writeRefusal());
       assertTrue(cache.store(KEY, envelope(10)));
       assertNotNull(cache.lookup(KEY));

@@ -142,7 +142,7 @@ class CollectiveCacheTest {
 
   @Test
   void nodeLocalCacheIsWrittenByOneRankPerNodeAndServesTheNextJob(@TempDir Path tmp) throws Exception {
-    CacheSettings cache = CacheSettings.in(tmp.resolve("shared")).withNodeDir(tmp.resolve("node"));
+    CacheSettings cache = CacheSettings.in(tmp.resolve("shared")).toBuilder().nodeDir(tmp.resolve("node")).build();
     int[] nodes = {0, 0, 1, 1};
     List<RankResult> results = job(4, nodes, cache, backends(4), KernelSource.of(SOURCE));
     allOk(results);
@@ -162,7 +162,7 @@ class CollectiveCacheTest {
 
   @Test
   void recentCompileFailureIsAnsweredFromTheNegativeEntry(@TempDir Path tmp) throws Exception {
-    CacheSettings cache = CacheSettings.in(tmp).withNegativeTtl(Duration.ofSeconds(30));
+    CacheSettings cache = CacheSettings.in(tmp).toBuilder().negativeTtl(Duration.ofSeconds(30)).build();
     KernelSource broken = KernelSource.of("syntax error");
     List<FakeBackend> first = backends(3);
     List<RankResult> a = job(3, new int[3], cache, first, broken);

@@ -95,7 +95,7 @@ public class KernelCacheTest {
     FileTime before = FileTime.fromMillis(1_000_000_000_000L);
     Files.setLastModifiedTime(entry, before);
     List<Path> filesBefore = files(tmp);
-    KernelCache ro = KernelCache.open(CacheSettings.in(tmp).withAccess(CacheSettings.Access.READ_ONLY));
+    KernelCache ro = KernelCache.open(CacheSettings.in(tmp).toBuilder().access(CacheSettings.Access.READ_ONLY).build());
     assertNotNull(ro.lookup(KEY));
     assertFalse(ro.store(OTHER, envelope(100)));
     assertNull(ro.lock(OTHER), "read-only never locks");
@@ -113,7 +113,7 @@ public class KernelCacheTest {
     assertTrue(cache.writeRefusal().contains("MPI_BUILD_CACHE_SHARED"), cache.writeRefusal());
     assertFalse(cache.store(KEY, envelope(10)));
     assertEquals(List.of(), files(dir));
-    KernelCache shared = KernelCache.open(CacheSettings.in(dir).withShared(true));
+    KernelCache shared = KernelCache.open(CacheSettings.in(dir).toBuilder().shared(true).build());
     assertTrue(shared.writable());
     assertTrue(shared.store(KEY, envelope(10)));
   }
@@ -131,7 +131,8 @@ public class KernelCacheTest {
     KernelCache probe = KernelCache.open(CacheSettings.in(tmp.resolve("probe")));
     probe.store(KEY, envelope(1000));
     entryBytes = Files.size(tmp.resolve("probe/entries/" + KEY + ".kbin"));
-    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withMaxBytes(3 * entryBytes));
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).toBuilder()
+        .maxBytes(3 * entryBytes).build());
     String[] keys = new String[5];
     for (int i = 0; i < keys.length; i++) {
       keys[i] = String.format("%064x", i + 1);
@@ -156,7 +157,8 @@ public class KernelCacheTest {
     Envelope failure = Envelope.failure(Envelope.Status.COMPILE_FAILED,
         new Envelope.Metadata("fake", "device A", List.of(), "", "error: x", "compile failed"));
     assertFalse(off.store(KEY, failure), "without a negative TTL, failures are not cached");
-    KernelCache neg = KernelCache.open(CacheSettings.in(tmp.resolve("b")).withNegativeTtl(java.time.Duration.ofSeconds(30)));
+    KernelCache neg = KernelCache.open(CacheSettings.in(tmp.resolve("b")).toBuilder()
+        .negativeTtl(java.time.Duration.ofSeconds(30)).build());
     assertTrue(neg.store(KEY, failure));
     assertEquals("error: x", neg.lookup(KEY).envelope().metadata().buildLog());
     Files.setLastModifiedTime(tmp.resolve("b/entries/" + KEY + ".kbin"),
@@ -228,7 +230,8 @@ public class KernelCacheTest {
 
   @Test
   void entryForgedWithAValidFormatAndChecksumIsNeverLoaded(@TempDir Path tmp) throws Exception {
-    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(tmp.resolve("mine")));
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).toBuilder()
+        .signingKey(tmp.resolve("mine")).build());
     assertTrue(cache.store(KEY, envelope(1000)));
     // The forger writes another binary under the same key, with a correct SHA-256 and header CRC, unsigned.
     Path f = tmp.resolve("c/entries/" + KEY + ".kbin");
@@ -241,10 +244,11 @@ public class KernelCacheTest {
   @Test
   void entriesSignedByAnotherKeyNeedTheReadersOwnTrust(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("group-cache");
-    KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice"))
-        .withTrustedKeys(tmp.resolve("alice-trusted")));
+    KernelCache alice = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("alice"))
+        .trustedKeys(tmp.resolve("alice-trusted")).build());
     assertTrue(alice.store(KEY, envelope(1000)));
-    CacheSettings bobs = CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")).withTrustedKeys(tmp.resolve("bob-trusted"));
+    CacheSettings bobs = CacheSettings.in(dir).toBuilder()
+        .signingKey(tmp.resolve("bob")).trustedKeys(tmp.resolve("bob-trusted")).build();
     java.util.List<KernelCache.Listing> seen = KernelCache.open(bobs).list();
     assertEquals("untrusted", seen.get(0).status(), "bob does not trust alice's key yet: " + seen);
     assertTrue(seen.get(0).problem().contains("not trusted"), seen.get(0).problem());
@@ -260,12 +264,13 @@ public class KernelCacheTest {
   @Test
   void aTrustFileOthersCanWriteIsIgnored(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("c");
-    KernelCache alice = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("alice")));
+    KernelCache alice = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("alice")).build());
     alice.store(KEY, envelope(100));
     Path trust = tmp.resolve("bob-trusted");
     EntrySigning.trust(trust, tmp.resolve("alice"));
     Files.setPosixFilePermissions(trust, PosixFilePermissions.fromString("rw-rw-rw-"));
-    KernelCache bob = KernelCache.open(CacheSettings.in(dir).withSigningKey(tmp.resolve("bob")).withTrustedKeys(trust));
+    KernelCache bob = KernelCache.open(CacheSettings.in(dir).toBuilder()
+        .signingKey(tmp.resolve("bob")).trustedKeys(trust).build());
     assertNull(bob.lookup(KEY), "a world-writable trust file could trust anyone");
   }
 
@@ -279,7 +284,8 @@ public class KernelCacheTest {
 
   @Test
   void anEntryNamingYourKeyWithoutYourSealIsRefused(@TempDir Path tmp) throws Exception {
-    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).withSigningKey(tmp.resolve("mine")));
+    KernelCache cache = KernelCache.open(CacheSettings.in(tmp.resolve("c")).toBuilder()
+        .signingKey(tmp.resolve("mine")).build());
     assertTrue(cache.store(KEY, envelope(1000)));
     Path f = tmp.resolve("c/entries/" + KEY + ".kbin");
     byte[] b = Files.readAllBytes(f);

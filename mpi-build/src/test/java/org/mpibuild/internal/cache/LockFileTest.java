@@ -36,7 +36,7 @@ class LockFileTest {
   }
 
   static CacheSettings settings(Path dir) {
-    return CacheSettings.in(dir).withLocks(Duration.ofSeconds(30), Duration.ofSeconds(60));
+    return CacheSettings.in(dir).toBuilder().lockStale(Duration.ofSeconds(30)).lockWait(Duration.ofSeconds(60)).build();
   }
 
   @Test
@@ -60,7 +60,8 @@ class LockFileTest {
   void liveHolderIsWaitedForAndItsEntryUsed(@TempDir Path dir) throws Exception {
     KernelCache.open(settings(dir));
     Process p = holder(dir, 1500, "write");
-    KernelCache cache = KernelCache.open(settings(dir).withLocks(Duration.ofMillis(200), Duration.ofSeconds(60)));
+    KernelCache cache = KernelCache.open(settings(dir).toBuilder()
+        .lockStale(Duration.ofMillis(200)).lockWait(Duration.ofSeconds(60)).build());
     long t0 = System.nanoTime();
     LockFile lock = cache.lock(KEY);
     long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -77,7 +78,8 @@ class LockFileTest {
 
   @Test
   void lockFromAnotherHostIsTakenOverOnlyWhenStale(@TempDir Path dir) throws Exception {
-    KernelCache cache = KernelCache.open(settings(dir).withLocks(Duration.ofMillis(1500), Duration.ofSeconds(60)));
+    KernelCache cache = KernelCache.open(settings(dir).toBuilder()
+        .lockStale(Duration.ofMillis(1500)).lockWait(Duration.ofSeconds(60)).build());
     Path lockFile = dir.resolve("locks/" + KEY + ".lock");
     Files.writeString(lockFile, "host=some-other-node\npid=1\nstart=0\nacquired=0\n");
     long t0 = System.nanoTime();
@@ -90,7 +92,8 @@ class LockFileTest {
 
   @Test
   void refreshedRemoteLockIsNeverTakenOver(@TempDir Path dir) throws Exception {
-    KernelCache cache = KernelCache.open(settings(dir).withLocks(Duration.ofMillis(600), Duration.ofMillis(2500)));
+    KernelCache cache = KernelCache.open(settings(dir).toBuilder()
+        .lockStale(Duration.ofMillis(600)).lockWait(Duration.ofMillis(2500)).build());
     Path lockFile = dir.resolve("locks/" + KEY + ".lock");
     String remote = "host=some-other-node\npid=1\nstart=0\nacquired=0\n";
     Files.writeString(lockFile, remote);
@@ -120,7 +123,8 @@ class LockFileTest {
 
   @Test
   void heldLockIsRefreshedSoALongCompileNeverLosesIt(@TempDir Path dir) throws Exception {
-    KernelCache cache = KernelCache.open(settings(dir).withLocks(Duration.ofMillis(400), Duration.ofSeconds(10)));
+    KernelCache cache = KernelCache.open(settings(dir).toBuilder()
+        .lockStale(Duration.ofMillis(400)).lockWait(Duration.ofSeconds(10)).build());
     try (LockFile lock = cache.lock(KEY)) {
       Thread.sleep(1500);
       long age = System.currentTimeMillis() - Files.getLastModifiedTime(lock.file()).toMillis();

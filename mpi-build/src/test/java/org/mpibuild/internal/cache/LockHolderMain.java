@@ -18,7 +18,8 @@ public final class LockHolderMain {
     String key = args[1];
     long millis = Long.parseLong(args[2]);
     String mode = args[3];
-    KernelCache cache = KernelCache.open(CacheSettings.in(dir).withLocks(Duration.ofMillis(400), Duration.ofSeconds(30)));
+    KernelCache cache = KernelCache.open(CacheSettings.in(dir).toBuilder()
+        .lockStale(Duration.ofMillis(400)).lockWait(Duration.ofSeconds(30)).build());
     try (LockFile lock = cache.lock(key)) {
       if (lock == null) {
         System.out.println("NOT LOCKED");

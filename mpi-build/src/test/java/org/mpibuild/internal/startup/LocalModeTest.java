@@ -11,6 +11,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.BinaryData;
+import org.mpibuild.CommunicatorInfo;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelLoadException;
 import org.mpibuild.KernelSource;
@@ -28,7 +29,9 @@ class LocalModeTest {
         Kernel k = mb.mpiBuildKernel(CollectiveBuildTest.SOURCE, 0)) {
       assertEquals(1, mb.size());
       assertEquals(0, mb.rank());
-      assertTrue(mb.communicator().startsWith("local"), mb.communicator());
+      assertTrue(mb.communicator().local(), mb.communicator().toString());
+      assertEquals("local (no MPI), 1 rank", mb.communicator().toString());
+      assertEquals(new CommunicatorInfo("local (no MPI), 1 rank", 0, 1, true), mb.communicator());
       assertEquals(1, backend.compiles.get());
       assertEquals(0, backend.loads.get());
       assertTrue(k.stats().compiled());
