@@ -2,8 +2,6 @@ package org.mpibuild.internal.settings;
 
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.spi.SettingSource;
@@ -67,21 +65,9 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
   public static final Duration DEFAULT_COMPILE_TIMEOUT = Duration.ofMinutes(10);
   public static final Duration DEFAULT_COLLECTIVE_TIMEOUT = Duration.ofMinutes(10);
 
-  /** Settings with the defaults and no cache, for tests. */
-  public static Settings defaults() {
-    return new Settings(Mode.AUTO, Binding.AUTO, SettingSource.of(new Properties(), Map.of()),
-        null, DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BINARY_BYTES, CacheSettings.off(),
-        DEFAULT_COMPILE_TIMEOUT, 0, Progress.AUTO, null, DEFAULT_COLLECTIVE_TIMEOUT);
-  }
-
   /** Reads the settings of this process. */
   public static Settings fromEnvironment() {
     return from(SettingSource.ofProcess());
-  }
-
-  /** Reads the settings from these properties and environment (for tests). */
-  static Settings from(Properties props, Map<String, String> env) {
-    return from(SettingSource.of(props, env));
   }
 
   /** Reads the settings from {@code s}; a bad value fails, naming the setting. */
@@ -97,41 +83,5 @@ public record Settings(Mode mode, Binding binding, SettingSource source, String 
   /** How this rank waits for MPI ({@code MPI_BUILD_SPIN_US}). */
   public Backoff waiting() {
     return new Backoff(TimeUnit.MICROSECONDS.toNanos(CoreSettings.SPIN_MICROS.read(source)));
-  }
-
-  public Settings withChunkBytes(int bytes) {
-    return new Settings(mode, binding, source, backend, bytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withMaxBinaryBytes(long bytes) {
-    return new Settings(mode, binding, source, backend, chunkBytes, bytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withMode(Mode m) {
-    return new Settings(m, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withBackend(String id) {
-    return new Settings(mode, binding, source, id, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withCache(CacheSettings c) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, c, compileTimeout, batchRanks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withCompileTimeout(Duration t) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, t, batchRanks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withBatchRanks(int ranks) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, ranks, progress, record, collectiveTimeout);
-  }
-
-  public Settings withProgress(Progress p) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, p, record, collectiveTimeout);
-  }
-
-  public Settings withRecord(Path file) {
-    return new Settings(mode, binding, source, backend, chunkBytes, maxBinaryBytes, cache, compileTimeout, batchRanks, progress, file, collectiveTimeout);
   }
 }

@@ -21,6 +21,7 @@ import org.mpibuild.internal.protocol.CollectiveBuildTest;
 import org.mpibuild.internal.protocol.JobCounters;
 import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.settings.TestSettings;
 import org.mpibuild.testkit.FakeBackend;
 import org.mpibuild.testkit.InProcessCommunicator;
 
@@ -32,7 +33,7 @@ class CollectiveCacheTest {
   static List<RankResult> job(int size, int[] nodes, CacheSettings cache, List<FakeBackend> backends, KernelSource request)
       throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(size, 10_000, nodes);
-    Settings settings = Settings.defaults().withChunkBytes(300).withCache(cache);
+    Settings settings = TestSettings.withCache(TestSettings.withChunkBytes(TestSettings.defaults(), 300), cache);
     return CollectiveBuildTest.onRanks(world, size, backends::get, (rank, comm, backend) -> {
       try (Caches caches = Caches.of(cache, comm.splitByNode())) {
         return new CollectiveBuild(comm, backend, settings, caches, new JobCounters()).run(request, 0);

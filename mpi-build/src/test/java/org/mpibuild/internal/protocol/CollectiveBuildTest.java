@@ -26,6 +26,7 @@ import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
 import org.mpibuild.RequestMismatchException;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.settings.TestSettings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
 import org.mpibuild.spi.Communicator;
@@ -34,7 +35,7 @@ import org.mpibuild.testkit.InProcessCommunicator;
 /** The protocol with several ranks in one JVM: every rank's outcome is checked, never only the root's. */
 public class CollectiveBuildTest {
   public static final String SOURCE = "__kernel void main() {}";
-  static final Settings SETTINGS = Settings.defaults().withMode(Settings.Mode.LOCAL).withChunkBytes(256).withMaxBinaryBytes(1L << 30);
+  static final Settings SETTINGS = TestSettings.local(256, 1L << 30);
 
   /** What one rank ended with: an outcome or an exception. */
   public record RankResult(CollectiveBuild.Outcome outcome, Throwable error) {}
@@ -181,7 +182,7 @@ public class CollectiveBuildTest {
   void smallKernelTravelsInOneBroadcast() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
     List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(), (rank, comm, backend) ->
-        new CollectiveBuild(comm, backend, SETTINGS.withChunkBytes(1 << 20)).run(KernelSource.of(SOURCE), 0));
+        new CollectiveBuild(comm, backend, TestSettings.withChunkBytes(SETTINGS, 1 << 20)).run(KernelSource.of(SOURCE), 0));
     results.forEach(res -> assertNull(res.error()));
     assertEquals(1, world.calls().stream().filter(c -> c.rank() == 1 && c.operation().equals("broadcast")).count());
   }
@@ -190,7 +191,7 @@ public class CollectiveBuildTest {
   void differentChunkSizesAreCaughtBeforeAnyTransfer() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
     List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(), (rank, comm, backend) ->
-        new CollectiveBuild(comm, backend, SETTINGS.withChunkBytes(rank == 0 ? 256 : 512)).run(KernelSource.of(SOURCE), 0));
+        new CollectiveBuild(comm, backend, TestSettings.withChunkBytes(SETTINGS, rank == 0 ? 256 : 512)).run(KernelSource.of(SOURCE), 0));
     RequestMismatchException e = assertInstanceOf(RequestMismatchException.class, sameErrorEverywhere(results));
     assertTrue(e.getMessage().contains("differs in chunk-size"), e.getMessage());
     assertTrue(world.calls().stream().noneMatch(c -> c.operation().equals("broadcast")));
@@ -252,7 +253,7 @@ public class CollectiveBuildTest {
       b.compileSleepMillis = 60_000;
       return b;
     }, (rank, comm, backend) -> new CollectiveBuild(comm, backend,
-        SETTINGS.withCompileTimeout(java.time.Duration.ofMillis(500))).run(KernelSource.of(SOURCE), 0));
+        TestSettings.withCompileTimeout(SETTINGS, java.time.Duration.ofMillis(500))).run(KernelSource.of(SOURCE), 0));
     long ms = (System.nanoTime() - t0) / 1_000_000;
     Throwable e = sameErrorEverywhere(results);
     assertEquals(org.mpibuild.BuildTimeoutException.class, e.getClass());
@@ -459,7 +460,7 @@ public class CollectiveBuildTest {
       b.binaryBytes = 3 * Payload.CHECK_BLOCK_BYTES + 5;
       backends.add(b);
     }
-    Settings settings = SETTINGS.withChunkBytes(Payload.CHECK_BLOCK_BYTES);
+    Settings settings = TestSettings.withChunkBytes(SETTINGS, Payload.CHECK_BLOCK_BYTES);
     List<RankResult> results = onRanks(world, 3, backends::get, (rank, comm, backend) -> {
       Communicator c = rank == 1 ? new CorruptingCommunicator(comm, piece) : comm;
       return new CollectiveBuild(c, backend, settings).run(KernelSource.of(SOURCE), 0);
@@ -487,7 +488,7 @@ public class CollectiveBuildTest {
   void aLargeBinaryArrivesIntactInPieces() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
     int bytes = 3 * Payload.CHECK_BLOCK_BYTES + 5;
-    Settings settings = SETTINGS.withChunkBytes(700_000); // pieces that straddle check blocks
+    Settings settings = TestSettings.withChunkBytes(SETTINGS, 700_000); // pieces that straddle check blocks
     List<RankResult> results = onRanks(world, 3, r -> {
       FakeBackend b = new FakeBackend();
       b.binaryBytes = bytes;
@@ -503,7 +504,7 @@ public class CollectiveBuildTest {
   void oversizedBinaryIsRefusedWithoutLosingStep() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
     List<RankResult> results = onRanks(world, 2, r -> new FakeBackend(), (rank, comm, backend) ->
-        new CollectiveBuild(comm, backend, SETTINGS.withMaxBinaryBytes(rank == 1 ? 999 : 1 << 20))
+        new CollectiveBuild(comm, backend, TestSettings.withMaxBinaryBytes(SETTINGS, rank == 1 ? 999 : 1 << 20))
             .run(KernelSource.of(SOURCE), 0));
     KernelLoadException e = assertInstanceOf(KernelLoadException.class, sameErrorEverywhere(results));
     assertTrue(e.failures().get(1).contains("exceeds this rank's limit of 999"), e.getMessage());

@@ -38,7 +38,7 @@ class SettingsTest {
 
   @Test
   void defaults() {
-    Settings s = Settings.from(new Properties(), Map.of());
+    Settings s = TestSettings.from(new Properties(), Map.of());
     assertEquals(Settings.Mode.AUTO, s.mode());
     assertEquals(null, s.backend());
     assertEquals(4 << 20, s.chunkBytes());
@@ -49,7 +49,7 @@ class SettingsTest {
   void propertyWinsOverEnvironment() {
     Properties p = new Properties();
     p.setProperty("mpibuild.chunkBytes", "4k");
-    Settings s = Settings.from(p, Map.of("MPI_BUILD_CHUNK_BYTES", "1m", "MPI_BUILD_MODE", "LOCAL",
+    Settings s = TestSettings.from(p, Map.of("MPI_BUILD_CHUNK_BYTES", "1m", "MPI_BUILD_MODE", "LOCAL",
         "MPI_BUILD_BACKEND", "opencl"));
     assertEquals(4096, s.chunkBytes());
     assertEquals(Settings.Mode.LOCAL, s.mode());
@@ -59,13 +59,13 @@ class SettingsTest {
   @Test
   void badValuesNameTheSetting() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> Settings.from(new Properties(), Map.of("MPI_BUILD_CHUNK_BYTES", "lots")));
+        () -> TestSettings.from(new Properties(), Map.of("MPI_BUILD_CHUNK_BYTES", "lots")));
     assertTrue(e.getMessage().contains("MPI_BUILD_CHUNK_BYTES") && e.getMessage().contains("'lots'"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class,
-        () -> Settings.from(new Properties(), Map.of("MPI_BUILD_CHUNK_BYTES", "3g")));
+        () -> TestSettings.from(new Properties(), Map.of("MPI_BUILD_CHUNK_BYTES", "3g")));
     assertTrue(e.getMessage().contains("3221225472"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class,
-        () -> Settings.from(new Properties(), Map.of("MPI_BUILD_MODE", "cluster")));
+        () -> TestSettings.from(new Properties(), Map.of("MPI_BUILD_MODE", "cluster")));
     assertTrue(e.getMessage().contains("'cluster'"), e.getMessage());
   }
 }

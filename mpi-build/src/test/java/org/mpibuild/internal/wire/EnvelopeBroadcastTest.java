@@ -19,13 +19,14 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.settings.TestSettings;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.testkit.CorruptingCommunicator;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /** The envelope broadcast alone: its eager first message, the pieces that follow it, their checks. */
 class EnvelopeBroadcastTest {
-  static final Settings SETTINGS = Settings.defaults().withMode(Settings.Mode.LOCAL).withMaxBinaryBytes(1L << 30);
+  static final Settings SETTINGS = TestSettings.local(Settings.DEFAULT_CHUNK_BYTES, 1L << 30);
   static final Backoff WAITING = new Backoff(0);
 
   static Envelope envelope(int bytes) {
@@ -82,7 +83,7 @@ class EnvelopeBroadcastTest {
   void aLargeBinaryFollowsTheEagerMessageInChunks() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
     int bytes = 3 * Payload.CHECK_BLOCK_BYTES + 5;
-    Settings settings = SETTINGS.withChunkBytes(Payload.CHECK_BLOCK_BYTES);
+    Settings settings = TestSettings.withChunkBytes(SETTINGS, Payload.CHECK_BLOCK_BYTES);
     Envelope sent = envelope(bytes);
     List<EnvelopeBroadcast.Received> got = broadcast(world, 2, settings, sent, r -> null);
     assertNull(got.get(1).problem);
@@ -100,7 +101,7 @@ class EnvelopeBroadcastTest {
   @ValueSource(ints = {2, 3, 4})
   void aCorruptPieceIsCaught(int broadcastNumber) throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 10_000);
-    Settings settings = SETTINGS.withChunkBytes(Payload.CHECK_BLOCK_BYTES);
+    Settings settings = TestSettings.withChunkBytes(SETTINGS, Payload.CHECK_BLOCK_BYTES);
     Envelope sent = envelope(3 * Payload.CHECK_BLOCK_BYTES + 5);
     List<EnvelopeBroadcast.Received> got = broadcast(world, 3, settings, sent,
         r -> r == 1 ? new CorruptingCommunicator(world.rank(1), broadcastNumber) : null);
