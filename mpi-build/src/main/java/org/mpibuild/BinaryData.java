@@ -1,7 +1,6 @@
 package org.mpibuild;
 
 import java.util.List;
-import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.wire.Envelope;
 
 /**

@@ -75,16 +75,39 @@ class DistributionIT {
     assertEquals(List.of(), offenders, "files outside the core that import org.mpibuild.internal");
   }
 
+  /** The contracts (SPI) and the helpers plug-ins share (support) stand on the API alone, never on internals. */
   @Test
-  void theCoreModuleExportsTheApiAndTheSpiOnly() throws Exception {
+  void neitherTheSpiNorTheSupportPackageImportsTheCoresInternals() throws IOException {
+    List<String> offenders = new ArrayList<>();
+    for (String pkg : List.of("spi", "support")) {
+      try (Stream<Path> files = Files.walk(REPO.resolve("mpi-build/src/main/java/org/mpibuild/" + pkg))) {
+        files.filter(f -> f.toString().endsWith(".java")).forEach(f -> {
+          try {
+            if (INTERNAL_IMPORT.matcher(Files.readString(f)).find()) {
+              offenders.add(REPO.relativize(f).toString());
+            }
+          } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+          }
+        });
+      }
+    }
+    assertEquals(List.of(), offenders, "SPI or support files that import org.mpibuild.internal");
+  }
+
+  @Test
+  void theCoreModuleExportsTheApiTheSpiAndTheSupportPackageOnly() throws Exception {
     Path core = classpath().stream().map(Path::of).filter(j -> j.getFileName().toString().startsWith("mpi-build-0"))
         .findFirst().orElseThrow();
     java.lang.module.ModuleDescriptor d = java.lang.module.ModuleFinder.of(core).findAll().iterator().next()
         .descriptor();
     assertEquals("org.mpibuild", d.name());
-    assertEquals(java.util.Set.of("org.mpibuild", "org.mpibuild.spi"), d.exports().stream()
+    assertEquals(java.util.Set.of("org.mpibuild", "org.mpibuild.spi", "org.mpibuild.support"), d.exports().stream()
         .map(java.lang.module.ModuleDescriptor.Exports::source).collect(java.util.stream.Collectors.toSet()));
-    assertTrue(d.packages().contains("org.mpibuild.internal"), "the internals are in the module, unexported");
+    assertTrue(d.packages().containsAll(java.util.Set.of("org.mpibuild.internal.protocol", "org.mpibuild.internal.wire",
+        "org.mpibuild.internal.cache", "org.mpibuild.internal.agreement", "org.mpibuild.internal.startup",
+        "org.mpibuild.internal.settings", "org.mpibuild.internal.comm", "org.mpibuild.internal.manifest")),
+        "the internals are in the module, unexported: " + d.packages());
   }
 
   /** Every jar the distribution ships has a module name of ours: the core's module-info, the others' manifest. */

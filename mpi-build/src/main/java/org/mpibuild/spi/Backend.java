@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.ServiceLoader;
 import org.mpibuild.KernelSource;
-import org.mpibuild.internal.startup.Backends;
 
 /**
  * A compiler and loader for one kind of device, bound to this rank's device.

@@ -1,7 +1,6 @@
 package org.mpibuild.spi;
 
 import java.util.List;
-import org.mpibuild.internal.startup.Backends;
 
 /**
  * A program loaded on a device, with its kernels created. Backends return their own public type, which

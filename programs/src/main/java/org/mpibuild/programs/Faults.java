@@ -1,13 +1,11 @@
 package org.mpibuild.programs;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.List;
 import mpi.MPI;
 import mpi.MPIException;
 import org.mpibuild.BinaryData;
@@ -21,7 +19,6 @@ import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Compilation;
-import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.testkit.CorruptingCommunicator;
 import org.mpibuild.testkit.DelegatingBackend;
 

@@ -3,7 +3,6 @@ package org.mpibuild.cuda;
 import java.util.List;
 import java.util.ServiceLoader;
 import org.mpibuild.BackendUnavailableException;
-import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.Placement;

@@ -10,7 +10,6 @@ import org.mpibuild.KernelSource;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.agreement.RequestAgreement;
 import org.mpibuild.internal.agreement.RequestFingerprint;
-import org.mpibuild.internal.agreement.Verdict;
 import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.comm.Backoff;

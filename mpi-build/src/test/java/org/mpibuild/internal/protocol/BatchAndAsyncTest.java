@@ -20,7 +20,6 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.mpibuild.CompileException;
-import org.mpibuild.Kernel;
 import org.mpibuild.KernelFuture;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
