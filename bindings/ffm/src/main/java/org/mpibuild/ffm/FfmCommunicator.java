@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.mpibuild.CommunicationException;
@@ -98,6 +99,36 @@ final class FfmCommunicator implements Communicator {
     MemorySegment out = arena.allocate(JAVA_INT, values.length);
     return start(() -> "MPI_Iallreduce(MAX)", arena, req -> mpi.iallreduce(in, out, values.length, mpi.table.intType(), mpi.table.opMax(), comm, req),
         () -> MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length));
+  }
+
+  @Override
+  public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    checkReduction(send, receive, count, type);
+    MemorySegment in = MemorySegment.ofBuffer(send);
+    MemorySegment out = MemorySegment.ofBuffer(receive);
+    long datatype = mpi.table.datatype(type);
+    long operation = mpi.table.op(op);
+    // Both buffers stay reachable (their memory is MPI's) until the request completes.
+    return start(() -> "MPI_Iallreduce(" + op + ") of " + count + " " + type, List.of(send, receive),
+        req -> mpi.iallreduce(in, out, count, datatype, operation, comm, req), null);
+  }
+
+  /**
+   * Refuses, before any communication, what MPI would read or write out of bounds: MPI gets the buffers'
+   * addresses, not their limits.
+   */
+  private static void checkReduction(ByteBuffer send, ByteBuffer receive, int count, Datatype type) {
+    if (!send.isDirect() || !receive.isDirect()) {
+      throw new IllegalArgumentException("an all-reduce needs direct buffers");
+    }
+    if (count < 1) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " values");
+    }
+    long bytes = (long) count * type.bytes();
+    if (send.remaining() < bytes || receive.remaining() < bytes) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values (" + bytes
+          + " bytes) from " + send.remaining() + " bytes into " + receive.remaining());
+    }
   }
 
   @Override

@@ -13,6 +13,8 @@ import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.ffm.Libraries.Abi;
 import org.mpibuild.ffm.Libraries.Candidate;
 import org.mpibuild.ffm.Libraries.Implementation;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
 
 /** Which MPI libraries the FFM binding tries, in which order, and which it refuses: no MPI needed. */
 class LibrariesTest {
@@ -96,5 +98,23 @@ class LibrariesTest {
     assertEquals(1, MpiC.STANDARD.ordinalOf(1024));
     assertEquals(3, MpiC.MPICH_TABLE.ordinalOf(3));
     assertEquals(0, MpiC.MPICH_TABLE.ordinalOf(0));
+  }
+
+  @Test
+  void theReductionsHandlesAreTheHeadersValues() {
+    // mpi-abi-stubs' mpi.h (commit e5f65c7), the same in MPICH's src/binding/abi/mpi_abi.h.
+    assertEquals(List.of(0x209L, 0x258L, 0x210L, 0x214L), handles(MpiC.STANDARD));
+    assertEquals(List.of(0x21L, 0x22L, 0x23L), ops(MpiC.STANDARD));
+    // MPICH 4.0.2's configure.ac (PAC_SET_MPI_TYPE) for x86-64, written out in MPICH 5's mpi.h.in.
+    assertEquals(List.of(0x4c000405L, 0x4c00083aL, 0x4c00040aL, 0x4c00080bL), handles(MpiC.MPICH_TABLE));
+    assertEquals(List.of(0x58000003L, 0x58000002L, 0x58000001L), ops(MpiC.MPICH_TABLE));
+  }
+
+  private static List<Long> handles(MpiC.Table t) {
+    return java.util.Arrays.stream(Datatype.values()).map(t::datatype).toList();
+  }
+
+  private static List<Long> ops(MpiC.Table t) {
+    return java.util.Arrays.stream(ReduceOp.values()).map(t::op).toList();
   }
 }
