@@ -156,6 +156,7 @@ final class MpiC {
   private MethodHandle recv;
   private MethodHandle test;
   private MethodHandle waitFor;
+  private MethodHandle start;
 
   private MpiC(String library, SymbolLookup lookup) {
     this.library = library;
@@ -189,6 +190,7 @@ final class MpiC {
           + version.lines().findFirst().orElse(version));
     }
     pointerHandles = table.handle() == ADDRESS;
+    persistent = Persistent.of(name -> lookup.find(name).isPresent(), kind);
     bcast = exact("MPI_Bcast", ADDRESS, JAVA_INT, null, JAVA_INT, null);
     ibcast = exact("MPI_Ibcast", ADDRESS, JAVA_INT, null, JAVA_INT, null, ADDRESS);
     iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
@@ -198,8 +200,39 @@ final class MpiC {
     recv = exact("MPI_Recv", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     test = exact("MPI_Test", ADDRESS, ADDRESS, ADDRESS);
     waitFor = exact("MPI_Wait", ADDRESS, ADDRESS);
+    start = exact("MPI_Start", ADDRESS);
   }
 
+  /**
+   * The persistent collectives a library has, by the names it exports: MPI 4.0's {@code MPI_Bcast_init} and
+   * {@code MPI_Allreduce_init} (Open MPI 5, MPICH 4, every standard-ABI library), else the {@code MPIX_} forms
+   * of Open MPI 4's pcollreq extension (Debian 12's {@code libmpi.so.40}), else none. Both forms take the same
+   * arguments, an {@code MPI_Info} before the request included ({@code mpiext_pcollreq_c.h} of Open MPI 4.1.4;
+   * {@code mpi.h} of mpi-abi-stubs).
+   *
+   * @param bcastInit the broadcast's function, or null when there are none
+   * @param allreduceInit the all-reduce's function, or null
+   * @param description what {@link Communicator#persistentCollectives} says
+   */
+  record Persistent(String bcastInit, String allreduceInit, String description) {
+    static Persistent of(java.util.function.Predicate<String> exported, Kind kind) {
+      if (exported.test("MPI_Bcast_init") && exported.test("MPI_Allreduce_init")) {
+        return new Persistent("MPI_Bcast_init", "MPI_Allreduce_init", "MPI_Bcast_init and MPI_Allreduce_init (MPI 4.0)");
+      }
+      if (exported.test("MPIX_Bcast_init") && exported.test("MPIX_Allreduce_init")) {
+        return new Persistent("MPIX_Bcast_init", "MPIX_Allreduce_init", "MPIX_Bcast_init and MPIX_Allreduce_init ("
+            + (kind == Kind.OPEN_MPI ? "Open MPI's pcollreq extension" : "an MPIX_ extension") + ")");
+      }
+      return new Persistent(null, null, Communicator.NO_PERSISTENT_COLLECTIVES);
+    }
+
+    boolean available() {
+      return bcastInit != null;
+    }
+  }
+
+  /** This library's persistent collectives. */
+  final Persistent persistent;
 
   /** The implementation behind the library, from {@code MPI_Get_library_version}: "Open MPI", "MPICH" or "". */
   String implementation() {
@@ -336,6 +369,14 @@ final class MpiC {
       return (int) waitFor.invokeExact(request, table.statusIgnore());
     } catch (Throwable t) {
       throw rethrow("MPI_Wait", t);
+    }
+  }
+
+  int start(MemorySegment request) {
+    try {
+      return (int) start.invokeExact(request);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Start", t);
     }
   }
 

@@ -1,6 +1,7 @@
 package org.mpibuild.ffm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,11 +9,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.ffm.Libraries.Abi;
 import org.mpibuild.ffm.Libraries.Candidate;
 import org.mpibuild.ffm.Libraries.Implementation;
+import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 
@@ -116,5 +119,23 @@ class LibrariesTest {
 
   private static List<Long> ops(MpiC.Table t) {
     return java.util.Arrays.stream(ReduceOp.values()).map(t::op).toList();
+  }
+
+  @Test
+  void persistentCollectivesAreMpi4sThenTheMpixExtensionsThenNone() {
+    MpiC.Persistent mpi4 = MpiC.Persistent.of(Set.of("MPI_Bcast_init", "MPI_Allreduce_init", "MPIX_Bcast_init",
+        "MPIX_Allreduce_init")::contains, MpiC.Kind.OPEN_MPI);
+    assertEquals("MPI_Bcast_init", mpi4.bcastInit());
+    assertEquals("MPI_Allreduce_init", mpi4.allreduceInit());
+    assertEquals("MPI_Bcast_init and MPI_Allreduce_init (MPI 4.0)", mpi4.description());
+    // Debian 12's Open MPI 4.1.4: the pcollreq extension only.
+    MpiC.Persistent pcollreq = MpiC.Persistent.of(Set.of("MPI_Bcast_init", "MPIX_Bcast_init",
+        "MPIX_Allreduce_init")::contains, MpiC.Kind.OPEN_MPI);
+    assertEquals("MPIX_Allreduce_init", pcollreq.allreduceInit());
+    assertEquals("MPIX_Bcast_init and MPIX_Allreduce_init (Open MPI's pcollreq extension)", pcollreq.description());
+    MpiC.Persistent none = MpiC.Persistent.of(Set.of("MPI_Ibcast", "MPIX_Bcast_init")::contains, MpiC.Kind.MPICH);
+    assertFalse(none.available());
+    assertNull(none.bcastInit());
+    assertEquals(Communicator.NO_PERSISTENT_COLLECTIVES, none.description());
   }
 }
