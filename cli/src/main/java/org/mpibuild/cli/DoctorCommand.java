@@ -170,8 +170,7 @@ final class DoctorCommand implements Callable<Integer> {
     String choice = raw("MPI_BUILD_BINDING");
     choice = choice.isEmpty() ? "auto" : choice;
     out.println("  binding:   " + (choice.equals("auto") ? "auto: " : choice + " (MPI_BUILD_BINDING): ")
-        + (ffmWhy == null ? "FFM, unless the program initialized MPI through mpi.jar"
-            : jarWhy == null ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)"));
+        + bindingInUse(choice, jarWhy == null, ffmWhy == null));
     boolean jarInUse = choice.equals("mpijava") || !choice.equals("ffm") && ffmWhy != null;
     out.println("  persistent collectives: " + persistentLine(jarInUse ? "mpi.jar" : "FFM", jarInUse ? jar : ffmSaid));
     String version = firstLine("mpirun", "--version");
@@ -180,6 +179,19 @@ final class DoctorCommand implements Callable<Integer> {
     } else {
       warn("mpirun not found on the PATH: only local builds (install Open MPI: scripts/provision)");
     }
+  }
+
+  /**
+   * The binding a build would use, as the library chooses it: the one {@code MPI_BUILD_BINDING} names, else
+   * FFM where it runs, else mpi.jar.
+   */
+  static String bindingInUse(String choice, boolean jarRuns, boolean ffmRuns) {
+    return switch (choice) {
+      case "mpijava" -> jarRuns ? "mpi.jar" : "local mode (the mpi.jar binding is unavailable)";
+      case "ffm" -> ffmRuns ? "FFM" : "none: the FFM binding cannot run here, so a build fails (unless MPI_BUILD_MODE=local)";
+      default -> ffmRuns ? "FFM, unless the program initialized MPI through mpi.jar"
+          : jarRuns ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)";
+    };
   }
 
   /** What every binding's {@link MpiBinding#describe} says of its persistent collectives, after the rest. */
@@ -209,7 +221,7 @@ final class DoctorCommand implements Callable<Integer> {
    */
   static String persistentLine(String binding, String[] split) {
     if (split == null) {
-      return "none (no MPI binding can run: local mode)";
+      return "none (no MPI binding in use)";
     }
     return (split[1] == null ? "not said by the binding" : split[1]) + " (" + binding + " binding)";
   }

@@ -91,6 +91,15 @@ class DoctorCommandTest {
         + "collectives) (mpi.jar binding)", DoctorCommand.persistentLine("mpi.jar", jar));
     assertEquals("not said by the binding (mpi.jar binding)",
         DoctorCommand.persistentLine("mpi.jar", DoctorCommand.persistentCollectives("mpi.jar (/x/mpi.jar)")));
-    assertEquals("none (no MPI binding can run: local mode)", DoctorCommand.persistentLine("FFM", null));
+    assertEquals("none (no MPI binding in use)", DoctorCommand.persistentLine("FFM", null));
+  }
+
+  @Test
+  void theBindingInUseIsTheOneMpiBuildBindingNames() {
+    assertEquals("mpi.jar", DoctorCommand.bindingInUse("mpijava", true, true));
+    assertEquals("FFM", DoctorCommand.bindingInUse("ffm", true, true));
+    assertEquals("FFM, unless the program initialized MPI through mpi.jar", DoctorCommand.bindingInUse("auto", true, true));
+    assertEquals("mpi.jar (the FFM binding is unavailable)", DoctorCommand.bindingInUse("auto", true, false));
+    assertEquals("local mode (no binding usable)", DoctorCommand.bindingInUse("auto", false, false));
   }
 }
