@@ -148,8 +148,9 @@ final class DoctorCommand implements Callable<Integer> {
     }
     MpiBinding mpiJava = MpiBinding.find("mpijava");
     String jarWhy = mpiJava == null ? "mpi-build-mpijava is not on the class path" : mpiJava.unavailable();
+    String[] jar = jarWhy == null ? persistentCollectives(mpiJava.describe()) : null;
     if (jarWhy == null) {
-      ok("mpi.jar binding: " + mpiJava.describe());
+      ok("mpi.jar binding: " + jar[0]);
     } else if (launched || raw("MPI_BUILD_MODE").equals("mpi")) {
       fail(jarWhy + ", so every rank would build alone",
           "launch ranks with bin/mpi-build-rank or 'mpirun ... java' (which add Open MPI's mpi.jar), or run "
@@ -160,22 +161,69 @@ final class DoctorCommand implements Callable<Integer> {
     MpiBinding ffm = MpiBinding.find("ffm");
     String ffmWhy = ffm == null ? "mpi-build-ffm is not on the class path, or this Java ("
         + Runtime.version().feature() + ") cannot load it (Java 22+)" : ffm.unavailable();
+    String[] ffmSaid = ffmWhy == null ? persistentCollectives(ffm.describe()) : null;
     if (ffmWhy == null) {
-      ok("FFM binding: " + ffm.describe());
+      ok("FFM binding: " + ffmSaid[0]);
     } else {
       out.println("  info  FFM binding unavailable: " + ffmWhy);
     }
     String choice = raw("MPI_BUILD_BINDING");
     choice = choice.isEmpty() ? "auto" : choice;
     out.println("  binding:   " + (choice.equals("auto") ? "auto: " : choice + " (MPI_BUILD_BINDING): ")
-        + (ffmWhy == null ? "FFM, unless the program initialized MPI through mpi.jar"
-            : jarWhy == null ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)"));
+        + bindingInUse(choice, jarWhy == null, ffmWhy == null));
+    boolean jarInUse = choice.equals("mpijava") || !choice.equals("ffm") && ffmWhy != null;
+    out.println("  persistent collectives: " + persistentLine(jarInUse ? "mpi.jar" : "FFM", jarInUse ? jar : ffmSaid));
     String version = firstLine("mpirun", "--version");
     if (version != null) {
       ok("mpirun: " + version);
     } else {
       warn("mpirun not found on the PATH: only local builds (install Open MPI: scripts/provision)");
     }
+  }
+
+  /**
+   * The binding a build would use, as the library chooses it: the one {@code MPI_BUILD_BINDING} names, else
+   * FFM where it runs, else mpi.jar.
+   */
+  static String bindingInUse(String choice, boolean jarRuns, boolean ffmRuns) {
+    return switch (choice) {
+      case "mpijava" -> jarRuns ? "mpi.jar" : "local mode (the mpi.jar binding is unavailable)";
+      case "ffm" -> ffmRuns ? "FFM" : "none: the FFM binding cannot run here, so a build fails (unless MPI_BUILD_MODE=local)";
+      default -> ffmRuns ? "FFM, unless the program initialized MPI through mpi.jar"
+          : jarRuns ? "mpi.jar (the FFM binding is unavailable)" : "local mode (no binding usable)";
+    };
+  }
+
+  /** What every binding's {@link MpiBinding#describe} says of its persistent collectives, after the rest. */
+  static final String PERSISTENT = "; persistent collectives: ";
+
+  /**
+   * Splits a binding's description into what it talks to and the persistent collectives it names, which
+   * the bindings tell without initializing MPI (the FFM binding from the library's exported functions).
+   *
+   * @return the description without that clause, and the clause's text or null if it has none
+   */
+  static String[] persistentCollectives(String describe) {
+    int at = describe.indexOf(PERSISTENT);
+    if (at < 0) {
+      return new String[] {describe, null};
+    }
+    int from = at + PERSISTENT.length();
+    int end = describe.indexOf("; ", from);
+    String what = describe.substring(from, end < 0 ? describe.length() : end);
+    return new String[] {describe.substring(0, at) + (end < 0 ? "" : describe.substring(end)), what};
+  }
+
+  /**
+   * The doctor's line on the persistent collectives of the binding in use ({@code split} from
+   * {@link #persistentCollectives}, or null where that binding cannot run): which ones, or none and what a
+   * stream-ordered collective uses instead.
+   */
+  static String persistentLine(String binding, String[] split) {
+    if (split == null) {
+      return "none (no MPI binding in use)";
+    }
+    return (split[1] == null ? "not said by the binding" : split[1]) + " (" + binding + " binding)";
   }
 
   private void backends() {

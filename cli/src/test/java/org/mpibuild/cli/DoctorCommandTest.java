@@ -67,4 +67,39 @@ class DoctorCommandTest {
     assertEquals(1, r.exit(), r.all());
     assertTrue(r.out().contains(cache.toString()) && r.out().contains("fix"), r.all());
   }
+
+  @Test
+  void itSaysWhichPersistentCollectivesTheBindingInUseHas() {
+    Cli.Run r = doctor(Map.of());
+    assertTrue(r.out().lines().anyMatch(l -> l.startsWith("  persistent collectives: ")), r.all());
+  }
+
+  @Test
+  void thePersistentCollectivesAreTakenOutOfTheBindingsDescription() {
+    String ffm = "Open MPI v4.1.4 (libmpi.so.40), driven with Open MPI's own ABI (implementation tables); persistent "
+        + "collectives: MPIX_Bcast_init and MPIX_Allreduce_init (Open MPI's pcollreq extension); why: Open MPI's "
+        + "launcher; MPI_BUILD_MPI_ABI=auto";
+    String[] split = DoctorCommand.persistentCollectives(ffm);
+    assertEquals("Open MPI v4.1.4 (libmpi.so.40), driven with Open MPI's own ABI (implementation tables); why: Open "
+        + "MPI's launcher; MPI_BUILD_MPI_ABI=auto", split[0]);
+    assertEquals("MPIX_Bcast_init and MPIX_Allreduce_init (Open MPI's pcollreq extension) (FFM binding)",
+        DoctorCommand.persistentLine("FFM", split));
+    String[] jar = DoctorCommand.persistentCollectives("mpi.jar (/x/mpi.jar); persistent collectives: none: "
+        + "non-blocking collectives (MPI_Ibcast, MPI_Iallreduce) (mpi.jar has no persistent collectives)");
+    assertEquals("mpi.jar (/x/mpi.jar)", jar[0]);
+    assertEquals("none: non-blocking collectives (MPI_Ibcast, MPI_Iallreduce) (mpi.jar has no persistent "
+        + "collectives) (mpi.jar binding)", DoctorCommand.persistentLine("mpi.jar", jar));
+    assertEquals("not said by the binding (mpi.jar binding)",
+        DoctorCommand.persistentLine("mpi.jar", DoctorCommand.persistentCollectives("mpi.jar (/x/mpi.jar)")));
+    assertEquals("none (no MPI binding in use)", DoctorCommand.persistentLine("FFM", null));
+  }
+
+  @Test
+  void theBindingInUseIsTheOneMpiBuildBindingNames() {
+    assertEquals("mpi.jar", DoctorCommand.bindingInUse("mpijava", true, true));
+    assertEquals("FFM", DoctorCommand.bindingInUse("ffm", true, true));
+    assertEquals("FFM, unless the program initialized MPI through mpi.jar", DoctorCommand.bindingInUse("auto", true, true));
+    assertEquals("mpi.jar (the FFM binding is unavailable)", DoctorCommand.bindingInUse("auto", true, false));
+    assertEquals("local mode (no binding usable)", DoctorCommand.bindingInUse("auto", false, false));
+  }
 }

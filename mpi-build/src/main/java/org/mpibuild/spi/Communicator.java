@@ -96,10 +96,91 @@ public interface Communicator extends AutoCloseable {
    * @param type their element type
    * @param op the reduction
    * @return the request
+   * @throws IllegalArgumentException if a buffer is not direct, or holds fewer than {@code count} values from
+   *     its position (MPI would read or write past its limit); thrown before any communication
    * @throws UnsupportedOperationException if this binding has no typed reductions
    */
   default Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
     throw new UnsupportedOperationException(description() + " has no typed reductions");
+  }
+
+  /**
+   * Prepares a broadcast like {@link #broadcast} that is then started any number of times
+   * ({@code MPI_Bcast_init} of MPI 4.0): each {@link PersistentRequest#start} broadcasts what the root's
+   * buffer holds at that moment. Collective and possibly blocking until every rank has called it: every rank
+   * prepares it, and starts it, in the same order as its other collectives on this communicator. The
+   * buffer's position and limit are read once, here; the buffer must stay as it is, and must not be touched
+   * while a start is in progress, until the request is closed.
+   *
+   * @param buffer a direct buffer, as for {@link #broadcast}
+   * @param root the rank whose bytes are sent
+   * @return the inactive request; the caller closes it
+   * @throws IllegalArgumentException if the buffer is not direct
+   * @throws UnsupportedOperationException if this binding has no persistent collectives
+   *     ({@link #persistentCollectives} says which it has)
+   */
+  default PersistentRequest broadcastInit(ByteBuffer buffer, int root) {
+    throw new UnsupportedOperationException(description() + " has no persistent collectives");
+  }
+
+  /**
+   * Prepares an all-reduce like {@link #iAllReduce} that is then started any number of times
+   * ({@code MPI_Allreduce_init} of MPI 4.0): each {@link PersistentRequest#start} reduces what {@code send}
+   * holds at that moment into {@code receive}. Collective and possibly blocking until every rank has called
+   * it, with the ordering rules of {@link #broadcastInit}. Neither buffer may be touched while a start is in
+   * progress; both must stay valid until the request is closed.
+   *
+   * @param send a direct buffer of this rank's {@code count} values from its position, in native byte order
+   * @param receive a direct buffer receiving the {@code count} results from its position; not {@code send}
+   * @param count how many values, 1 or more, the same on every rank
+   * @param type their element type
+   * @param op the reduction
+   * @return the inactive request; the caller closes it
+   * @throws IllegalArgumentException as {@link #iAllReduce} does, before any communication
+   * @throws UnsupportedOperationException if this binding has no persistent collectives
+   */
+  default PersistentRequest allReduceInit(ByteBuffer send, ByteBuffer receive, int count, Datatype type,
+      ReduceOp op) {
+    throw new UnsupportedOperationException(description() + " has no persistent collectives");
+  }
+
+  /** What {@link #persistentCollectives} says for a binding without them. */
+  String NO_PERSISTENT_COLLECTIVES = "none: non-blocking collectives (MPI_Ibcast, MPI_Iallreduce)";
+
+  /**
+   * Says which persistent collectives {@link #broadcastInit} and {@link #allReduceInit} use, for doctor and
+   * logs, for example {@code "MPI_Bcast_init and MPI_Allreduce_init (MPI 4.0)"}; by default
+   * {@link #NO_PERSISTENT_COLLECTIVES}, for a binding whose {@code *Init} methods throw.
+   *
+   * @return a short description, starting with {@code "none"} when there are none
+   */
+  default String persistentCollectives() {
+    return NO_PERSISTENT_COLLECTIVES;
+  }
+
+  /**
+   * A collective prepared once and started any number of times ({@code MPI_Request} of a persistent
+   * collective). Not thread-safe between starts: one start at a time, each completed before the next.
+   */
+  interface PersistentRequest extends AutoCloseable {
+    /**
+     * Starts the prepared collective ({@code MPI_Start}) and returns at once; the returned request completes
+     * it. Every rank starts it, in the same order as its other collectives on the communicator.
+     *
+     * @return the request of this start
+     * @throws IllegalStateException if the previous start's request has not been seen to complete (by its
+     *     {@code test} or {@code await}), or this request is closed
+     */
+    Request start();
+
+    /**
+     * Frees the request ({@code MPI_Request_free}); nothing more may be started. Closing twice does
+     * nothing.
+     *
+     * @throws IllegalStateException if a start is still in progress (await it first)
+     */
+    @Override
+    void close();
   }
 
   /** The element types of {@link #iAllReduce}: Java's, in native byte order. */

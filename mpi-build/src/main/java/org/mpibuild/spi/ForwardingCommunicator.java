@@ -60,6 +60,22 @@ public abstract class ForwardingCommunicator implements Communicator {
   }
 
   @Override
+  public PersistentRequest broadcastInit(ByteBuffer buffer, int root) {
+    return inner.broadcastInit(buffer, root);
+  }
+
+  @Override
+  public PersistentRequest allReduceInit(ByteBuffer send, ByteBuffer receive, int count, Datatype type,
+      ReduceOp op) {
+    return inner.allReduceInit(send, receive, count, type, op);
+  }
+
+  @Override
+  public String persistentCollectives() {
+    return inner.persistentCollectives();
+  }
+
+  @Override
   public Request iSend(ByteBuffer buffer, int dest, int tag) {
     return inner.iSend(buffer, dest, tag);
   }

@@ -23,7 +23,8 @@ import org.mpibuild.spi.Communicator;
  * it with a deadline, so a protocol bug that would hang a real job fails the test instead. Ranks that call
  * different collectives at the same point fail with both names. No thread runs but the ranks'. Every
  * collective call is recorded, so tests can assert what was (and was not) sent. Point-to-point messages
- * are buffered (a send completes at once). Below {@link ThreadLevel#SERIALIZED}, as under
+ * are buffered (a send completes at once). It has no persistent collectives: {@link #persistentCollectives}
+ * says none, and {@link #broadcastInit} and {@link #allReduceInit} throw, as the SPI's defaults do. Below {@link ThreadLevel#SERIALIZED}, as under
  * {@code MPI_THREAD_FUNNELED}, a rank's MPI may be called only from the thread that first called it: a
  * call from another thread throws, and is recorded ({@link World#threadViolations()}).
  */
@@ -375,6 +376,11 @@ public final class InProcessCommunicator implements Communicator {
     checkThread("MPI_Iallreduce");
     if (!send.isDirect() || !receive.isDirect()) {
       throw new IllegalArgumentException("an all-reduce needs direct buffers");
+    }
+    if (count < 1 || (long) count * type.bytes() > Math.min(send.remaining(), receive.remaining())) {
+      // What the bindings refuse, since MPI would read or write past a buffer's limit.
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values from " + send.remaining()
+          + " bytes into " + receive.remaining());
     }
     int bytes = Math.multiplyExact(count, type.bytes());
     world.record(rank, "allReduce(" + type + ", " + op + ")", -1, bytes);

@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -30,7 +32,10 @@ import org.mpibuild.spi.Communicator.Request;
  * where the binding carries them (all ranks agree whether it does); splits by colour, a split of everyone (a
  * duplicate, whose messages never meet the parent's), the node communicator; an error that MPI reports (a
  * broadcast from a root that does not exist) as a {@link CommunicationException} on every rank, after which
- * the communicator still works. Not checked: {@link Communicator#abort}, which ends the job ({@link
+ * the communicator still works; typed all-reduces of every type and operation, checked against {@link
+ * Reductions}, started together and awaited in reverse, with buffers that MPI would overrun refused, and one
+ * pending with a broadcast; persistent collectives where the binding has them (an all-reduce started three times
+ * with new values, a broadcast from the last rank), else a printed {@link #skippedLine}. Not checked: {@link Communicator#abort}, which ends the job ({@link
  * #runOrAbort} uses it to end a job whose contract failed).
  */
 public final class CommunicatorContract {
@@ -107,6 +112,9 @@ public final class CommunicatorContract {
     if (job.exitCode() != 0) {
       throw new AssertionError("the contract failed on " + what);
     }
+    // What a binding could not be checked on is said in the test's output, not only in the job's.
+    job.output().lines().filter(l -> l.startsWith(SKIPPED)).distinct()
+        .forEach(l -> System.out.println(mainClass + " on " + ranks + " rank" + (ranks == 1 ? "" : "s") + ": " + l));
     for (int r = 0; r < ranks; r++) {
       String line = okLine(r, ranks) + " (";
       if (job.output().lines().noneMatch(l -> l.startsWith(line))) {
@@ -194,6 +202,10 @@ public final class CommunicatorContract {
     broadcastOfNothingAndOfAMebibyte();
     heapBuffersAreRefused();
     nonBlockingBroadcastsAndAllReduces();
+    typedAllReducesOfEveryTypeAndOperation();
+    typedAllReducesRefuseWhatMpiWouldOverrun();
+    aTypedAllReduceOverlapsABroadcast();
+    persistentCollectives();
     requestsAreMatchedInTheOrderTheyWereStarted();
     aBlockingCollectiveAfterPendingOnes();
     pointToPoint();
@@ -362,6 +374,271 @@ public final class CommunicatorContract {
     }
     that(result[0] == size - 1, "iAllReduceMax", "wrote " + result[0] + " once await(nanos) said complete, not "
         + (size - 1));
+  }
+
+  // --- typed all-reduces (iAllReduce) and persistent collectives
+
+  /** Where the values of a typed all-reduce start in its buffers: not at 0, so that a position ignored shows. */
+  private static final int AT = 8;
+  /** The bytes after the values, inside the buffers' limits, that an all-reduce must leave alone. */
+  private static final int FENCE = 16;
+
+  /**
+   * Rank {@code r}'s {@code count} values of {@code type} in round {@code round}, as bytes in native order:
+   * different on every rank and at every index, positive and negative, so that the sum, the minimum and the
+   * maximum differ from each other and from any one rank's values (with 2 ranks or more); longs beyond 32
+   * bits; floats and doubles with fractions whose sums are exact in any order.
+   */
+  static byte[] typedValues(int r, int count, Communicator.Datatype type, int round) {
+    ByteBuffer b = ByteBuffer.allocate(count * type.bytes()).order(ByteOrder.nativeOrder());
+    for (int i = 0; i < count; i++) {
+      int sign = (i + r) % 2 == 0 ? 1 : -1;
+      long v = sign * (3L * r + 11L * i + 5L * round + 1);
+      switch (type) {
+        case INT -> b.putInt(i * 4, (int) v);
+        case LONG -> b.putLong(i * 8, v * (1L << 33) + r);
+        case FLOAT -> b.putFloat(i * 4, v + 0.25f * r);
+        case DOUBLE -> b.putDouble(i * 8, v * 1024.0 + 0.125 * r);
+        default -> throw new IllegalArgumentException("type " + type);
+      }
+    }
+    return b.array();
+  }
+
+  /** What {@code op} over every rank's {@link #typedValues} gives, by the kit's {@link Reductions}. */
+  private byte[] typedExpected(int count, Communicator.Datatype type, Communicator.ReduceOp op, int round) {
+    Object[] all = new Object[size];
+    for (int r = 0; r < size; r++) {
+      all[r] = typedValues(r, count, type, round);
+    }
+    return Reductions.reduce(all, count, type, op);
+  }
+
+  /** A direct buffer in native order holding {@code values} at {@link #AT}, fenced with this rank's bytes. */
+  private ByteBuffer typedBuffer(byte[] values) {
+    ByteBuffer b = ByteBuffer.allocateDirect(AT + values.length + FENCE + 8).order(ByteOrder.nativeOrder());
+    for (int i = 0; i < b.capacity(); i++) {
+      b.put(i, (byte) (0x50 + rank));
+    }
+    b.put(AT, values);
+    return b.position(AT).limit(AT + values.length + FENCE);
+  }
+
+  /** Checks that {@code b} holds {@code values} at {@link #AT}, its fence untouched, position and limit kept. */
+  private void checkTyped(ByteBuffer b, byte[] values, String method, String what) {
+    that(b.position() == AT && b.limit() == AT + values.length + FENCE, method, what + ": moved the buffer's "
+        + "position/limit to " + b.position() + "/" + b.limit());
+    ByteBuffer whole = b.duplicate().clear();
+    for (int i = 0; i < whole.capacity(); i++) {
+      boolean inside = i >= AT && i < AT + values.length;
+      byte want = inside ? values[i - AT] : (byte) (0x50 + rank);
+      if (whole.get(i) != want) {
+        that(false, method, what + ": byte " + i + " is " + whole.get(i) + ", not " + want + (inside ? " (bytes "
+            + AT + ".." + (AT + values.length - 1) + " are the values)" : " (outside the values: must stay)"));
+      }
+    }
+  }
+
+  /**
+   * Every type with every operation, all started before any is awaited, then awaited in the reverse order:
+   * each result equals what {@link Reductions} computes from every rank's values, in the receive buffer's
+   * window only, and the send buffer is left as it was.
+   */
+  private void typedAllReducesOfEveryTypeAndOperation() {
+    int count = 5;
+    List<Object[]> started = new ArrayList<>();
+    for (Communicator.Datatype type : Communicator.Datatype.values()) {
+      for (Communicator.ReduceOp op : Communicator.ReduceOp.values()) {
+        byte[] mine = typedValues(rank, count, type, 0);
+        ByteBuffer send = typedBuffer(mine);
+        ByteBuffer receive = typedBuffer(new byte[mine.length]);
+        Request r = comm.iAllReduce(send, receive, count, type, op);
+        that(r != null, "iAllReduce", "returned a null request");
+        started.add(new Object[] {type, op, send, receive, r, mine});
+      }
+    }
+    for (int i = started.size() - 1; i >= 0; i--) {
+      Object[] s = started.get(i);
+      ((Request) s[4]).await();
+    }
+    for (Object[] s : started) {
+      Communicator.Datatype type = (Communicator.Datatype) s[0];
+      Communicator.ReduceOp op = (Communicator.ReduceOp) s[1];
+      String what = op + " of " + count + " " + type;
+      checkTyped((ByteBuffer) s[3], typedExpected(count, type, op, 0), "iAllReduce", what);
+      checkTyped((ByteBuffer) s[2], (byte[]) s[5], "iAllReduce", what + " (the send buffer)");
+    }
+  }
+
+  /** Heap buffers, and counts beyond a buffer's remaining bytes, are refused on every rank before any call. */
+  private void typedAllReducesRefuseWhatMpiWouldOverrun() {
+    ByteBuffer direct = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
+    ByteBuffer other = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
+    refused(() -> comm.iAllReduce(ByteBuffer.allocate(16), other, 2, Communicator.Datatype.LONG,
+        Communicator.ReduceOp.SUM), "a heap send buffer");
+    refused(() -> comm.iAllReduce(direct, ByteBuffer.allocate(16), 2, Communicator.Datatype.LONG,
+        Communicator.ReduceOp.SUM), "a heap receive buffer");
+    refused(() -> comm.iAllReduce(direct, other, 3, Communicator.Datatype.LONG, Communicator.ReduceOp.SUM),
+        "3 longs in 16-byte buffers");
+    refused(() -> comm.iAllReduce(direct, other.position(12), 2, Communicator.Datatype.INT,
+        Communicator.ReduceOp.MAX), "2 ints into 4 remaining bytes");
+  }
+
+  private void refused(Runnable call, String what) {
+    try {
+      call.run();
+      that(false, "iAllReduce", "took " + what + " (IllegalArgumentException expected, before any communication)");
+    } catch (IllegalArgumentException expected) {
+      // refused on every rank alike
+    }
+  }
+
+  /**
+   * A typed all-reduce and a broadcast pending at once on one communicator, started in the same order on every
+   * rank and awaited in the other order, then the other way round: neither takes the other's bytes.
+   */
+  private void aTypedAllReduceOverlapsABroadcast() {
+    int count = 3;
+    Communicator.Datatype type = Communicator.Datatype.DOUBLE;
+    byte[] mine = typedValues(rank, count, type, 1);
+    ByteBuffer send = typedBuffer(mine);
+    ByteBuffer receive = typedBuffer(new byte[mine.length]);
+    Request reduce = comm.iAllReduce(send, receive, count, type, Communicator.ReduceOp.SUM);
+    ByteBuffer b = windowed(size - 1, 40);
+    Request bcast = comm.iBroadcast(b, size - 1);
+    bcast.await();
+    reduce.await();
+    checkWindow(b, size - 1, 40, "iBroadcast (pending with an iAllReduce)");
+    checkTyped(receive, typedExpected(count, type, Communicator.ReduceOp.SUM, 1), "iAllReduce",
+        "SUM of 3 DOUBLE pending with an iBroadcast");
+
+    ByteBuffer first = windowed(0, 41);
+    Request bcastFirst = comm.iBroadcast(first, 0);
+    byte[] longs = typedValues(rank, count, Communicator.Datatype.LONG, 2);
+    ByteBuffer in = typedBuffer(longs);
+    ByteBuffer out = typedBuffer(new byte[longs.length]);
+    Request then = comm.iAllReduce(in, out, count, Communicator.Datatype.LONG, Communicator.ReduceOp.MIN);
+    then.await();
+    bcastFirst.await();
+    checkWindow(first, 0, 41, "iBroadcast (pending with an iAllReduce)");
+    checkTyped(out, typedExpected(count, Communicator.Datatype.LONG, Communicator.ReduceOp.MIN, 2), "iAllReduce",
+        "MIN of 3 LONG started after an iBroadcast");
+  }
+
+  /**
+   * Where the binding offers persistent collectives (all ranks must agree on what {@link
+   * Communicator#persistentCollectives} says): one all-reduce prepared once and started three times with new
+   * values, a second start while one is in progress refused, a broadcast from the last rank started twice with
+   * new bytes, and closing. Where it offers none, both {@code *Init} methods throw {@link
+   * UnsupportedOperationException} and rank 0 prints what was skipped.
+   */
+  private void persistentCollectives() {
+    String what = comm.persistentCollectives();
+    that(what != null && !what.isBlank(), "persistentCollectives", "is empty");
+    byte[][] all = comm.allGather(what.getBytes(StandardCharsets.UTF_8));
+    for (int r = 0; r < size; r++) {
+      String theirs = new String(all[r], StandardCharsets.UTF_8);
+      that(theirs.equals(what), "persistentCollectives", "rank " + r + " says '" + theirs + "', this rank '" + what
+          + "'");
+    }
+    if (what.startsWith("none")) {
+      unsupported(() -> comm.broadcastInit(ByteBuffer.allocateDirect(8), 0), "broadcastInit", what);
+      unsupported(() -> comm.allReduceInit(ByteBuffer.allocateDirect(8), ByteBuffer.allocateDirect(8), 1,
+          Communicator.Datatype.LONG, Communicator.ReduceOp.SUM), "allReduceInit", what);
+      if (rank == 0) {
+        System.out.println(skippedLine("persistent collectives (broadcastInit, allReduceInit)", what + "; "
+            + comm.description()));
+        System.out.flush();
+      }
+      return;
+    }
+    persistentAllReduce();
+    persistentBroadcast();
+  }
+
+  /**
+   * The line the contract prints for a part it could not check, so that a binding without a feature is seen
+   * to skip it and does not pass silently.
+   *
+   * @param part what was not checked
+   * @param why why not
+   * @return the line
+   */
+  public static String skippedLine(String part, String why) {
+    return SKIPPED + part + ": " + why;
+  }
+
+  /** How every line of {@link #skippedLine} starts. */
+  public static final String SKIPPED = "contract skipped: ";
+
+  private void unsupported(Runnable call, String method, String what) {
+    try {
+      call.run();
+      that(false, method, "returned though persistentCollectives() says '" + what + "'");
+    } catch (UnsupportedOperationException expected) {
+      // as the SPI's default
+    }
+  }
+
+  private void persistentAllReduce() {
+    int count = 4;
+    Communicator.Datatype type = Communicator.Datatype.LONG;
+    Communicator.ReduceOp op = Communicator.ReduceOp.SUM;
+    ByteBuffer send = typedBuffer(new byte[count * type.bytes()]);
+    ByteBuffer receive = typedBuffer(new byte[count * type.bytes()]);
+    try (Communicator.PersistentRequest p = comm.allReduceInit(send, receive, count, type, op)) {
+      that(p != null, "allReduceInit", "returned null");
+      for (int round = 0; round < 3; round++) {
+        byte[] mine = typedValues(rank, count, type, 10 + round);
+        send.put(AT, mine);
+        Request r = p.start();
+        that(r != null, "PersistentRequest.start", "returned null");
+        if (round == 1) {
+          try {
+            p.start();
+            that(false, "PersistentRequest.start", "started again while its previous start was in progress");
+          } catch (IllegalStateException expected) {
+            // one start at a time
+          }
+        }
+        long deadline = System.nanoTime() + REQUEST_DEADLINE_NANOS;
+        while (!r.await(TimeUnit.MILLISECONDS.toNanos(1))) {
+          that(System.nanoTime() < deadline, "PersistentRequest.start", "round " + round + " still incomplete after "
+              + TimeUnit.NANOSECONDS.toSeconds(REQUEST_DEADLINE_NANOS) + " s");
+        }
+        checkTyped(receive, typedExpected(count, type, op, 10 + round), "allReduceInit",
+            op + " of " + count + " " + type + ", start " + (round + 1) + " of 3");
+        checkTyped(send, mine, "allReduceInit", "start " + (round + 1) + " (the send buffer)");
+      }
+    }
+  }
+
+  private void persistentBroadcast() {
+    int root = size - 1; // not rank 0 wherever there are 2 ranks or more
+    ByteBuffer b = windowed(root, 50);
+    try (Communicator.PersistentRequest p = comm.broadcastInit(b, root)) {
+      for (int round = 0; round < 2; round++) {
+        int salt = 50 + round;
+        ByteBuffer whole = b.duplicate().clear(); // new bytes in the same buffer, whose window stays 5..45
+        for (int i = 0; i < 64; i++) {
+          whole.put(i, (byte) (rank == root && i >= 5 && i < 45 ? payload(root, salt, i) : 0x70 + rank));
+        }
+        Request r = p.start();
+        r.await();
+        that(r.test(), "PersistentRequest.start", "test() of a broadcast that await() completed is false");
+        checkWindow(b, root, salt, "broadcastInit (start " + (round + 1) + ")");
+      }
+      p.close();
+      p.close(); // twice: nothing
+      try {
+        p.start();
+        that(false, "PersistentRequest.start", "started after close()");
+      } catch (IllegalStateException expected) {
+        // closed
+      }
+    }
+    int[] max = comm.allReduceMax(new int[] {rank});
+    that(max[0] == size - 1, "allReduceMax", "after persistent collectives gave " + max[0]);
   }
 
   /**

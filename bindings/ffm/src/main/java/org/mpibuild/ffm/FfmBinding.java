@@ -52,7 +52,7 @@ public final class FfmBinding implements MpiBinding {
     MpiC m = library();
     String version = m.version.lines().findFirst().orElse(m.version).strip().replaceAll("\\s+", " ");
     return version + " (" + m.library + "), driven with " + m.mode()
-        + "; why: " + m.choice;
+        + "; persistent collectives: " + m.persistent.description() + "; why: " + m.choice;
   }
 
   /** The MPI C library of this process, opened once. */

@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.mpibuild.CommunicationException;
@@ -98,6 +99,131 @@ final class FfmCommunicator implements Communicator {
     MemorySegment out = arena.allocate(JAVA_INT, values.length);
     return start(() -> "MPI_Iallreduce(MAX)", arena, req -> mpi.iallreduce(in, out, values.length, mpi.table.intType(), mpi.table.opMax(), comm, req),
         () -> MemorySegment.copy(out, JAVA_INT, 0, result, 0, result.length));
+  }
+
+  @Override
+  public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    checkReduction(send, receive, count, type);
+    MemorySegment in = MemorySegment.ofBuffer(send);
+    MemorySegment out = MemorySegment.ofBuffer(receive);
+    long datatype = mpi.table.datatype(type);
+    long operation = mpi.table.op(op);
+    // Both buffers stay reachable (their memory is MPI's) until the request completes.
+    return start(() -> "MPI_Iallreduce(" + op + ") of " + count + " " + type, List.of(send, receive),
+        req -> mpi.iallreduce(in, out, count, datatype, operation, comm, req), null);
+  }
+
+  /**
+   * Refuses, before any communication, what MPI would read or write out of bounds: MPI gets the buffers'
+   * addresses, not their limits.
+   */
+  private static void checkReduction(ByteBuffer send, ByteBuffer receive, int count, Datatype type) {
+    if (!send.isDirect() || !receive.isDirect()) {
+      throw new IllegalArgumentException("an all-reduce needs direct buffers");
+    }
+    if (count < 1) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " values");
+    }
+    long bytes = (long) count * type.bytes();
+    if (send.remaining() < bytes || receive.remaining() < bytes) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values (" + bytes
+          + " bytes) from " + send.remaining() + " bytes into " + receive.remaining());
+    }
+  }
+
+  @Override
+  public String persistentCollectives() {
+    return mpi.persistent.description();
+  }
+
+  @Override
+  public PersistentRequest broadcastInit(ByteBuffer buffer, int root) {
+    if (!mpi.persistent.available()) {
+      return Communicator.super.broadcastInit(buffer, root);
+    }
+    int bytes = buffer.remaining();
+    MemorySegment data = segment(buffer);
+    String what = mpi.persistent.bcastInit() + " of " + bytes + " bytes from root " + root;
+    return new Persistent(what, buffer, request -> mpi.mpi(mpi.persistent.bcastInit(), ADDRESS, data, JAVA_INT, bytes,
+        H, mpi.h(mpi.table.byteType()), JAVA_INT, root, H, mpi.h(comm), H, mpi.h(mpi.table.infoNull()),
+        ADDRESS, request));
+  }
+
+  @Override
+  public PersistentRequest allReduceInit(ByteBuffer send, ByteBuffer receive, int count, Datatype type,
+      ReduceOp op) {
+    if (!mpi.persistent.available()) {
+      return Communicator.super.allReduceInit(send, receive, count, type, op);
+    }
+    checkReduction(send, receive, count, type);
+    MemorySegment in = MemorySegment.ofBuffer(send);
+    MemorySegment out = MemorySegment.ofBuffer(receive);
+    String what = mpi.persistent.allreduceInit() + "(" + op + ") of " + count + " " + type;
+    return new Persistent(what, List.of(send, receive), request -> mpi.mpi(mpi.persistent.allreduceInit(),
+        ADDRESS, in, ADDRESS, out, JAVA_INT, count, H, mpi.h(mpi.table.datatype(type)), H, mpi.h(mpi.table.op(op)),
+        H, mpi.h(comm), H, mpi.h(mpi.table.infoNull()), ADDRESS, request));
+  }
+
+  /**
+   * A persistent collective: its request handle lives in a slot of its own from the init to
+   * {@code MPI_Request_free}, and its buffers stay reachable as long as it does (MPI keeps their addresses).
+   */
+  private final class Persistent implements PersistentRequest {
+    private final String what;
+    @SuppressWarnings("unused")
+    private final Object reachable;
+    private final Slot slot;
+    private Pending current;
+    private boolean closed;
+
+    /** Calls the init function ({@code init} fills in the request handle); collective. */
+    Persistent(String what, Object keep, Function<MemorySegment, Integer> init) {
+      this.what = what;
+      this.reachable = keep;
+      this.slot = slot();
+      int rc = init.apply(slot.request());
+      if (rc != MpiC.SUCCESS) {
+        release(slot);
+        check(rc, what);
+      }
+    }
+
+    @Override
+    public synchronized Request start() {
+      if (closed) {
+        throw new IllegalStateException(what + ": started after it was closed");
+      }
+      if (current != null && !current.completed) {
+        throw new IllegalStateException(what + ": started again before its previous start completed (test or "
+            + "await each start's request first)");
+      }
+      int rc = mpi.start(slot.request());
+      if (rc != MpiC.SUCCESS) {
+        check(rc, what + " (MPI_Start)");
+      }
+      // The slot stays this request's: MPI_Wait leaves a persistent request inactive, not freed.
+      current = new Pending(() -> what, this, slot, false, null);
+      return current;
+    }
+
+    @Override
+    public synchronized void close() {
+      if (closed) {
+        return;
+      }
+      if (current != null && !current.completed) {
+        throw new IllegalStateException(what + ": closed while a start is in progress (await it first)");
+      }
+      closed = true;
+      if (FfmBinding.finalized(mpi)) {
+        return;
+      }
+      int rc = mpi.mpi("MPI_Request_free", ADDRESS, slot.request());
+      if (rc != MpiC.SUCCESS) {
+        check(rc, what + " (MPI_Request_free)");
+      }
+      release(slot); // MPI_Request_free wrote MPI_REQUEST_NULL there: nothing refers to it now
+    }
   }
 
   @Override
@@ -251,52 +377,70 @@ final class FfmCommunicator implements Communicator {
   private Request start(Supplier<String> what, Object keep, Function<MemorySegment, Integer> call,
       Runnable onCompletion) {
     Slot slot = slot();
-    MemorySegment request = slot.request();
-    MemorySegment flag = slot.flag();
-    int started = call.apply(request);
+    int started = call.apply(slot.request());
     if (started != MpiC.SUCCESS) {
       release(slot);
       check(started, what.get());
     }
-    return new Request() {
-      private boolean completed;
-      @SuppressWarnings("unused")
-      private final Object reachable = keep;
+    return new Pending(what, keep, slot, true, onCompletion);
+  }
 
-      @Override
-      public synchronized boolean test() {
-        if (completed) {
-          return true;
-        }
-        int rc = mpi.test(request, flag);
+  /**
+   * A started request: tested and waited for in its slot. A non-blocking call's slot returns to the free list
+   * when it completes; a persistent collective's stays with it until it is freed.
+   */
+  private final class Pending implements Request {
+    private final Supplier<String> what;
+    @SuppressWarnings("unused")
+    private final Object reachable;
+    private final Slot slot;
+    private final boolean releaseSlot;
+    private final Runnable onCompletion;
+    volatile boolean completed;
+
+    Pending(Supplier<String> what, Object keep, Slot slot, boolean releaseSlot, Runnable onCompletion) {
+      this.what = what;
+      this.reachable = keep;
+      this.slot = slot;
+      this.releaseSlot = releaseSlot;
+      this.onCompletion = onCompletion;
+    }
+
+    @Override
+    public synchronized boolean test() {
+      if (completed) {
+        return true;
+      }
+      int rc = mpi.test(slot.request(), slot.flag());
+      if (rc != MpiC.SUCCESS) {
+        check(rc, what.get() + " (MPI_Test)");
+      }
+      if (slot.flag().get(JAVA_INT, 0) != 0) {
+        complete();
+      }
+      return completed;
+    }
+
+    @Override
+    public synchronized void await() {
+      if (!completed) {
+        int rc = mpi.waitFor(slot.request());
         if (rc != MpiC.SUCCESS) {
-          check(rc, what.get() + " (MPI_Test)");
+          check(rc, what.get() + " (MPI_Wait)");
         }
-        if (flag.get(JAVA_INT, 0) != 0) {
-          complete();
-        }
-        return completed;
+        complete();
       }
+    }
 
-      @Override
-      public synchronized void await() {
-        if (!completed) {
-          int rc = mpi.waitFor(request);
-          if (rc != MpiC.SUCCESS) {
-            check(rc, what.get() + " (MPI_Wait)");
-          }
-          complete();
-        }
-      }
-
-      private void complete() {
-        completed = true;
+    private void complete() {
+      completed = true;
+      if (releaseSlot) {
         release(slot); // MPI keeps no pointer to the slot: the handle it held is done with
-        if (onCompletion != null) {
-          onCompletion.run();
-        }
       }
-    };
+      if (onCompletion != null) {
+        onCompletion.run();
+      }
+    }
   }
 
   private void check(int rc, String what) {

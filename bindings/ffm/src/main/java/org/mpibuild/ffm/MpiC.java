@@ -18,6 +18,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.mpibuild.spi.Communicator;
 
 /**
  * The MPI C library as seen through the Foreign Function and Memory API, driven with one of three handle and
@@ -59,9 +60,33 @@ final class MpiC {
   /** The major version of the standard ABI that {@link #STANDARD} follows; another major is refused. */
   static final int STANDARD_ABI_MAJOR = 1;
 
-  /** One implementation's (or the standard's) handles and constants, as the binding uses them. */
-  record Table(ValueLayout handle, long commWorld, long byteType, long intType, long opMax, long infoNull,
-      long errorsReturn, int commTypeShared, MemorySegment statusIgnore, int[] threadLevels) {
+  /**
+   * One implementation's (or the standard's) handles and constants, as the binding uses them: {@code MPI_INT},
+   * {@code MPI_INT64_T}, {@code MPI_FLOAT}, {@code MPI_DOUBLE}; {@code MPI_SUM}, {@code MPI_MIN},
+   * {@code MPI_MAX}.
+   */
+  record Table(ValueLayout handle, long commWorld, long byteType, long intType, long int64Type, long floatType,
+      long doubleType, long opSum, long opMin, long opMax, long infoNull, long errorsReturn, int commTypeShared,
+      MemorySegment statusIgnore, int[] threadLevels) {
+    /** The datatype handle of the SPI's element type. */
+    long datatype(Communicator.Datatype type) {
+      return switch (type) {
+        case INT -> intType;
+        case LONG -> int64Type;
+        case FLOAT -> floatType;
+        case DOUBLE -> doubleType;
+      };
+    }
+
+    /** The operation handle of the SPI's reduction. */
+    long op(Communicator.ReduceOp op) {
+      return switch (op) {
+        case SUM -> opSum;
+        case MIN -> opMin;
+        case MAX -> opMax;
+      };
+    }
+
     /** {@code MPI_THREAD_SINGLE} to {@code MPI_THREAD_MULTIPLE} as this table numbers them. */
     int threadLevel(int ordinal) {
       return threadLevels[ordinal];
@@ -81,13 +106,29 @@ final class MpiC {
   /** {@code MPI_THREAD_SINGLE} to {@code MPI_THREAD_MULTIPLE} in Open MPI's and MPICH's own ABIs. */
   private static final int[] IMPLEMENTATION_THREAD_LEVELS = {0, 1, 2, 3};
 
-  /** The standard ABI's table (mpi-abi-stubs' {@code mpi.h}; see {@link #STANDARD_ABI}). */
-  static final Table STANDARD = new Table(ADDRESS, 0x101, 0x247, 0x209, 0x23, 0x130, 0x143, 221,
-      MemorySegment.NULL, new int[] {0, 1024, 2048, 4096});
+  /**
+   * The standard ABI's table (mpi-abi-stubs' {@code mpi.h}; see {@link #STANDARD_ABI}). The reduction types and
+   * operations were read in that {@code mpi.h} at commit e5f65c7 ({@code MPI_INT64_T 0x258}, {@code MPI_FLOAT
+   * 0x210}, {@code MPI_DOUBLE 0x214}, {@code MPI_SUM 0x21}, {@code MPI_MIN 0x22}, {@code MPI_MAX 0x23}), and
+   * are the same in MPICH's {@code src/binding/abi/mpi_abi.h} (commit 6a79bf6 of 2026-08-20).
+   */
+  static final Table STANDARD = new Table(ADDRESS, 0x101, 0x247,
+      0x209, 0x258, 0x210, 0x214, // MPI_INT, MPI_INT64_T, MPI_FLOAT, MPI_DOUBLE
+      0x21, 0x22, 0x23, // MPI_SUM, MPI_MIN, MPI_MAX
+      0x130, 0x143, 221, MemorySegment.NULL, new int[] {0, 1024, 2048, 4096});
 
-  /** MPICH's own table ({@code mpi.h} of MPICH 3 to 5: integer handles). */
-  static final Table MPICH_TABLE = new Table(JAVA_INT, 0x44000000, 0x4c00010d, 0x4c000405, 0x58000001, 0x1c000000,
-      0x54000001, 1, MemorySegment.ofAddress(1), IMPLEMENTATION_THREAD_LEVELS);
+  /**
+   * MPICH's own table ({@code mpi.h} of MPICH 3 to 5: integer handles). A basic datatype's handle is {@code
+   * 0x4c000000 | size << 8 | index}; MPICH 3.0 and 4.0.2 compute them at configure time ({@code configure.ac};
+   * in 4.0.2 {@code PAC_SET_MPI_TYPE}: index 05 {@code MPI_INT}, 0a {@code MPI_FLOAT}, 0b {@code MPI_DOUBLE}, 3a
+   * {@code MPI_INT64_T}, always 8 bytes), and {@code src/include/mpi.h.in} of MPICH 5 (commit 6a79bf6) writes
+   * the same values out. The operations are fixed in {@code mpi.h.in} from v3.0 to that commit:
+   * {@code MPI_MAX 0x58000001}, {@code MPI_MIN 0x58000002}, {@code MPI_SUM 0x58000003}.
+   */
+  static final Table MPICH_TABLE = new Table(JAVA_INT, 0x44000000, 0x4c00010d,
+      0x4c000405, 0x4c00083a, 0x4c00040a, 0x4c00080b, // MPI_INT, MPI_INT64_T, MPI_FLOAT, MPI_DOUBLE (x86-64 sizes)
+      0x58000003, 0x58000002, 0x58000001, // MPI_SUM, MPI_MIN, MPI_MAX
+      0x1c000000, 0x54000001, 1, MemorySegment.ofAddress(1), IMPLEMENTATION_THREAD_LEVELS);
 
   static final int SUCCESS = 0;
 
@@ -115,6 +156,7 @@ final class MpiC {
   private MethodHandle recv;
   private MethodHandle test;
   private MethodHandle waitFor;
+  private MethodHandle start;
 
   private MpiC(String library, SymbolLookup lookup) {
     this.library = library;
@@ -132,8 +174,12 @@ final class MpiC {
     } else if (implementation().equals(Libraries.Implementation.OPEN_MPI.label)) {
       kind = Kind.OPEN_MPI;
       abiVersion = null;
-      table = new Table(ADDRESS, symbol("ompi_mpi_comm_world"), symbol("ompi_mpi_byte"), symbol("ompi_mpi_int"),
-          symbol("ompi_mpi_op_max"), symbol("ompi_mpi_info_null"), symbol("ompi_mpi_errors_return"), 0,
+      // Open MPI's mpi.h: MPI_INT64_T is &ompi_mpi_int64_t, MPI_SUM &ompi_mpi_op_sum, and so on
+      // (OMPI_PREDEFINED_GLOBAL); every symbol below is exported by libmpi.so.40 of Open MPI 4.1.4 (nm -D).
+      table = new Table(ADDRESS, symbol("ompi_mpi_comm_world"), symbol("ompi_mpi_byte"),
+          symbol("ompi_mpi_int"), symbol("ompi_mpi_int64_t"), symbol("ompi_mpi_float"), symbol("ompi_mpi_double"),
+          symbol("ompi_mpi_op_sum"), symbol("ompi_mpi_op_min"), symbol("ompi_mpi_op_max"),
+          symbol("ompi_mpi_info_null"), symbol("ompi_mpi_errors_return"), 0,
           MemorySegment.NULL, IMPLEMENTATION_THREAD_LEVELS);
     } else if (implementation().equals(Libraries.Implementation.MPICH.label)) {
       kind = Kind.MPICH;
@@ -144,6 +190,7 @@ final class MpiC {
           + version.lines().findFirst().orElse(version));
     }
     pointerHandles = table.handle() == ADDRESS;
+    persistent = Persistent.of(name -> lookup.find(name).isPresent(), kind);
     bcast = exact("MPI_Bcast", ADDRESS, JAVA_INT, null, JAVA_INT, null);
     ibcast = exact("MPI_Ibcast", ADDRESS, JAVA_INT, null, JAVA_INT, null, ADDRESS);
     iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
@@ -153,7 +200,39 @@ final class MpiC {
     recv = exact("MPI_Recv", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     test = exact("MPI_Test", ADDRESS, ADDRESS, ADDRESS);
     waitFor = exact("MPI_Wait", ADDRESS, ADDRESS);
+    start = exact("MPI_Start", ADDRESS);
   }
+
+  /**
+   * The persistent collectives a library has, by the names it exports: MPI 4.0's {@code MPI_Bcast_init} and
+   * {@code MPI_Allreduce_init} (Open MPI 5, MPICH 4, every standard-ABI library), else the {@code MPIX_} forms
+   * of Open MPI 4's pcollreq extension (Debian 12's {@code libmpi.so.40}), else none. Both forms take the same
+   * arguments, an {@code MPI_Info} before the request included ({@code mpiext_pcollreq_c.h} of Open MPI 4.1.4;
+   * {@code mpi.h} of mpi-abi-stubs).
+   *
+   * @param bcastInit the broadcast's function, or null when there are none
+   * @param allreduceInit the all-reduce's function, or null
+   * @param description what {@link Communicator#persistentCollectives} says
+   */
+  record Persistent(String bcastInit, String allreduceInit, String description) {
+    static Persistent of(java.util.function.Predicate<String> exported, Kind kind) {
+      if (exported.test("MPI_Bcast_init") && exported.test("MPI_Allreduce_init")) {
+        return new Persistent("MPI_Bcast_init", "MPI_Allreduce_init", "MPI_Bcast_init and MPI_Allreduce_init (MPI 4.0)");
+      }
+      if (exported.test("MPIX_Bcast_init") && exported.test("MPIX_Allreduce_init")) {
+        return new Persistent("MPIX_Bcast_init", "MPIX_Allreduce_init", "MPIX_Bcast_init and MPIX_Allreduce_init ("
+            + (kind == Kind.OPEN_MPI ? "Open MPI's pcollreq extension" : "an MPIX_ extension") + ")");
+      }
+      return new Persistent(null, null, Communicator.NO_PERSISTENT_COLLECTIVES);
+    }
+
+    boolean available() {
+      return bcastInit != null;
+    }
+  }
+
+  /** This library's persistent collectives. */
+  final Persistent persistent;
 
   /** The implementation behind the library, from {@code MPI_Get_library_version}: "Open MPI", "MPICH" or "". */
   String implementation() {
@@ -290,6 +369,14 @@ final class MpiC {
       return (int) waitFor.invokeExact(request, table.statusIgnore());
     } catch (Throwable t) {
       throw rethrow("MPI_Wait", t);
+    }
+  }
+
+  int start(MemorySegment request) {
+    try {
+      return (int) start.invokeExact(request);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Start", t);
     }
   }
 

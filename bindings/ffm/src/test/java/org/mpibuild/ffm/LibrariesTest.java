@@ -1,6 +1,7 @@
 package org.mpibuild.ffm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -8,11 +9,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.ffm.Libraries.Abi;
 import org.mpibuild.ffm.Libraries.Candidate;
 import org.mpibuild.ffm.Libraries.Implementation;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
 
 /** Which MPI libraries the FFM binding tries, in which order, and which it refuses: no MPI needed. */
 class LibrariesTest {
@@ -96,5 +101,41 @@ class LibrariesTest {
     assertEquals(1, MpiC.STANDARD.ordinalOf(1024));
     assertEquals(3, MpiC.MPICH_TABLE.ordinalOf(3));
     assertEquals(0, MpiC.MPICH_TABLE.ordinalOf(0));
+  }
+
+  @Test
+  void theReductionsHandlesAreTheHeadersValues() {
+    // mpi-abi-stubs' mpi.h (commit e5f65c7), the same in MPICH's src/binding/abi/mpi_abi.h.
+    assertEquals(List.of(0x209L, 0x258L, 0x210L, 0x214L), handles(MpiC.STANDARD));
+    assertEquals(List.of(0x21L, 0x22L, 0x23L), ops(MpiC.STANDARD));
+    // MPICH 4.0.2's configure.ac (PAC_SET_MPI_TYPE) for x86-64, written out in MPICH 5's mpi.h.in.
+    assertEquals(List.of(0x4c000405L, 0x4c00083aL, 0x4c00040aL, 0x4c00080bL), handles(MpiC.MPICH_TABLE));
+    assertEquals(List.of(0x58000003L, 0x58000002L, 0x58000001L), ops(MpiC.MPICH_TABLE));
+  }
+
+  private static List<Long> handles(MpiC.Table t) {
+    return java.util.Arrays.stream(Datatype.values()).map(t::datatype).toList();
+  }
+
+  private static List<Long> ops(MpiC.Table t) {
+    return java.util.Arrays.stream(ReduceOp.values()).map(t::op).toList();
+  }
+
+  @Test
+  void persistentCollectivesAreMpi4sThenTheMpixExtensionsThenNone() {
+    MpiC.Persistent mpi4 = MpiC.Persistent.of(Set.of("MPI_Bcast_init", "MPI_Allreduce_init", "MPIX_Bcast_init",
+        "MPIX_Allreduce_init")::contains, MpiC.Kind.OPEN_MPI);
+    assertEquals("MPI_Bcast_init", mpi4.bcastInit());
+    assertEquals("MPI_Allreduce_init", mpi4.allreduceInit());
+    assertEquals("MPI_Bcast_init and MPI_Allreduce_init (MPI 4.0)", mpi4.description());
+    // Debian 12's Open MPI 4.1.4: the pcollreq extension only.
+    MpiC.Persistent pcollreq = MpiC.Persistent.of(Set.of("MPI_Bcast_init", "MPIX_Bcast_init",
+        "MPIX_Allreduce_init")::contains, MpiC.Kind.OPEN_MPI);
+    assertEquals("MPIX_Allreduce_init", pcollreq.allreduceInit());
+    assertEquals("MPIX_Bcast_init and MPIX_Allreduce_init (Open MPI's pcollreq extension)", pcollreq.description());
+    MpiC.Persistent none = MpiC.Persistent.of(Set.of("MPI_Ibcast", "MPIX_Bcast_init")::contains, MpiC.Kind.MPICH);
+    assertFalse(none.available());
+    assertNull(none.bcastInit());
+    assertEquals(Communicator.NO_PERSISTENT_COLLECTIVES, none.description());
   }
 }

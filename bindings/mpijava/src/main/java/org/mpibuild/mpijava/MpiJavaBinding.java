@@ -31,7 +31,7 @@ public final class MpiJavaBinding implements MpiBinding {
 
   @Override
   public String describe() {
-    return "mpi.jar (" + mpiJarLocation() + ")";
+    return "mpi.jar (" + mpiJarLocation() + "); persistent collectives: " + MpiJavaCommunicator.PERSISTENT_COLLECTIVES;
   }
 
   /** Where mpi.jar's classes come from, or null if mpi.jar is not on the class path. Loads no native code. */

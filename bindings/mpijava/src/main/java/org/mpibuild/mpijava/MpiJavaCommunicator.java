@@ -124,6 +124,59 @@ public final class MpiJavaCommunicator implements Communicator {
   }
 
   @Override
+  public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    checkReduction(send, receive, count, type);
+    String what = "MPI_Iallreduce(" + op + ") of " + count + " " + type;
+    try {
+      // The bindings ignore a buffer's position (GetDirectBufferAddress): hand them slices that start at it.
+      // The request keeps both slices, and through them the buffers' memory, until it completes.
+      return new Started(comm.iAllReduce(send.slice(), receive.slice(), count, datatype(type), op(op)), what, null);
+    } catch (MPIException e) {
+      throw fail(what, e);
+    }
+  }
+
+  /**
+   * Refuses, before any communication, what MPI would read or write out of bounds: the JNI layer passes
+   * the buffers' addresses without their limits.
+   */
+  static void checkReduction(ByteBuffer send, ByteBuffer receive, int count, Datatype type) {
+    if (!send.isDirect() || !receive.isDirect()) {
+      throw new IllegalArgumentException("an all-reduce needs direct buffers");
+    }
+    if (count < 1) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " values");
+    }
+    long bytes = (long) count * type.bytes();
+    if (send.remaining() < bytes || receive.remaining() < bytes) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values (" + bytes
+          + " bytes) from " + send.remaining() + " bytes into " + receive.remaining());
+    }
+  }
+
+  /**
+   * mpi.jar's datatype for the SPI's: Open MPI's Java bindings map {@code MPI.INT} to {@code MPI_INT32_T} and
+   * {@code MPI.LONG} to {@code MPI_INT64_T} (ompi/mpi/java/c/mpi_Datatype.c, {@code Dts[]}, v4.1.4); mpi.jar
+   * has no {@code INT64} of its own, and needs none.
+   */
+  static mpi.Datatype datatype(Datatype type) {
+    return switch (type) {
+      case INT -> MPI.INT;
+      case LONG -> MPI.LONG;
+      case FLOAT -> MPI.FLOAT;
+      case DOUBLE -> MPI.DOUBLE;
+    };
+  }
+
+  static mpi.Op op(ReduceOp op) {
+    return switch (op) {
+      case SUM -> MPI.SUM;
+      case MIN -> MPI.MIN;
+      case MAX -> MPI.MAX;
+    };
+  }
+
+  @Override
   public Request iSend(ByteBuffer buffer, int dest, int tag) {
     String what = "MPI_Isend of " + buffer.remaining() + " bytes to rank " + dest + " (tag " + tag + ")";
     try {
@@ -193,6 +246,18 @@ public final class MpiJavaCommunicator implements Communicator {
         onCompletion.run();
       }
     }
+  }
+
+  /**
+   * What {@link #persistentCollectives} says: mpi.jar (Open MPI 4.1 and 5.0) has persistent point-to-point
+   * requests ({@code Prequest}) but no persistent collectives, so {@link #broadcastInit} and
+   * {@link #allReduceInit} keep the SPI's defaults, which throw.
+   */
+  static final String PERSISTENT_COLLECTIVES = NO_PERSISTENT_COLLECTIVES + " (mpi.jar has no persistent collectives)";
+
+  @Override
+  public String persistentCollectives() {
+    return PERSISTENT_COLLECTIVES;
   }
 
   @Override
