@@ -91,7 +91,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
     /** Lets the work behind the gate run. */
     void open();
 
-    /** Ends the work behind the gate with an error, so that nothing waits for it forever. */
+    /**
+     * Releases the work behind the gate without the operation's result, so that nothing waits for it forever:
+     * with an error where the device API can (which PoCL 3.1 and CUDA cannot: there the work runs; the engine
+     * first puts an all-reduce's own input back into its staging buffer, so its device buffer is unchanged).
+     */
     void fail();
   }
 
@@ -593,7 +597,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     int code = (int) word;
     return op.describe() + " failed: rank " + failed + "'s device work before it failed"
         + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)")
-        + (op.kind == Kind.ALL_REDUCE ? "; no rank's buffer was written" : "; no receiver's buffer was written");
+        + (op.kind == Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values" : "; the receivers' buffers are undefined");
   }
 
   /** Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages. */
@@ -659,6 +663,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
       ops.remove(op);
     }
     if (op.gate != null && op.state != State.WAIT_WRITE) {
+      if (op.kind == Kind.ALL_REDUCE && op.state == State.WAIT_MPI && op.localFailure == null) {
+        // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
+        op.receive.duplicate().put(op.staging.duplicate());
+      }
       op.gate.fail();
     }
     if (op.collective() && op.state == State.WAIT_DEVICE && op.ticket >= 0) {
