@@ -1,40 +1,89 @@
 package org.mpibuild.support;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntFunction;
 import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
 
 /**
- * The MPI half of stream-ordered send and receive, shared by the backends' helpers (for example
- * {@code org.mpibuild.opencl.QueueMessenger}): a progress thread that starts each MPI message once the
- * device work it depends on has finished, and releases device work that waits for a message once the
- * message has arrived. The device half is given as {@link DeviceStep}s and {@link Gate}s, which the
- * progress thread polls; it never runs inside a driver callback.
+ * The MPI half of stream-ordered messages and collectives, shared by the backends' helpers (for example
+ * {@code org.mpibuild.opencl.QueueMessenger}): a progress thread that starts each MPI operation once the
+ * device work it depends on has finished, and releases device work that waits for an operation once its
+ * result is on the host. The device half is given as {@link DeviceStep}s and {@link Gate}s, which the
+ * progress thread polls; it never runs inside a driver callback (a step may ask a callback to wake the
+ * thread, nothing more).
  *
  * <p>Order: sends start in the order they were asked for, and so do receives; MPI keeps messages between
- * two ranks with one tag in that order. Every future fails, never hangs, when MPI or the device reports an
- * error, or when the helper is closed with operations in flight (gates are then failed, so the device
- * work queued behind them ends with an error instead of waiting forever).
+ * two ranks with one tag in that order. Collectives ({@link #broadcast}, {@link #allReduce}) take a ticket
+ * when they are asked for, shared by every helper on the same {@link Communicator} object, and start in
+ * ticket order, so ranks that ask for the same collectives in the same order match them, whatever the
+ * timing of their queues and however many helpers (queues) a rank has on that communicator.
+ *
+ * <p>All or nothing: a collective carries a status word with its data (in the broadcast's header, in an
+ * all-reduce MAX started right after the data's), so that when one rank's device work fails, every rank's
+ * future fails with the same message naming that rank, and no rank waits for ever. Each collective has a
+ * deadline: every rank but 0 sends rank 0 a one-byte arrival when it starts the collective, and past the
+ * deadline rank 0 fails the collective naming the ranks that never came, then aborts the job (MPI cannot
+ * cancel a collective that other ranks have entered); the other ranks do the same after twice the deadline,
+ * in case rank 0 is the absent one.
+ *
+ * <p>Every future fails, never hangs, when MPI or the device reports an error, or when the helper is closed
+ * with operations in flight (gates are then failed, so the device work queued behind them ends with an
+ * error instead of waiting forever).
  *
  * <p>The progress thread calls MPI while the program's threads may too, so MPI must provide
  * {@code MPI_THREAD_MULTIPLE}; {@link #StreamOrderedMessages} checks.
  */
 public final class StreamOrderedMessages implements AutoCloseable {
+  /** The bytes before the data in a broadcast's staging buffer: the root's status word. */
+  public static final int BROADCAST_HEADER = 8;
+  /** The tag of the arrival messages of collectives, reserved on the helper's communicator. */
+  public static final int ARRIVAL_TAG = 32_765;
+  /** The deadline of a collective when none is given. */
+  public static final Duration DEFAULT_DEADLINE = Duration.ofMinutes(2);
+  /** The exit status of the abort at a missed deadline. */
+  public static final int ABORT_CODE = 4;
+  /** How long the progress thread spins, testing MPI, after something moved, before it parks. */
+  private static final long SPIN_NANOS = 20_000;
+  /** The longest park while MPI operations are in flight (MPI moves only when tested). */
+  private static final long MPI_PARK_NANOS = 100_000;
+  /** The longest park while device work that cannot wake the thread is awaited. */
+  private static final long POLL_PARK_NANOS = 1_000_000;
+  /** The longest park while only device work that wakes the thread is awaited (a safety net). */
+  private static final long WOKEN_PARK_NANOS = 20_000_000;
+
   /** Device work the progress thread polls. */
   public interface DeviceStep {
     /**
      * Returns whether the work has finished. Never blocks.
      *
      * @return true once finished
-     * @throws RuntimeException with a message for a person if the device reports an error
+     * @throws RuntimeException with a message for a person if the device reports an error; a
+     *     {@link DeviceFailure} carries the device's error code to the other ranks of a collective
      */
     boolean finished();
 
     /** Releases what the step holds (events). Called once, from the progress thread. */
     void release();
+
+    /**
+     * Asks the device to run {@code wake} once the work has finished or failed (a driver callback that does
+     * nothing but that), so that the progress thread need not poll it often. Called once, on the thread that
+     * enqueued the work, before the progress thread sees the step. By default there is no such callback.
+     *
+     * @param wake wakes the progress thread; cheap, never blocks, safe from any thread
+     * @return whether {@code wake} will run
+     */
+    default boolean wakeWhenFinished(Runnable wake) {
+      return false;
+    }
   }
 
   /** Device work held back until the progress thread opens it. */
@@ -42,14 +91,20 @@ public final class StreamOrderedMessages implements AutoCloseable {
     /** Lets the work behind the gate run. */
     void open();
 
-    /** Ends the work behind the gate with an error, so that nothing waits for it forever. */
+    /**
+     * Releases the work behind the gate without the operation's result, so that nothing waits for it forever:
+     * with an error where the device API can (which PoCL 3.1 and CUDA cannot: there the work runs; the engine
+     * first puts an all-reduce's own input back into its staging buffer, so its device buffer is unchanged).
+     */
     void fail();
   }
+
+  private enum Kind { SEND, RECEIVE, BROADCAST, ALL_REDUCE }
 
   private enum State { WAIT_DEVICE, WAIT_MPI, WAIT_WRITE, DONE }
 
   private final class Op {
-    final boolean send;
+    final Kind kind;
     final ByteBuffer staging;
     final int peer;
     final int tag;
@@ -57,49 +112,101 @@ public final class StreamOrderedMessages implements AutoCloseable {
     final Gate gate;
     final DeviceStep after;
     final CompletableFuture<Void> future = new CompletableFuture<>();
+    boolean beforeWakes;
+    boolean afterWakes;
     State state;
     Communicator.Request request;
+    // collectives
+    long ticket = -1;
+    ByteBuffer receive;
+    int count;
+    Datatype type;
+    ReduceOp reduceOp;
+    ByteBuffer statusOut;
+    ByteBuffer statusIn;
+    Communicator.Request statusRequest;
+    List<Communicator.Request> arrivals = List.of();
+    RuntimeException localFailure;
+    long startedAt;
 
-    Op(boolean send, ByteBuffer staging, int peer, int tag, DeviceStep before, Gate gate, DeviceStep after) {
-      this.send = send;
+    Op(Kind kind, ByteBuffer staging, int peer, int tag, DeviceStep before, Gate gate, DeviceStep after) {
+      this.kind = kind;
       this.staging = staging;
       this.peer = peer;
       this.tag = tag;
       this.before = before;
       this.gate = gate;
       this.after = after;
-      this.state = send ? State.WAIT_DEVICE : State.WAIT_MPI;
+      this.state = kind == Kind.RECEIVE ? State.WAIT_MPI : State.WAIT_DEVICE;
+    }
+
+    boolean collective() {
+      return kind == Kind.BROADCAST || kind == Kind.ALL_REDUCE;
     }
 
     String describe() {
-      return (send ? "send of " : "receive of ") + staging.remaining() + " bytes " + (send ? "to" : "from") + " rank "
-          + peer + " (tag " + tag + ")";
+      return switch (kind) {
+        case SEND -> "send of " + staging.remaining() + " bytes to rank " + peer + " (tag " + tag + ")";
+        case RECEIVE -> "receive of " + staging.remaining() + " bytes from rank " + peer + " (tag " + tag + ")";
+        case BROADCAST -> "broadcast of " + (staging.remaining() - BROADCAST_HEADER) + " bytes from rank " + peer
+            + " (collective #" + ticket + ")";
+        case ALL_REDUCE -> "all-reduce (" + reduceOp + " of " + count + " " + type + ") (collective #" + ticket + ")";
+      };
     }
   }
 
   private final Communicator comm;
   private final String name;
+  private final Duration deadline;
+  private final IntFunction<String> deviceCodes;
+  private final CollectiveTickets tickets;
   private final List<Op> ops = new ArrayList<>();
   private final Thread thread;
+  private final Runnable wake;
   private volatile boolean closed;
 
   /**
-   * Starts the progress thread.
+   * Starts the progress thread, with collectives' deadline {@link #DEFAULT_DEADLINE} and device error codes
+   * shown as numbers.
    *
    * @param comm the communicator the messages travel on; the caller keeps and closes it
    * @param name for the thread's name and messages, for example the queue
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
   public StreamOrderedMessages(Communicator comm, String name) {
+    this(comm, name, DEFAULT_DEADLINE, code -> "error " + code);
+  }
+
+  /**
+   * Starts the progress thread.
+   *
+   * @param comm the communicator the messages travel on; the caller keeps and closes it. Collectives are
+   *     ordered with those of every other helper on the same object
+   * @param name for the thread's name and messages, for example the queue
+   * @param deadline how long a collective waits, from when this rank started it, for every rank to start it;
+   *     {@link Duration#ZERO} waits for ever
+   * @param deviceCodes names a device error code ({@link DeviceFailure#code()}), the same on every rank
+   * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
+   */
+  public StreamOrderedMessages(Communicator comm, String name, Duration deadline, IntFunction<String> deviceCodes) {
     if (comm.threadLevel() != Communicator.ThreadLevel.MULTIPLE) {
       throw new IllegalStateException("stream-ordered messages need MPI_THREAD_MULTIPLE (a progress thread calls "
           + "MPI), but MPI provides MPI_THREAD_" + comm.threadLevel() + ": initialize MPI with "
           + "MPI.InitThread(args, MPI.THREAD_MULTIPLE)");
     }
+    if (deadline.isNegative()) {
+      throw new IllegalArgumentException("deadline " + deadline + " is negative");
+    }
     this.comm = comm;
     this.name = name;
+    this.deadline = deadline;
+    this.deviceCodes = deviceCodes;
+    this.tickets = CollectiveTickets.of(comm);
     this.thread = new Thread(this::run, "mpi-build-stream " + name);
     this.thread.setDaemon(true);
+    Thread t = this.thread;
+    this.wake = () -> LockSupport.unpark(t);
+    tickets.register(thread);
     this.thread.start();
   }
 
@@ -115,7 +222,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public CompletableFuture<Void> send(ByteBuffer staging, int dest, int tag, DeviceStep filled) {
     check(dest, tag);
-    return add(new Op(true, staging, dest, tag, filled, null, null));
+    return add(new Op(Kind.SEND, staging, dest, tag, filled, null, null));
   }
 
   /**
@@ -131,7 +238,71 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public CompletableFuture<Void> receive(ByteBuffer staging, int source, int tag, Gate gate, DeviceStep written) {
     check(source, tag);
-    return add(new Op(false, staging, source, tag, null, gate, written));
+    return add(new Op(Kind.RECEIVE, staging, source, tag, null, gate, written));
+  }
+
+  /**
+   * Broadcasts from {@code root} in ticket order (see the class comment). {@code staging} holds
+   * {@link #BROADCAST_HEADER} bytes for the root's status, then the data. On the root, {@code filled} copies
+   * the device buffer into the data part and the collective starts when it has finished (or failed: the
+   * failure then travels in the header); elsewhere the collective starts at its turn, then {@code gate}
+   * opens and {@code written} copies the data part to the device.
+   *
+   * @param staging header and data, direct, equal in size on every rank
+   * @param root the rank whose data is sent
+   * @param filled on the root, the device step that fills the data part; elsewhere null
+   * @param gate elsewhere than the root, opened when the data part holds the root's data; on the root null
+   * @param written elsewhere than the root, the copy to the device behind the gate; on the root null
+   * @return completes on the root when the broadcast is done, elsewhere when the data is on the device;
+   *     fails on every rank if the root's device step failed
+   */
+  public CompletableFuture<Void> broadcast(ByteBuffer staging, int root, DeviceStep filled, Gate gate,
+      DeviceStep written) {
+    check(root, 0);
+    if (staging.remaining() <= BROADCAST_HEADER) {
+      throw new IllegalArgumentException("a broadcast's staging buffer holds the header and at least 1 byte");
+    }
+    if ((root == comm.rank()) != (filled != null) || (gate == null) != (written == null)
+        || (root == comm.rank()) == (gate != null)) {
+      throw new IllegalArgumentException("the root fills its staging buffer from the device (filled); the other "
+          + "ranks open a gate and write it to the device (gate, written)");
+    }
+    return add(new Op(Kind.BROADCAST, staging, root, -1, filled, gate, written));
+  }
+
+  /**
+   * Reduces {@code count} values of {@code type} over every rank in ticket order (see the class comment):
+   * once {@code filled} has copied the device buffer into {@code send}, the all-reduce into {@code receive}
+   * starts, then an all-reduce MAX of the status word; when both are done and every rank succeeded,
+   * {@code gate} opens and {@code written} copies {@code receive} to the device.
+   *
+   * @param send this rank's values, direct, native byte order
+   * @param receive where the results go, direct, not {@code send}
+   * @param count how many values, the same on every rank
+   * @param type their type
+   * @param op the reduction
+   * @param filled the device step that fills {@code send}
+   * @param gate opened when {@code receive} holds the results
+   * @param written the copy of {@code receive} to the device behind the gate
+   * @return completes when the results are on the device; fails on every rank, with the same message naming
+   *     the failing rank, if one rank's device step failed
+   */
+  public CompletableFuture<Void> allReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type,
+      ReduceOp op, DeviceStep filled, Gate gate, DeviceStep written) {
+    if (count <= 0) {
+      throw new IllegalArgumentException("count " + count + " must be 1 or more");
+    }
+    long bytes = (long) count * type.bytes();
+    if (send.remaining() < bytes || receive.remaining() < bytes || !send.isDirect() || !receive.isDirect()) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " needs two direct buffers of "
+          + bytes + " bytes");
+    }
+    Op o = new Op(Kind.ALL_REDUCE, send, -1, -1, filled, gate, written);
+    o.receive = receive;
+    o.count = count;
+    o.type = type;
+    o.reduceOp = op;
+    return add(o);
   }
 
   /**
@@ -149,6 +320,16 @@ public final class StreamOrderedMessages implements AutoCloseable {
     return (int) bytes;
   }
 
+  /**
+   * Checks a broadcast's root for the backends' helpers, before they enqueue anything.
+   *
+   * @param root the root asked for
+   * @throws IllegalArgumentException if it is not a rank of the communicator
+   */
+  public void checkRoot(int root) {
+    check(root, 0);
+  }
+
   private void check(int peer, int tag) {
     if (peer < 0 || peer >= comm.size()) {
       throw new IllegalArgumentException("rank " + peer + " is out of range for a communicator of " + comm.size()
@@ -160,9 +341,18 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   private CompletableFuture<Void> add(Op op) {
+    if (op.before != null) {
+      op.beforeWakes = op.before.wakeWhenFinished(wake);
+    }
+    if (op.after != null) {
+      op.afterWakes = op.after.wakeWhenFinished(wake);
+    }
     synchronized (ops) {
       if (closed) {
         throw new IllegalStateException("stream-ordered messages on " + name + ": they were closed");
+      }
+      if (op.collective()) {
+        op.ticket = tickets.take(); // taken with the list's lock: one helper's collectives keep their order
       }
       ops.add(op);
     }
@@ -181,92 +371,283 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
+  /** What one pass saw: what the thread waits for, and the nearest deadline. */
+  private static final class Pass {
+    boolean moved;
+    boolean mpi;
+    boolean polledDevice;
+    boolean any;
+    long nextDeadline = Long.MAX_VALUE;
+  }
+
   private void run() {
-    long sleep = 2_000;
-    while (true) {
-      if (closed) {
-        List<Op> left;
-        synchronized (ops) {
-          left = new ArrayList<>(ops);
+    try {
+      long sleep = 2_000;
+      long spinUntil = 0;
+      while (true) {
+        if (closed) {
+          failAll();
+          return;
         }
-        for (Op op : left) {
-          fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with " + left.size()
-              + " operation(s) in flight"));
+        Pass pass = step();
+        long now = System.nanoTime();
+        if (pass.moved) {
+          sleep = 2_000;
+          spinUntil = now + SPIN_NANOS;
+          continue;
         }
-        return;
+        if (pass.mpi && now - spinUntil < 0) {
+          Thread.onSpinWait(); // MPI moves only when tested: a short spin right after progress
+          continue;
+        }
+        long cap = !pass.any ? Long.MAX_VALUE
+            : pass.mpi ? MPI_PARK_NANOS : pass.polledDevice ? POLL_PARK_NANOS : WOKEN_PARK_NANOS;
+        long park = Math.min(sleep, cap);
+        if (pass.nextDeadline != Long.MAX_VALUE) {
+          park = Math.max(1_000, Math.min(park, pass.nextDeadline - now));
+        }
+        if (!pass.any) {
+          LockSupport.park(this); // woken by add and close
+        } else {
+          LockSupport.parkNanos(this, park);
+        }
+        // Idle waits grow: short against kernels and messages, long enough to leave the cores to the device
+        // (a CPU device shares them); device work that completes wakes the thread at once.
+        sleep = Math.min(sleep * 2, cap == Long.MAX_VALUE ? WOKEN_PARK_NANOS : cap);
       }
-      boolean moved = step();
-      if (moved) {
-        sleep = 2_000;
-      } else {
-        // Idle waits that grow to 1 ms: short against kernels and messages, long enough to leave the
-        // cores to the device (a CPU device shares them).
-        LockSupport.parkNanos(sleep);
-        sleep = Math.min(sleep * 2, 1_000_000);
-      }
+    } finally {
+      tickets.unregister(thread);
     }
   }
 
-  /** One pass over the operations, in the order they were asked for. Returns whether any moved. */
-  private boolean step() {
+  private void failAll() {
+    List<Op> left;
+    synchronized (ops) {
+      left = new ArrayList<>(ops);
+    }
+    for (Op op : left) {
+      fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with " + left.size()
+          + " operation(s) in flight"));
+    }
+  }
+
+  /** One pass over the operations, in the order they were asked for. */
+  private Pass step() {
     List<Op> snapshot;
     synchronized (ops) {
       snapshot = new ArrayList<>(ops);
     }
-    boolean moved = false;
+    Pass pass = new Pass();
+    pass.any = !snapshot.isEmpty();
     boolean earlierSendWaiting = false;
     boolean earlierReceiveUnposted = false;
     for (Op op : snapshot) {
       try {
-        switch (op.state) {
-          case WAIT_DEVICE -> {
-            // Sends start in order: a send whose data is ready waits for earlier sends to start.
-            if (!earlierSendWaiting && op.before.finished()) {
-              op.request = comm.iSend(op.staging, op.peer, op.tag);
-              op.state = State.WAIT_MPI;
-              moved = true;
-            }
-          }
-          case WAIT_MPI -> {
-            if (!op.send && op.request == null) {
-              if (!earlierReceiveUnposted) {
-                op.request = comm.iReceive(op.staging, op.peer, op.tag);
-                moved = true;
+        if (op.collective()) {
+          stepCollective(op, pass);
+        } else {
+          switch (op.state) {
+            case WAIT_DEVICE -> {
+              // Sends start in order: a send whose data is ready waits for earlier sends to start.
+              if (!earlierSendWaiting && op.before.finished()) {
+                op.request = comm.iSend(op.staging, op.peer, op.tag);
+                op.state = State.WAIT_MPI;
+                pass.moved = true;
               }
             }
-            if (op.request != null && op.request.test()) {
-              if (op.send) {
+            case WAIT_MPI -> {
+              if (op.kind == Kind.RECEIVE && op.request == null) {
+                if (!earlierReceiveUnposted) {
+                  op.request = comm.iReceive(op.staging, op.peer, op.tag);
+                  pass.moved = true;
+                }
+              }
+              if (op.request != null && op.request.test()) {
+                if (op.kind == Kind.SEND) {
+                  op.state = State.DONE;
+                } else {
+                  op.gate.open();
+                  op.state = State.WAIT_WRITE;
+                }
+                pass.moved = true;
+              }
+            }
+            case WAIT_WRITE -> {
+              if (op.after.finished()) {
                 op.state = State.DONE;
-              } else {
-                op.gate.open();
-                op.state = State.WAIT_WRITE;
+                pass.moved = true;
               }
-              moved = true;
             }
+            default -> { }
           }
-          case WAIT_WRITE -> {
-            if (op.after.finished()) {
-              op.state = State.DONE;
-              moved = true;
-            }
-          }
-          default -> { }
         }
       } catch (RuntimeException | Error e) {
-        fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
-        moved = true;
+        if (op.state != State.DONE) {
+          fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+        }
+        pass.moved = true;
       }
-      if (op.send && op.state == State.WAIT_DEVICE) {
+      if (op.kind == Kind.SEND && op.state == State.WAIT_DEVICE) {
         earlierSendWaiting = true;
       }
-      if (!op.send && op.request == null && op.state == State.WAIT_MPI) {
+      if (op.kind == Kind.RECEIVE && op.request == null && op.state == State.WAIT_MPI) {
         earlierReceiveUnposted = true;
       }
-      if (op.state == State.DONE) {
+      switch (op.state) {
+        case WAIT_DEVICE -> pass.polledDevice |= op.before != null && !op.beforeWakes;
+        case WAIT_MPI -> pass.mpi = true;
+        case WAIT_WRITE -> pass.polledDevice |= !op.afterWakes;
+        default -> { }
+      }
+      if (op.collective() && op.state == State.WAIT_MPI && deadline.toNanos() > 0) {
+        pass.nextDeadline = Math.min(pass.nextDeadline, op.startedAt + limit());
+      }
+      if (op.state == State.DONE && !op.future.isDone()) {
         finish(op);
       }
     }
-    return moved;
+    return pass;
+  }
+
+  /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
+  private long limit() {
+    return comm.rank() == 0 ? deadline.toNanos() : 2 * deadline.toNanos();
+  }
+
+  private void stepCollective(Op op, Pass pass) {
+    switch (op.state) {
+      case WAIT_DEVICE -> {
+        boolean ready = true;
+        if (op.before != null && op.localFailure == null) {
+          try {
+            ready = op.before.finished();
+          } catch (RuntimeException e) {
+            op.localFailure = e; // still takes part, with its status, so that no rank waits for ever
+            ready = true;
+          }
+        }
+        if (ready && tickets.isTurn(op.ticket)) {
+          try {
+            start(op);
+          } finally {
+            tickets.advance();
+          }
+          op.state = State.WAIT_MPI;
+          pass.moved = true;
+        }
+      }
+      case WAIT_MPI -> {
+        boolean data = op.request.test();
+        boolean status = op.statusRequest == null || op.statusRequest.test();
+        boolean arrived = true;
+        for (Communicator.Request a : op.arrivals) {
+          arrived &= test(a);
+        }
+        if (data && status && arrived) {
+          long word = op.kind == Kind.BROADCAST ? op.staging.getLong(op.staging.position()) : op.statusIn.getLong(0);
+          if (word != 0) {
+            fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
+          } else if (op.gate != null) {
+            op.gate.open();
+            op.state = State.WAIT_WRITE;
+          } else {
+            op.state = State.DONE;
+          }
+          pass.moved = true;
+        } else if (deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0) {
+          missedDeadline(op);
+          pass.moved = true;
+        }
+      }
+      case WAIT_WRITE -> {
+        if (op.after.finished()) {
+          op.state = State.DONE;
+          pass.moved = true;
+        }
+      }
+      default -> { }
+    }
+  }
+
+  /** Starts the arrival message and the MPI operations of a collective whose turn it is. */
+  private void start(Op op) {
+    long word = 0;
+    if (op.localFailure != null) {
+      int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
+      word = ((long) (comm.rank() + 1) << 32) | (code & 0xffffffffL);
+    }
+    op.arrivals = announce();
+    op.startedAt = System.nanoTime();
+    if (op.kind == Kind.BROADCAST) {
+      if (comm.rank() == op.peer) {
+        op.staging.putLong(op.staging.position(), word);
+      }
+      op.request = comm.iBroadcast(op.staging, op.peer);
+    } else {
+      op.request = comm.iAllReduce(op.staging, op.receive, op.count, op.type, op.reduceOp);
+      op.statusOut = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder()).putLong(0, word);
+      op.statusIn = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+      op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
+    }
+  }
+
+  /** The status word, read the same way on every rank, as a message. */
+  private String failureMessage(Op op, long word) {
+    int failed = (int) (word >>> 32) - 1;
+    int code = (int) word;
+    return op.describe() + " failed: rank " + failed + "'s device work before it failed"
+        + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)")
+        + (op.kind == Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values" : "; the receivers' buffers are undefined");
+  }
+
+  /** Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages. */
+  private List<Communicator.Request> announce() {
+    List<Communicator.Request> out = new ArrayList<>();
+    try {
+      if (comm.rank() != 0) {
+        out.add(comm.iSend(ByteBuffer.allocateDirect(1), 0, ARRIVAL_TAG));
+      } else {
+        for (int r = 1; r < comm.size(); r++) {
+          out.add(comm.iReceive(ByteBuffer.allocateDirect(1), r, ARRIVAL_TAG));
+        }
+      }
+    } catch (UnsupportedOperationException e) {
+      out.clear(); // a binding without point-to-point messages: absent ranks go unnamed
+    }
+    return out;
+  }
+
+  private static boolean test(Communicator.Request r) {
+    try {
+      return r.test();
+    } catch (UnsupportedOperationException e) {
+      return true;
+    }
+  }
+
+  /** Fails the collective naming who never came, then aborts the job: MPI cannot cancel it. */
+  private void missedDeadline(Op op) {
+    String within = " within " + deadline.toMillis() + " ms of starting it";
+    String message;
+    if (comm.rank() == 0 && !op.arrivals.isEmpty()) {
+      List<Integer> absent = new ArrayList<>();
+      for (int i = 0; i < op.arrivals.size(); i++) {
+        if (!test(op.arrivals.get(i))) {
+          absent.add(i + 1);
+        }
+      }
+      message = op.describe() + " failed: ranks " + absent + " of " + comm.size() + " did not start it" + within;
+    } else {
+      message = op.describe() + " failed: rank " + comm.rank() + " waited for the other ranks" + within
+          + " (twice the deadline); rank 0, which names the absent ranks, did not report: it may be absent itself";
+    }
+    fail(op, new IllegalStateException(message + "; aborting the job, since MPI cannot cancel a collective that "
+        + "other ranks have entered"));
+    try {
+      comm.abort("mpi-build: " + message, ABORT_CODE);
+    } catch (RuntimeException e) {
+      // an abort that returns (in-process tests): the future has failed already
+    }
   }
 
   private void finish(Op op) {
@@ -282,7 +663,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
       ops.remove(op);
     }
     if (op.gate != null && op.state != State.WAIT_WRITE) {
+      if (op.kind == Kind.ALL_REDUCE && op.state == State.WAIT_MPI && op.localFailure == null) {
+        // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
+        op.receive.duplicate().put(op.staging.duplicate());
+      }
       op.gate.fail();
+    }
+    if (op.collective() && op.state == State.WAIT_DEVICE && op.ticket >= 0) {
+      tickets.abandon(op.ticket);
     }
     release(op);
     op.state = State.DONE;
@@ -300,7 +688,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
 
   /**
    * Stops the progress thread. Operations still in flight fail with an exception saying so, and the device
-   * work behind their gates ends with an error; MPI messages already started are left to MPI.
+   * work behind their gates ends with an error; MPI operations already started are left to MPI. A collective
+   * not yet started gives up its turn, so the other helpers on the communicator go on.
    */
   @Override
   public void close() {

@@ -16,6 +16,7 @@ import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
@@ -27,7 +28,10 @@ import jcuda.driver.CUstream;
 import jcuda.driver.CUstreamWaitValue_flags;
 import jcuda.driver.JCudaDriver;
 import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.DeviceFailure;
 import org.mpibuild.support.StreamOrderedMessages;
 
 /**
@@ -52,15 +56,18 @@ import org.mpibuild.support.StreamOrderedMessages;
 public final class StreamMessenger implements AutoCloseable {
   private final CUcontext context;
   private final CUstream stream;
+  private final Communicator comm;
   private final StreamOrderedMessages messages;
   private final UseGuard guard;
   /** The backend whose context this is, which closes the messenger before it releases the context; or null. */
   private final CudaBackend owner;
   private final UseGuard.Dependent dependent = this::close;
 
-  private StreamMessenger(CUcontext context, CUstream stream, StreamOrderedMessages messages, CudaBackend owner) {
+  private StreamMessenger(CUcontext context, CUstream stream, Communicator comm, StreamOrderedMessages messages,
+      CudaBackend owner) {
     this.context = context;
     this.stream = stream;
+    this.comm = comm;
     this.messages = messages;
     this.guard = new UseGuard("messenger on stream " + stream);
     this.owner = owner;
@@ -73,10 +80,22 @@ public final class StreamMessenger implements AutoCloseable {
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
   public static StreamMessenger open(Communicator comm, CUcontext context, CUstream stream) {
+    return open(comm, context, stream, StreamOrderedMessages.DEFAULT_DEADLINE);
+  }
+
+  /**
+   * As {@link #open(Communicator, CUcontext, CUstream)}, with the deadline of collectives: how long one waits,
+   * once this rank has started it, for every rank to start it before rank 0 names the absent ranks and
+   * aborts the job ({@link Duration#ZERO}: for ever).
+   *
+   * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
+   */
+  public static StreamMessenger open(Communicator comm, CUcontext context, CUstream stream, Duration deadline) {
     CudaBackend owner = CudaBackend.owning(context);
     // inside a use of the owner: its close waits until the messenger is registered, then closes it
     try (UseGuard.Use ignored = owner == null ? null : owner.guard().enter()) {
-      StreamMessenger m = new StreamMessenger(context, stream, new StreamOrderedMessages(comm, "cuda " + stream), owner);
+      StreamMessenger m = new StreamMessenger(context, stream, comm,
+          new StreamOrderedMessages(comm, "cuda " + stream, deadline, CUresult::stringFor), owner);
       if (owner != null) {
         owner.guard().adopt(m.dependent);
       }
@@ -142,6 +161,93 @@ public final class StreamMessenger implements AutoCloseable {
   }
 
   /**
+   * Broadcasts the first {@code bytes} of {@code buffer} from {@code root}, in place, ordered with the stream
+   * as {@code QueueMessenger#bcastAfter} is with an OpenCL queue: the root's bytes are taken once the work
+   * already on its stream has finished; elsewhere, work enqueued after this call sees them. Every rank calls
+   * it, in the same order as its other collectives on the communicator. Returns at once.
+   *
+   * @return completes on the root when the broadcast is done, elsewhere when the bytes are on the device
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
+   */
+  public CompletableFuture<Void> bcastAfter(CUdeviceptr buffer, long bytes, int root) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      messages.checkRoot(root);
+      long total = StreamOrderedMessages.BROADCAST_HEADER + (long) StreamOrderedMessages.messageBytes(bytes);
+      current();
+      Pinned staging = Pinned.allocate(total, 0);
+      try {
+        Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
+        if (comm.rank() == root) {
+          check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
+          return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
+        }
+        Pinned flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+        try {
+          CUevent written = gatedCopy(buffer, data, bytes, flag);
+          return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
+              new EventStep(written, staging, flag));
+        } catch (RuntimeException e) {
+          flag.free();
+          throw e;
+        }
+      } catch (RuntimeException e) {
+        staging.free();
+        throw e;
+      }
+    }
+  }
+
+  /**
+   * Reduces the first {@code count} values of {@code type} in {@code buffer} over every rank, in place,
+   * ordered with the stream as {@code QueueMessenger#allreduceAfter} is with an OpenCL queue. Returns at once.
+   *
+   * @return completes when the results are on the device; fails on every rank with the same message naming
+   *     the failing rank if one rank's copy failed
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
+   */
+  public CompletableFuture<Void> allreduceAfter(CUdeviceptr buffer, int count, Datatype type, ReduceOp op) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      if (count <= 0) {
+        throw new IllegalArgumentException("count " + count + " must be 1 or more");
+      }
+      long bytes = (long) count * type.bytes();
+      StreamOrderedMessages.messageBytes(bytes);
+      current();
+      Pinned send = Pinned.allocate(bytes, 0);
+      Pinned receive = null;
+      Pinned flag = null;
+      try {
+        receive = Pinned.allocate(bytes, 0);
+        flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+        check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
+        CUevent read = record();
+        CUevent written = gatedCopy(buffer, receive.host, bytes, flag);
+        return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
+            new FlagGate(flag), new EventStep(written, receive, flag));
+      } catch (RuntimeException e) {
+        send.free();
+        if (receive != null) {
+          receive.free();
+        }
+        if (flag != null) {
+          flag.free();
+        }
+        throw e;
+      }
+    }
+  }
+
+  /** Waits on the stream for {@code flag}, then copies {@code from} to the device; returns the event after. */
+  private CUevent gatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned flag) {
+    CUdeviceptr onDevice = new CUdeviceptr();
+    check(cuMemHostGetDevicePointer(onDevice, flag.host, 0), "cuMemHostGetDevicePointer");
+    check(cuStreamWaitValue32(stream, onDevice, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
+        "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
+    check(cuMemcpyHtoDAsync(buffer, from, bytes, stream), "cuMemcpyHtoDAsync");
+    return record();
+  }
+
+  /**
    * Stops the progress thread; messages still in flight fail, and the stream is released past their waits.
    * Idempotent.
    */
@@ -169,7 +275,7 @@ public final class StreamMessenger implements AutoCloseable {
 
   private static void check(int rc, String what) {
     if (rc != CUDA_SUCCESS) {
-      throw new IllegalStateException(what + " failed: " + CUresult.stringFor(rc));
+      throw new DeviceFailure(what + " failed: " + CUresult.stringFor(rc), rc);
     }
   }
 

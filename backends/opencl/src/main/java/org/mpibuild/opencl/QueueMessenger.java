@@ -12,9 +12,12 @@ import static org.jocl.CL.clFlush;
 import static org.jocl.CL.clGetCommandQueueInfo;
 import static org.jocl.CL.clGetEventInfo;
 import static org.jocl.CL.clReleaseEvent;
+import static org.jocl.CL.clSetEventCallback;
 import static org.jocl.CL.clSetUserEventStatus;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import org.jocl.CL;
 import org.jocl.CLException;
@@ -25,7 +28,10 @@ import org.jocl.cl_context;
 import org.jocl.cl_event;
 import org.jocl.cl_mem;
 import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
+import org.mpibuild.support.DeviceFailure;
 import org.mpibuild.support.StreamOrderedMessages;
 
 /**
@@ -46,6 +52,17 @@ import org.mpibuild.support.StreamOrderedMessages;
  * staging buffer, held back by a user event; the progress thread receives the message, then completes the
  * user event, and the write and everything queued after it run. Both return at once.
  *
+ * <p><b>Collectives.</b> {@link #bcastAfter} and {@link #allreduceAfter} work the same way, in place on a
+ * device buffer: the MPI operation starts once the work queued before has produced the buffer, and the
+ * work queued after waits (behind a user event) until the result is on the device. Ranks must enqueue the
+ * same collectives in the same order on a communicator, as with MPI; every messenger of a process on the
+ * same {@link Communicator} object starts its collectives in the order they were enqueued across all of
+ * them, so two queues of one rank cannot reorder each other's collectives. A device failure on one rank
+ * fails the collective on every rank with one message naming that rank; a rank that never starts a
+ * collective is named by rank 0 past the deadline given to {@link #open(Communicator, cl_command_queue,
+ * Duration)}, which then aborts the job. Tag {@value StreamOrderedMessages#ARRIVAL_TAG} is reserved on the
+ * communicator for the arrival messages that make this possible.
+ *
  * <p>The queue must be in order (the default). MPI must provide {@code MPI_THREAD_MULTIPLE}. Futures fail,
  * never hang, on MPI or device errors; {@link #close()} fails what is still in flight and releases the
  * device work waiting for it with an error.
@@ -60,16 +77,18 @@ import org.mpibuild.support.StreamOrderedMessages;
 public final class QueueMessenger implements AutoCloseable {
   private final cl_command_queue queue;
   private final cl_context context;
+  private final Communicator comm;
   private final StreamOrderedMessages messages;
   private final UseGuard guard;
   /** The backend whose queue this is, which closes the messenger before it releases the queue; or null. */
   private final OpenClBackend owner;
   private final UseGuard.Dependent dependent = this::close;
 
-  private QueueMessenger(cl_command_queue queue, cl_context context, StreamOrderedMessages messages,
-      OpenClBackend owner) {
+  private QueueMessenger(cl_command_queue queue, cl_context context, Communicator comm,
+      StreamOrderedMessages messages, OpenClBackend owner) {
     this.queue = queue;
     this.context = context;
+    this.comm = comm;
     this.messages = messages;
     this.guard = new UseGuard("messenger on queue " + queue);
     this.owner = owner;
@@ -85,6 +104,21 @@ public final class QueueMessenger implements AutoCloseable {
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
   public static QueueMessenger open(Communicator comm, cl_command_queue queue) {
+    return open(comm, queue, StreamOrderedMessages.DEFAULT_DEADLINE);
+  }
+
+  /**
+   * Binds a helper to a communicator and an in-order command queue, with a deadline for collectives.
+   *
+   * @param comm the communicator; the caller closes it. Collectives are ordered with those of every other
+   *     messenger on the same object
+   * @param queue the command queue, as for {@link #open(Communicator, cl_command_queue)}
+   * @param deadline how long a collective waits, once this rank has started it, for every rank to start it
+   *     before rank 0 names the absent ranks and aborts the job; {@link Duration#ZERO} waits for ever
+   * @return the helper, with its progress thread started
+   * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
+   */
+  public static QueueMessenger open(Communicator comm, cl_command_queue queue, Duration deadline) {
     OpenClBackend owner = OpenClBackend.owning(queue);
     // inside a use of the owner: its close waits until the messenger is registered, then closes it
     try (UseGuard.Use ignored = owner == null ? null : owner.guard().enter()) {
@@ -93,7 +127,8 @@ public final class QueueMessenger implements AutoCloseable {
       if (rc != CL_SUCCESS) {
         throw new IllegalArgumentException("not a usable command queue: " + CL.stringFor_errorCode(rc));
       }
-      QueueMessenger m = new QueueMessenger(queue, context[0], new StreamOrderedMessages(comm, queue.toString()), owner);
+      QueueMessenger m = new QueueMessenger(queue, context[0], comm, new StreamOrderedMessages(comm, queue.toString(), deadline,
+          CL::stringFor_errorCode), owner);
       if (owner != null) {
         owner.guard().adopt(m.dependent);
       }
@@ -115,11 +150,7 @@ public final class QueueMessenger implements AutoCloseable {
   public CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
       ByteBuffer staging = staging(bytes);
-      cl_event read = new cl_event();
-      check(clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(staging), 0, null, read),
-          "clEnqueueReadBuffer");
-      check(clFlush(queue), "clFlush");
-      return messages.send(staging, dest, tag, new EventStep(read));
+      return messages.send(staging, dest, tag, enqueueRead(buffer, bytes, staging));
     }
   }
 
@@ -142,19 +173,146 @@ public final class QueueMessenger implements AutoCloseable {
 
   private CompletableFuture<Void> enqueueReceive(cl_mem buffer, long bytes, int source, int tag) {
     ByteBuffer staging = staging(bytes);
+    GatedWrite write = enqueueGatedWrite(buffer, bytes, staging);
+    return messages.receive(staging, source, tag, write.gate, write.written);
+  }
+
+  /**
+   * Broadcasts the first {@code bytes} of {@code buffer} from {@code root}, in place: on the root, as they are
+   * once the work already enqueued has finished; elsewhere, work enqueued after this call sees the root's
+   * bytes. Every rank of the communicator calls it, in the same order as its other collectives. Returns at
+   * once.
+   *
+   * @param buffer the device buffer
+   * @param bytes how many bytes, from its start, the same on every rank
+   * @param root the rank whose bytes are sent
+   * @return completes on the root when the broadcast is done, elsewhere when the bytes are on the device;
+   *     fails on every rank, with the same message, if the root's read of the buffer failed
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
+   */
+  public CompletableFuture<Void> bcastAfter(cl_mem buffer, long bytes, int root) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      messages.checkRoot(root);
+      int n = StreamOrderedMessages.messageBytes(bytes);
+      if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
+        throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
+      }
+      ByteBuffer staging = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + n)
+          .order(ByteOrder.nativeOrder());
+      ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
+      if (comm.rank() == root) {
+        return messages.broadcast(staging, root, readOrFailure(buffer, bytes, data), null, null);
+      }
+      GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
+      return messages.broadcast(staging, root, null, write.gate, write.written);
+    }
+  }
+
+  /**
+   * Reduces the first {@code count} values of {@code type} in {@code buffer} over every rank, in place: the
+   * values are taken once the work already enqueued has finished, and work enqueued after this call sees
+   * the results. Every rank of the communicator calls it, in the same order as its other collectives.
+   * Returns at once.
+   *
+   * @param buffer the device buffer, holding the values in the device's byte order (the host's)
+   * @param count how many values, the same on every rank
+   * @param type their type
+   * @param op the reduction
+   * @return completes when the results are on the device; fails on every rank, with the same message
+   *     naming the failing rank, if one rank's read of its buffer failed (no rank's buffer is then written,
+   *     and the work queued after it ends with an error)
+   * @throws IllegalStateException if the messenger or its MpiBuild is closed
+   */
+  public CompletableFuture<Void> allreduceAfter(cl_mem buffer, int count, Datatype type, ReduceOp op) {
+    try (UseGuard.Use ignored = guard.enter()) {
+      if (count <= 0) {
+        throw new IllegalArgumentException("count " + count + " must be 1 or more");
+      }
+      long bytes = (long) count * type.bytes();
+      ByteBuffer send = staging(bytes).order(ByteOrder.nativeOrder());
+      ByteBuffer receive = staging(bytes).order(ByteOrder.nativeOrder());
+      StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, send);
+      if (read instanceof FailedStep) {
+        // this rank still takes part, so that every rank fails with its status instead of waiting for it
+        return messages.allReduce(send, receive, count, type, op, read, NOTHING_GATED, NOTHING_GATED);
+      }
+      GatedWrite write;
+      try {
+        write = enqueueGatedWrite(buffer, bytes, receive);
+      } catch (DeviceFailure e) {
+        return messages.allReduce(send, receive, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+      }
+      return messages.allReduce(send, receive, count, type, op, read, write.gate, write.written);
+    }
+  }
+
+  /**
+   * The read of a collective's input, or, when the device refuses to enqueue it (a size past the buffer's
+   * end, say), a step that fails at once: the collective then carries the failure to every rank.
+   */
+  private StreamOrderedMessages.DeviceStep readOrFailure(cl_mem buffer, long bytes, ByteBuffer into) {
+    try {
+      return enqueueRead(buffer, bytes, into);
+    } catch (DeviceFailure e) {
+      return new FailedStep(e);
+    }
+  }
+
+  /** A command the device refused: fails when polled. */
+  private record FailedStep(DeviceFailure failure) implements StreamOrderedMessages.DeviceStep {
+    @Override
+    public boolean finished() {
+      throw failure;
+    }
+
+    @Override
+    public void release() {}
+  }
+
+  /** Gate and write of a collective whose read could not be enqueued: nothing is queued behind them. */
+  private static final NothingGated NOTHING_GATED = new NothingGated();
+
+  private static final class NothingGated implements StreamOrderedMessages.Gate, StreamOrderedMessages.DeviceStep {
+    @Override
+    public void open() {}
+
+    @Override
+    public void fail() {}
+
+    @Override
+    public boolean finished() {
+      return true;
+    }
+
+    @Override
+    public void release() {}
+  }
+
+  private EventStep enqueueRead(cl_mem buffer, long bytes, ByteBuffer into) {
+    cl_event read = new cl_event();
+    check(clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(into), 0, null, read),
+        "clEnqueueReadBuffer");
+    check(clFlush(queue), "clFlush");
+    return new EventStep(read);
+  }
+
+  private record GatedWrite(UserEventGate gate, EventStep written) {}
+
+  private GatedWrite enqueueGatedWrite(cl_mem buffer, long bytes, ByteBuffer from) {
     int[] err = new int[1];
     cl_event gate = clCreateUserEvent(context, err);
     check(err[0], "clCreateUserEvent");
     cl_event write = new cl_event();
     try {
-      check(clEnqueueWriteBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(staging), 1, new cl_event[] {gate},
+      check(clEnqueueWriteBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(from), 1, new cl_event[] {gate},
           write), "clEnqueueWriteBuffer");
     } catch (RuntimeException e) {
+      clSetUserEventStatus(gate, -1);
       clReleaseEvent(gate);
       throw e;
     }
     check(clFlush(queue), "clFlush");
-    return messages.receive(staging, source, tag, new UserEventGate(gate, queue), new EventStep(write));
+    return new GatedWrite(new UserEventGate(gate, queue), new EventStep(write));
   }
 
   /** @return the number of messages not yet complete */
@@ -183,7 +341,7 @@ public final class QueueMessenger implements AutoCloseable {
 
   private static void check(int rc, String what) {
     if (rc != CL_SUCCESS) {
-      throw new IllegalStateException(what + " failed: " + CL.stringFor_errorCode(rc));
+      throw new DeviceFailure(what + " failed: " + CL.stringFor_errorCode(rc), rc);
     }
   }
 
@@ -206,9 +364,15 @@ public final class QueueMessenger implements AutoCloseable {
             + e.getMessage(), e);
       }
       if (status[0] < 0) {
-        throw new IllegalStateException("the device command failed: " + CL.stringFor_errorCode(status[0]));
+        throw new DeviceFailure("the device command failed: " + CL.stringFor_errorCode(status[0]), status[0]);
       }
       return status[0] == CL_COMPLETE;
+    }
+
+    /** A driver callback that only unparks the progress thread; all the work stays on that thread. */
+    @Override
+    public boolean wakeWhenFinished(Runnable wake) {
+      return clSetEventCallback(event, CL_COMPLETE, (e, status, data) -> wake.run(), null) == CL_SUCCESS;
     }
 
     @Override
@@ -233,9 +397,16 @@ public final class QueueMessenger implements AutoCloseable {
       settle(CL_COMPLETE);
     }
 
+    /**
+     * Lets the write and the work behind it run rather than fail them: PoCL 3.1 aborts the process
+     * ("PTHREAD ERROR in pocl_update_event_failed(): Invalid argument") when a user event with commands
+     * waiting for it is set to an error status, and CUDA cannot fail a stream either. The future says the
+     * operation failed; the engine has put back an all-reduce's own values into the staging buffer, so its
+     * device buffer is unchanged; a receive's or broadcast receiver's is undefined.
+     */
     @Override
     public void fail() {
-      settle(-1); // a negative status ends the commands waiting for the event with an error
+      settle(CL_COMPLETE);
     }
 
     private void settle(int status) {

@@ -1,0 +1,29 @@
+package org.mpibuild.support;
+
+/**
+ * A device command that failed, with the device API's error code (an OpenCL {@code CL_*} status, a CUDA
+ * {@code CUresult}), thrown by a {@link StreamOrderedMessages.DeviceStep}. For a collective, the code travels
+ * to every rank with the failing rank's number, so that all of them fail with the same message.
+ */
+public class DeviceFailure extends IllegalStateException {
+  private static final long serialVersionUID = 1L;
+  private final int code;
+
+  /**
+   * @param message what failed, for a person
+   * @param code the device API's error code, not 0
+   */
+  public DeviceFailure(String message, int code) {
+    super(message);
+    this.code = code;
+  }
+
+  /**
+   * Returns the device API's error code.
+   *
+   * @return the code
+   */
+  public int code() {
+    return code;
+  }
+}
