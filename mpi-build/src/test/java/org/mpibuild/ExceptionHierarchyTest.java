@@ -33,7 +33,8 @@ class ExceptionHierarchyTest {
       Map.entry(BuildTimeoutException.class, KernelBuildException.class),
       Map.entry(CorruptBinaryException.class, KernelBuildException.class),
       Map.entry(CommunicationException.class, KernelBuildException.class),
-      Map.entry(BackendUnavailableException.class, KernelBuildException.class));
+      Map.entry(BackendUnavailableException.class, KernelBuildException.class),
+      Map.entry(org.mpibuild.support.DeviceFailure.class, MpiBuildException.class));
 
   /** A type that moved, or stopped extending its parent, breaks the programs that catch it by that parent. */
   @Test

@@ -183,6 +183,34 @@ public interface Communicator extends AutoCloseable {
     void close();
   }
 
+  /**
+   * Checks an all-reduce's arguments as {@link #iAllReduce} documents, for the bindings: MPI gets the
+   * buffers' addresses, not their limits, so what it would read or write out of bounds is refused before
+   * any communication.
+   *
+   * @param send this rank's values
+   * @param receive where the results go
+   * @param count how many values
+   * @param type their element type
+   * @return the bytes of {@code count} values
+   * @throws IllegalArgumentException if a buffer is not direct, or holds fewer than {@code count} values
+   *     from its position, or {@code count} is below 1
+   */
+  static int reductionBytes(ByteBuffer send, ByteBuffer receive, int count, Datatype type) {
+    if (!send.isDirect() || !receive.isDirect()) {
+      throw new IllegalArgumentException("an all-reduce needs direct buffers");
+    }
+    if (count < 1) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " values");
+    }
+    long bytes = (long) count * type.bytes();
+    if (send.remaining() < bytes || receive.remaining() < bytes) {
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values (" + bytes
+          + " bytes) from " + send.remaining() + " bytes into " + receive.remaining());
+    }
+    return (int) bytes;
+  }
+
   /** The element types of {@link #iAllReduce}: Java's, in native byte order. */
   enum Datatype {
     /** {@code int}, {@code MPI_INT}. */

@@ -1,11 +1,13 @@
 package org.mpibuild.support;
 
+import org.mpibuild.MpiBuildException;
+
 /**
  * A device command that failed, with the device API's error code (an OpenCL {@code CL_*} status, a CUDA
  * {@code CUresult}), thrown by a {@link StreamOrderedMessages.DeviceStep}. For a collective, the code travels
  * to every rank with the failing rank's number, so that all of them fail with the same message.
  */
-public class DeviceFailure extends IllegalStateException {
+public class DeviceFailure extends MpiBuildException {
   private static final long serialVersionUID = 1L;
   private final int code;
 

@@ -374,15 +374,7 @@ public final class InProcessCommunicator implements Communicator {
   @Override
   public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
     checkThread("MPI_Iallreduce");
-    if (!send.isDirect() || !receive.isDirect()) {
-      throw new IllegalArgumentException("an all-reduce needs direct buffers");
-    }
-    if (count < 1 || (long) count * type.bytes() > Math.min(send.remaining(), receive.remaining())) {
-      // What the bindings refuse, since MPI would read or write past a buffer's limit.
-      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values from " + send.remaining()
-          + " bytes into " + receive.remaining());
-    }
-    int bytes = Math.multiplyExact(count, type.bytes());
+    int bytes = Communicator.reductionBytes(send, receive, count, type);
     world.record(rank, "allReduce(" + type + ", " + op + ")", -1, bytes);
     byte[] mine = new byte[bytes];
     send.duplicate().get(mine);

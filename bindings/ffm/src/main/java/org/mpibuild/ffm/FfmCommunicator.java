@@ -103,7 +103,7 @@ final class FfmCommunicator implements Communicator {
 
   @Override
   public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
-    checkReduction(send, receive, count, type);
+    Communicator.reductionBytes(send, receive, count, type);
     MemorySegment in = MemorySegment.ofBuffer(send);
     MemorySegment out = MemorySegment.ofBuffer(receive);
     long datatype = mpi.table.datatype(type);
@@ -111,24 +111,6 @@ final class FfmCommunicator implements Communicator {
     // Both buffers stay reachable (their memory is MPI's) until the request completes.
     return start(() -> "MPI_Iallreduce(" + op + ") of " + count + " " + type, List.of(send, receive),
         req -> mpi.iallreduce(in, out, count, datatype, operation, comm, req), null);
-  }
-
-  /**
-   * Refuses, before any communication, what MPI would read or write out of bounds: MPI gets the buffers'
-   * addresses, not their limits.
-   */
-  private static void checkReduction(ByteBuffer send, ByteBuffer receive, int count, Datatype type) {
-    if (!send.isDirect() || !receive.isDirect()) {
-      throw new IllegalArgumentException("an all-reduce needs direct buffers");
-    }
-    if (count < 1) {
-      throw new IllegalArgumentException("an all-reduce of " + count + " values");
-    }
-    long bytes = (long) count * type.bytes();
-    if (send.remaining() < bytes || receive.remaining() < bytes) {
-      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values (" + bytes
-          + " bytes) from " + send.remaining() + " bytes into " + receive.remaining());
-    }
   }
 
   @Override
@@ -155,7 +137,7 @@ final class FfmCommunicator implements Communicator {
     if (!mpi.persistent.available()) {
       return Communicator.super.allReduceInit(send, receive, count, type, op);
     }
-    checkReduction(send, receive, count, type);
+    Communicator.reductionBytes(send, receive, count, type);
     MemorySegment in = MemorySegment.ofBuffer(send);
     MemorySegment out = MemorySegment.ofBuffer(receive);
     String what = mpi.persistent.allreduceInit() + "(" + op + ") of " + count + " " + type;

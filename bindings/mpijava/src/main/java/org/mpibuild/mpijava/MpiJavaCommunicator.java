@@ -125,7 +125,7 @@ public final class MpiJavaCommunicator implements Communicator {
 
   @Override
   public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
-    checkReduction(send, receive, count, type);
+    Communicator.reductionBytes(send, receive, count, type);
     String what = "MPI_Iallreduce(" + op + ") of " + count + " " + type;
     try {
       // The bindings ignore a buffer's position (GetDirectBufferAddress): hand them slices that start at it.
@@ -133,24 +133,6 @@ public final class MpiJavaCommunicator implements Communicator {
       return new Started(comm.iAllReduce(send.slice(), receive.slice(), count, datatype(type), op(op)), what, null);
     } catch (MPIException e) {
       throw fail(what, e);
-    }
-  }
-
-  /**
-   * Refuses, before any communication, what MPI would read or write out of bounds: the JNI layer passes
-   * the buffers' addresses without their limits.
-   */
-  static void checkReduction(ByteBuffer send, ByteBuffer receive, int count, Datatype type) {
-    if (!send.isDirect() || !receive.isDirect()) {
-      throw new IllegalArgumentException("an all-reduce needs direct buffers");
-    }
-    if (count < 1) {
-      throw new IllegalArgumentException("an all-reduce of " + count + " values");
-    }
-    long bytes = (long) count * type.bytes();
-    if (send.remaining() < bytes || receive.remaining() < bytes) {
-      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " values (" + bytes
-          + " bytes) from " + send.remaining() + " bytes into " + receive.remaining());
     }
   }
 

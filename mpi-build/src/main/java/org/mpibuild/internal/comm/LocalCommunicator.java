@@ -35,7 +35,7 @@ public final class LocalCommunicator implements Communicator {
   /** One rank: the result is this rank's values. */
   @Override
   public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
-    int bytes = Math.multiplyExact(count, type.bytes());
+    int bytes = Communicator.reductionBytes(send, receive, count, type);
     receive.duplicate().put(send.duplicate().limit(send.position() + bytes));
     return Request.COMPLETED;
   }
