@@ -9,9 +9,12 @@ import org.mpibuild.MpiBuildException;
  */
 public class DeviceFailure extends MpiBuildException {
   private static final long serialVersionUID = 1L;
+  /** The device API's error code, not 0. */
   private final int code;
 
   /**
+   * A failed device command.
+   *
    * @param message what failed, for a person
    * @param code the device API's error code, not 0
    */
