@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 class AllReduceBenchTest {
   private static String line(String mode, long bytes, double s, double host, double progress) {
     return String.format(java.util.Locale.ROOT, "RESULT mode=%s bytes=%d iterations=10 ranks=2 correct=true "
-        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f%n", mode, bytes, s, host, progress);
+        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, s, host, progress, s / 2);
   }
 
   @Test
@@ -19,7 +19,7 @@ class AllReduceBenchTest {
         + line("manual", 4096, 0.6, 0.6, 0);
     List<AllReduceBench.Result> r = AllReduceBench.parse(out);
     assertEquals(2, r.size());
-    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2), r.get(0));
+    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2, 0.25), r.get(0));
     assertEquals("manual", r.get(1).mode());
   }
 
@@ -43,6 +43,7 @@ class AllReduceBenchTest {
     assertEquals(List.of(0.5, 0.5), rows.get(0).totalRatio(), "per pair, not across repetitions");
     assertEquals(List.of(0.1, 0.05), rows.get(0).hostRatio());
     assertEquals(List.of(1.0, 0.5), rows.get(1).totalRatio());
+    assertEquals(List.of(1.0, 2.0), rows.get(0).manualFree());
     String md = AllReduceBench.report(rows, 2);
     assertTrue(md.contains("bench: allreduce ranks=2 reps=2 total_4KiB=0.50 host_4KiB=0.075 total_16MiB=0.75 "
         + "host_16MiB=0.075 goal_total_le_1.0=met goal_host_le_0.10=met"), md);

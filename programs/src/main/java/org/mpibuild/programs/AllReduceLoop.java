@@ -62,10 +62,11 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * </ul>
  *
  * Rank 0 prints, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
- * host_cpu_seconds=H progress_cpu_seconds=P}: S is the slowest rank's wall time from a barrier until its
+ * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
  * over that span; P the largest CPU time of a rank's progress thread ({@code mpi-build-stream ...}) over
- * it (0 for manual, which has none).
+ * it (0 for manual, which has none); F the slowest rank's wall time until its main thread had enqueued
+ * (ordered) or done (manual) the whole loop, before the final {@code clFinish}.
  */
 public final class AllReduceLoop {
   static final String SOURCE = String.join("\n",
@@ -136,6 +137,7 @@ public final class AllReduceLoop {
     List<CompletableFuture<Void>> pending = new ArrayList<>();
     double seconds;
     double hostCpu;
+    double hostFree;
     double progressCpu = 0;
     try (QueueMessenger messenger = mode.equals("ordered") ? QueueMessenger.open(comm, queue) : null) {
       long progressId = mode.equals("ordered") ? progressThread() : -1;
@@ -160,6 +162,7 @@ public final class AllReduceLoop {
         clSetKernelArg(consume, 1, Sizeof.cl_mem, Pointer.to(acc));
         check(clEnqueueNDRangeKernel(queue, consume, 1, null, global, null, 0, null, null));
       }
+      hostFree = (System.nanoTime() - t0) / 1e9; // until the program thread was free to do other work
       check(clFinish(queue));
       for (CompletableFuture<Void> f : pending) {
         f.join();
@@ -194,15 +197,15 @@ public final class AllReduceLoop {
       System.err.printf(Locale.ROOT, "AllReduceLoop: rank %d, %s, %d bytes: %d wrong elements, element %d is %s, "
           + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong), (float) byPhase[firstWrong & 7]);
     }
-    double[] figures = {seconds, hostCpu, progressCpu};
-    double[] max = new double[3];
-    MPI.COMM_WORLD.allReduce(figures, max, 3, MPI.DOUBLE, MPI.MAX);
+    double[] figures = {seconds, hostCpu, progressCpu, hostFree};
+    double[] max = new double[4];
+    MPI.COMM_WORLD.allReduce(figures, max, 4, MPI.DOUBLE, MPI.MAX);
     int[] ok = {correct ? 1 : 0};
     MPI.COMM_WORLD.allReduce(ok, 1, MPI.INT, MPI.MIN);
     if (rank == 0 && report) {
       System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
-          + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f%n", mode, bytes, iterations, size, ok[0] == 1, max[0],
-          max[1], max[2]);
+          + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations, size,
+          ok[0] == 1, max[0], max[1], max[2], max[3]);
     }
     clReleaseMemObject(x);
     clReleaseMemObject(acc);
