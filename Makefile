@@ -16,12 +16,12 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
+.PHONY: all provision build image demo test bench bench-main bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
 
 all: build ## the same as make build
 
 # make help prints every target by group, with the line after its ##.
-HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-generic bench-batch bench-stream bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
+HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-generic bench-batch bench-stream bench-allreduce bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
 
 help: ## this list
 	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / { d[$$1] = $$2 } END { \
@@ -50,6 +50,7 @@ test: provision ## every test: unit tests, then the mpirun-launched and containe
 bench: build ## every benchmark, then the main comparison, whose bench: line judges the goals
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic
@@ -89,6 +90,12 @@ bench-batch: build ## the batch build: 32 cold kernels on 1 rank and on 2 (about
 # Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
 bench-stream: build ## stream-ordered messages against the manual pattern (about 1 minute)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
+
+# Stream-ordered all-reduce against the manual pattern: kernel, all-reduce of 4 KiB to 16 MiB, kernel on 2
+# ranks, 7 repetitions paired in one job each, order alternating (about 3 minutes). ALLREDUCE_ARGS narrows it,
+# for example ALLREDUCE_ARGS="reps=3 sizes=200:4096,10:16777216" (ITERATIONS:BYTES per size).
+bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB (about 3 minutes)
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce $(ALLREDUCE_ARGS)
 
 # What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).
 bench-signing: build ## what signed cache entries cost a warm start (about 1 minute)

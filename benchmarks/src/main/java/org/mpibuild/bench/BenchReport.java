@@ -25,8 +25,9 @@ import java.util.regex.Pattern;
  * The benchmarks behind {@code make bench}: the main comparison ({@link Comparison}), the batch build, the
  * stream-ordered messages, the FFM binding's broadcast and the cost of signed cache entries.
  *
- * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|ffm|ffm-abi|signing|generic [ranks=1,2,4] [reps=N] [program=NAME]
- * (generic: [reps=N] [n=ORDER] [program=NAME])
+ * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|allreduce|ffm|ffm-abi|signing|generic [ranks=1,2,4] [reps=N] [program=NAME]
+ * (generic: [reps=N] [n=ORDER] [program=NAME]; allreduce: [reps=N] [sizes=ITERATIONS:BYTES,...], see
+ * {@link AllReduceBench})
  */
 public final class BenchReport {
 
@@ -50,6 +51,19 @@ public final class BenchReport {
     }
     if (args.length > 1 && args[1].equals("stream")) {
       stream(repo, out, 5);
+      return;
+    }
+    if (args.length > 1 && args[1].equals("allreduce")) {
+      Map<String, String> kv = new TreeMap<>(Map.of("reps", Integer.toString(AllReduceBench.DEFAULT_REPS),
+          "sizes", AllReduceBench.DEFAULT_SIZES));
+      for (String a : Arrays.asList(args).subList(2, args.length)) {
+        String[] p = a.split("=", 2);
+        if (p.length != 2 || !kv.containsKey(p[0])) {
+          throw new IllegalArgumentException("allreduce takes reps=N and sizes=ITERATIONS:BYTES,..., not '" + a + "'");
+        }
+        kv.put(p[0], p[1]);
+      }
+      AllReduceBench.run(repo, out, Integer.parseInt(kv.get("reps")), kv.get("sizes"));
       return;
     }
     if (args.length > 1 && args[1].equals("generic")) {

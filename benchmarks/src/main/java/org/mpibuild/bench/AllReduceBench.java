@@ -1,0 +1,191 @@
+package org.mpibuild.bench;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Stream-ordered all-reduce against the manual pattern ({@code make bench-allreduce}): {@code AllReduceLoop}
+ * on 2 ranks, a loop of kernel, all-reduce (float, sum), kernel at each size. A repetition is one job that
+ * runs both modes at every size, the order of the modes alternating from one repetition to the next, so
+ * that each pair is measured under the same conditions. Per size: the median over the repetitions of the
+ * per-pair ratio ordered / manual of the total time, and of the host (program) thread's CPU time; beside
+ * them, the progress thread's CPU time, which the host thread's does not include.
+ */
+final class AllReduceBench {
+  /** Iterations per size: a few seconds per size and mode here. */
+  static final String DEFAULT_SIZES = "200:4096,100:65536,40:1048576,10:16777216";
+  static final int DEFAULT_REPS = 7;
+
+  private AllReduceBench() {}
+
+  /** One line {@code RESULT mode=...} of {@code AllReduceLoop}. */
+  record Result(String mode, long bytes, int iterations, double seconds, double hostCpu, double progressCpu,
+      double hostFree) {}
+
+  private static final Pattern RESULT = Pattern.compile("RESULT mode=(ordered|manual) bytes=(\\d+) iterations=(\\d+) "
+      + "ranks=\\d+ correct=(true|false) seconds=([0-9.]+) host_cpu_seconds=([0-9.]+) progress_cpu_seconds=(-?[0-9.]+)"
+      + " host_free_seconds=([0-9.]+)");
+
+  /** The results a job printed; fails if any says its result was wrong. */
+  static List<Result> parse(String output) {
+    List<Result> out = new ArrayList<>();
+    Matcher m = RESULT.matcher(output);
+    while (m.find()) {
+      if (!m.group(4).equals("true")) {
+        throw new IllegalStateException("AllReduceLoop computed a wrong sum: " + m.group());
+      }
+      out.add(new Result(m.group(1), Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)),
+          Double.parseDouble(m.group(5)), Double.parseDouble(m.group(6)), Double.parseDouble(m.group(7)),
+          Double.parseDouble(m.group(8))));
+    }
+    return out;
+  }
+
+  /** Figures of one size over the repetitions. */
+  record Row(long bytes, int iterations, List<Double> orderedSeconds, List<Double> manualSeconds,
+      List<Double> totalRatio, List<Double> orderedHost, List<Double> manualHost, List<Double> hostRatio,
+      List<Double> orderedProgress, List<Double> orderedFree, List<Double> manualFree) {}
+
+  /**
+   * Groups the repetitions' results by size (in the order first seen) and pairs each repetition's ordered
+   * with its manual result. Each repetition must hold exactly one result of each mode at each size.
+   */
+  static List<Row> rows(List<List<Result>> reps) {
+    Map<Long, Row> rows = new LinkedHashMap<>();
+    for (List<Result> rep : reps) {
+      Map<Long, Map<String, Result>> bySize = new LinkedHashMap<>();
+      for (Result r : rep) {
+        if (bySize.computeIfAbsent(r.bytes(), b -> new TreeMap<>()).put(r.mode(), r) != null) {
+          throw new IllegalArgumentException("two " + r.mode() + " results at " + r.bytes() + " bytes in one repetition");
+        }
+      }
+      for (Map.Entry<Long, Map<String, Result>> e : bySize.entrySet()) {
+        Result o = e.getValue().get("ordered");
+        Result m = e.getValue().get("manual");
+        if (o == null || m == null) {
+          throw new IllegalArgumentException("no pair at " + e.getKey() + " bytes: " + e.getValue().keySet());
+        }
+        Row row = rows.computeIfAbsent(e.getKey(), b -> new Row(b, o.iterations(), new ArrayList<>(),
+            new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
+            new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
+        row.orderedSeconds().add(o.seconds());
+        row.manualSeconds().add(m.seconds());
+        row.totalRatio().add(o.seconds() / m.seconds());
+        row.orderedHost().add(o.hostCpu());
+        row.manualHost().add(m.hostCpu());
+        row.hostRatio().add(o.hostCpu() / m.hostCpu());
+        row.orderedProgress().add(o.progressCpu());
+        row.orderedFree().add(o.hostFree());
+        row.manualFree().add(m.hostFree());
+      }
+    }
+    for (Row r : rows.values()) {
+      if (r.totalRatio().size() != reps.size()) {
+        throw new IllegalArgumentException(r.bytes() + " bytes measured in " + r.totalRatio().size() + " of "
+            + reps.size() + " repetitions");
+      }
+    }
+    return new ArrayList<>(rows.values());
+  }
+
+  /** "4KiB", "16MiB": a size in whole KiB or MiB where it is one, else in bytes. */
+  static String size(long bytes) {
+    if (bytes >= 1 << 20 && bytes % (1 << 20) == 0) {
+      return (bytes >> 20) + "MiB";
+    }
+    return bytes >= 1024 && bytes % 1024 == 0 ? (bytes >> 10) + "KiB" : bytes + "B";
+  }
+
+  /** "1.23 [1.10-1.40]": the median and its 95% interval, or with fewer than 6 values the range. */
+  static String cell(List<Double> xs, int decimals) {
+    String f = "%." + decimals + "f";
+    double low;
+    double high;
+    if (xs.size() >= 6) {
+      Stats.Interval i = Stats.medianInterval(xs, 0.95);
+      low = i.low();
+      high = i.high();
+    } else {
+      low = Stats.min(xs);
+      high = Stats.max(xs);
+    }
+    return String.format(Locale.ROOT, f + " [" + f + "-" + f + "]", Stats.median(xs), low, high);
+  }
+
+  /** The report: a table and the {@code bench:} line with both goals' verdicts. */
+  static String report(List<Row> rows, int reps) {
+    StringBuilder md = new StringBuilder("Kernel, all-reduce (float, sum), kernel on 2 ranks, stream-ordered "
+        + "(`allreduceAfter`) against the manual pattern (`clFinish`, blocking read, `MPI_Iallreduce` + wait, "
+        + "blocking write), paired in one job per repetition, order alternating; ").append(reps)
+        .append(" repetitions. Median [95% interval, or the range below 6 repetitions]; times are per loop, "
+            + "host = the program thread's CPU time (the slowest rank's), progress = the messenger's progress "
+            + "thread's CPU time, not included in host; host free = wall time until the program thread had enqueued "
+            + "(ordered) or done (manual) the loop. The goals judge the total time and the host CPU time.\n\n"
+            + "| size | iterations | ordered s | manual s | ordered / manual (total) | host CPU ordered s | host CPU manual s "
+            + "| host CPU ordered / manual | progress thread CPU s (ordered) | host free after, ordered s "
+            + "| host free after, manual s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    StringBuilder line = new StringBuilder("bench: allreduce ranks=2 reps=" + reps);
+    boolean totalMet = true;
+    boolean hostMet = true;
+    for (Row r : rows) {
+      double total = Stats.median(r.totalRatio());
+      double host = Stats.median(r.hostRatio());
+      totalMet &= total <= 1.0;
+      hostMet &= host <= 0.10;
+      String size = size(r.bytes());
+      md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n", size,
+          r.iterations(), cell(r.orderedSeconds(), 3), cell(r.manualSeconds(), 3), cell(r.totalRatio(), 2),
+          cell(r.orderedHost(), 3), cell(r.manualHost(), 3), cell(r.hostRatio(), 3), cell(r.orderedProgress(), 3),
+          cell(r.orderedFree(), 3), cell(r.manualFree(), 3)));
+      line.append(String.format(Locale.ROOT, " total_%s=%.2f host_%s=%.3f", size, total, size, host));
+    }
+    line.append(" goal_total_le_1.0=").append(totalMet ? "met" : "missed")
+        .append(" goal_host_le_0.10=").append(hostMet ? "met" : "missed");
+    md.append('\n').append(line).append('\n');
+    return md.toString();
+  }
+
+  /** Runs {@code reps} jobs (the first mode alternating) and writes allreduce.md and allreduce.json. */
+  static void run(Path repo, Path out, int reps, String sizes) throws Exception {
+    List<List<Result>> all = new ArrayList<>();
+    for (int rep = 0; rep < reps; rep++) {
+      String first = rep % 2 == 0 ? "ordered" : "manual";
+      String output = BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp",
+          System.getProperty("java.class.path"), "org.mpibuild.programs.AllReduceLoop", sizes, first),
+          Map.of("MPI_BUILD_CACHE", "off",
+              "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g"), 900);
+      List<Result> results = parse(output);
+      if (results.isEmpty()) {
+        throw new IllegalStateException("AllReduceLoop printed no result:\n" + output);
+      }
+      all.add(results);
+      for (Result r : results) {
+        System.out.printf(Locale.ROOT, "bench allreduce: repetition %d (%s first), %s %s: %.3f s, host CPU %.3f s, "
+            + "progress thread CPU %.3f s, host free after %.3f s%n", rep + 1, first, size(r.bytes()), r.mode(), r.seconds(),
+            r.hostCpu(), r.progressCpu(), r.hostFree());
+      }
+    }
+    List<Row> rows = rows(all);
+    String md = report(rows, reps);
+    Files.writeString(out.resolve("allreduce.md"), md);
+    List<Object> raw = new ArrayList<>();
+    for (int rep = 0; rep < all.size(); rep++) {
+      for (Result r : all.get(rep)) {
+        raw.add(BenchJson.object("rep", rep + 1, "mode", r.mode(), "bytes", r.bytes(), "iterations", r.iterations(),
+            "seconds", r.seconds(), "host_cpu_seconds", r.hostCpu(), "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree()));
+      }
+    }
+    Files.writeString(out.resolve("allreduce.json"), BenchJson.pretty(BenchJson.object("sizes", sizes, "reps", reps,
+        "runs", raw)));
+    System.out.println();
+    System.out.println(md);
+  }
+}

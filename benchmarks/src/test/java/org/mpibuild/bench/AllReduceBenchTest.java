@@ -1,0 +1,79 @@
+package org.mpibuild.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class AllReduceBenchTest {
+  private static String line(String mode, long bytes, double s, double host, double progress) {
+    return String.format(java.util.Locale.ROOT, "RESULT mode=%s bytes=%d iterations=10 ranks=2 correct=true "
+        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, s, host, progress, s / 2);
+  }
+
+  @Test
+  void parsesEveryResultAmongOtherOutput() {
+    String out = "[1,0]<stdout>: noise\n" + line("ordered", 4096, 0.5, 0.01, 0.2) + "other\n"
+        + line("manual", 4096, 0.6, 0.6, 0);
+    List<AllReduceBench.Result> r = AllReduceBench.parse(out);
+    assertEquals(2, r.size());
+    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2, 0.25), r.get(0));
+    assertEquals("manual", r.get(1).mode());
+  }
+
+  @Test
+  void aWrongSumFailsLoudly() {
+    String out = line("ordered", 4096, 0.5, 0.01, 0.2).replace("correct=true", "correct=false");
+    assertThrows(IllegalStateException.class, () -> AllReduceBench.parse(out));
+  }
+
+  @Test
+  void pairsEachRepetitionsModesBySize() {
+    List<List<AllReduceBench.Result>> reps = List.of(
+        AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0.3) + line("manual", 4096, 2, 1, 0)
+            + line("ordered", 1 << 24, 3, 0.2, 0.3) + line("manual", 1 << 24, 3, 2, 0)),
+        // the second repetition: manual first
+        AllReduceBench.parse(line("manual", 4096, 4, 1, 0) + line("ordered", 4096, 2, 0.05, 0.3)
+            + line("manual", 1 << 24, 6, 4, 0) + line("ordered", 1 << 24, 3, 0.2, 0.3)));
+    List<AllReduceBench.Row> rows = AllReduceBench.rows(reps);
+    assertEquals(2, rows.size());
+    assertEquals(4096, rows.get(0).bytes());
+    assertEquals(List.of(0.5, 0.5), rows.get(0).totalRatio(), "per pair, not across repetitions");
+    assertEquals(List.of(0.1, 0.05), rows.get(0).hostRatio());
+    assertEquals(List.of(1.0, 0.5), rows.get(1).totalRatio());
+    assertEquals(List.of(1.0, 2.0), rows.get(0).manualFree());
+    String md = AllReduceBench.report(rows, 2);
+    assertTrue(md.contains("bench: allreduce ranks=2 reps=2 total_4KiB=0.50 host_4KiB=0.075 total_16MiB=0.75 "
+        + "host_16MiB=0.075 goal_total_le_1.0=met goal_host_le_0.10=met"), md);
+  }
+
+  @Test
+  void aGoalMissedAtOneSizeIsMissed() {
+    List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1.1, 0.5, 0)
+        + line("manual", 4096, 1, 1, 0) + line("ordered", 65536, 0.5, 0.01, 0) + line("manual", 65536, 1, 1, 0)));
+    String md = AllReduceBench.report(AllReduceBench.rows(reps), 1);
+    assertTrue(md.contains("goal_total_le_1.0=missed goal_host_le_0.10=missed"), md);
+  }
+
+  @Test
+  void aRepetitionWithoutItsPairIsRefused() {
+    List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0)));
+    assertThrows(IllegalArgumentException.class, () -> AllReduceBench.rows(reps));
+  }
+
+  @Test
+  void sizesInWholeUnits() {
+    assertEquals("4KiB", AllReduceBench.size(4096));
+    assertEquals("16MiB", AllReduceBench.size(16 << 20));
+    assertEquals("1536KiB", AllReduceBench.size(1536 * 1024));
+    assertEquals("100B", AllReduceBench.size(100));
+  }
+
+  @Test
+  void cellsShowTheRangeBelowSixValuesAndTheIntervalFromSix() {
+    assertEquals("2.00 [1.00-3.00]", AllReduceBench.cell(List.of(3.0, 1.0, 2.0), 2));
+    assertEquals("3.5 [1.0-6.0]", AllReduceBench.cell(List.of(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), 1));
+  }
+}

@@ -1,0 +1,231 @@
+package org.mpibuild.programs;
+
+import static org.jocl.CL.CL_MEM_READ_WRITE;
+import static org.jocl.CL.CL_SUCCESS;
+import static org.jocl.CL.CL_TRUE;
+import static org.jocl.CL.clCreateBuffer;
+import static org.jocl.CL.clEnqueueFillBuffer;
+import static org.jocl.CL.clEnqueueNDRangeKernel;
+import static org.jocl.CL.clEnqueueReadBuffer;
+import static org.jocl.CL.clEnqueueWriteBuffer;
+import static org.jocl.CL.clFinish;
+import static org.jocl.CL.clReleaseMemObject;
+import static org.jocl.CL.clSetKernelArg;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.FloatBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import mpi.MPI;
+import mpi.MPIException;
+import org.jocl.CL;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_command_queue;
+import org.jocl.cl_kernel;
+import org.jocl.cl_mem;
+import org.mpibuild.Kernel;
+import org.mpibuild.KernelSource;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.mpijava.MpiJava;
+import org.mpibuild.opencl.OpenClKernel;
+import org.mpibuild.opencl.QueueMessenger;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
+
+/**
+ * A loop of kernel, all-reduce, kernel under mpirun with OpenCL on PoCL, stream-ordered
+ * ({@link QueueMessenger#allreduceAfter}) against the manual pattern, for the benchmark ({@code make
+ * bench-allreduce}).
+ *
+ * <pre>AllReduceLoop ITERATIONS_AT_4KIB:BYTES,... FIRST_MODE [WARMUP]</pre>
+ *
+ * For example {@code AllReduceLoop 200:4096,10:16777216 ordered}: for each size (bytes of floats) the given
+ * number of iterations, both modes, {@code FIRST_MODE} first, so that a repetition is one job and its pair
+ * is measured under the same conditions. Each iteration: a kernel {@code produce} writes
+ * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
+ * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
+ * checks every element against the sum it must be, and the job fails if any rank's is wrong.
+ *
+ * <ul>
+ *   <li>{@code ordered}: produce, {@code allreduceAfter}, consume, all enqueued without waiting; at the end
+ *       one {@code clFinish} and a wait for the futures.
+ *   <li>{@code manual}: produce, {@code clFinish}, a blocking read into a direct buffer, a blocking
+ *       all-reduce ({@code iAllReduce} then {@code await}), a blocking write, consume; at the end
+ *       {@code clFinish}. Its staging buffers are allocated once per size, outside the timed loop.
+ * </ul>
+ *
+ * Rank 0 prints, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
+ * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
+ * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
+ * over that span; P the largest CPU time of a rank's progress thread ({@code mpi-build-stream ...}) over
+ * it (0 for manual, which has none); F the slowest rank's wall time until its main thread had enqueued
+ * (ordered) or done (manual) the whole loop, before the final {@code clFinish}.
+ */
+public final class AllReduceLoop {
+  static final String SOURCE = String.join("\n",
+      "__kernel void produce(__global float* x, const int rank, const int it) {",
+      "  int i = get_global_id(0);",
+      "  x[i] = (float) (rank + 1 + ((i + it) & 7));",
+      "}",
+      "__kernel void consume(__global const float* x, __global float* acc) {",
+      "  int i = get_global_id(0);",
+      "  acc[i] += x[i];",
+      "}",
+      "");
+
+  private AllReduceLoop() {}
+
+  public static void main(String[] args) throws Exception {
+    String[] sizes = args[0].split(",");
+    String first = args[1];
+    int warmup = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+    if (!first.equals("ordered") && !first.equals("manual")) {
+      throw new IllegalArgumentException("FIRST_MODE is ordered or manual, not " + first);
+    }
+    MPI.InitThread(args, MPI.THREAD_MULTIPLE);
+    int rank = MPI.COMM_WORLD.getRank();
+    int size = MPI.COMM_WORLD.getSize();
+    boolean allCorrect = true;
+    try (Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
+        MpiBuild build = MpiBuild.builder().backend("opencl").build();
+        Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("produce", "consume"), 0)) {
+      OpenClKernel k = kernel.as(OpenClKernel.class);
+      List<String> modes = first.equals("ordered") ? List.of("ordered", "manual") : List.of("manual", "ordered");
+      for (String spec : sizes) {
+        String[] p = spec.split(":");
+        int iterations = Integer.parseInt(p[0]);
+        int bytes = Integer.parseInt(p[1]);
+        for (String mode : modes) {
+          allCorrect &= run(mode, bytes / Sizeof.cl_float, warmup, false, rank, size, comm, k);
+          allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, true, rank, size, comm, k);
+        }
+      }
+    }
+    int[] ok = {allCorrect ? 1 : 0};
+    MPI.COMM_WORLD.allReduce(ok, 1, MPI.INT, MPI.MIN);
+    MPI.Finalize();
+    if (ok[0] != 1) {
+      System.err.println("AllReduceLoop: WRONG RESULT on some rank");
+    }
+    System.exit(ok[0] == 1 ? 0 : 1);
+  }
+
+  private static boolean run(String mode, int count, int iterations, boolean report, int rank, int size,
+      Communicator comm, OpenClKernel k) throws MPIException {
+    cl_command_queue queue = k.queue();
+    long bytes = (long) count * Sizeof.cl_float;
+    int[] err = new int[1];
+    cl_mem x = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, bytes, null, err);
+    check(err[0]);
+    cl_mem acc = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, bytes, null, err);
+    check(err[0]);
+    check(clEnqueueFillBuffer(queue, acc, Pointer.to(new float[] {0f}), Sizeof.cl_float, 0, bytes, 0, null, null));
+    check(clFinish(queue));
+    cl_kernel produce = k.kernel("produce");
+    cl_kernel consume = k.kernel("consume");
+    long[] global = {count};
+    ByteBuffer send = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+    ByteBuffer receive = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    List<CompletableFuture<Void>> pending = new ArrayList<>();
+    double seconds;
+    double hostCpu;
+    double hostFree;
+    double progressCpu = 0;
+    try (QueueMessenger messenger = mode.equals("ordered") ? QueueMessenger.open(comm, queue) : null) {
+      long progressId = mode.equals("ordered") ? progressThread() : -1;
+      MPI.COMM_WORLD.barrier();
+      long progress0 = progressId < 0 ? 0 : threads.getThreadCpuTime(progressId);
+      long cpu0 = threads.getCurrentThreadCpuTime();
+      long t0 = System.nanoTime();
+      for (int it = 0; it < iterations; it++) {
+        clSetKernelArg(produce, 0, Sizeof.cl_mem, Pointer.to(x));
+        clSetKernelArg(produce, 1, Sizeof.cl_int, Pointer.to(new int[] {rank}));
+        clSetKernelArg(produce, 2, Sizeof.cl_int, Pointer.to(new int[] {it}));
+        check(clEnqueueNDRangeKernel(queue, produce, 1, null, global, null, 0, null, null));
+        if (mode.equals("ordered")) {
+          pending.add(messenger.allreduceAfter(x, count, Datatype.FLOAT, ReduceOp.SUM));
+        } else {
+          check(clFinish(queue));
+          check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
+          comm.iAllReduce(send, receive, count, Datatype.FLOAT, ReduceOp.SUM).await();
+          check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
+        }
+        clSetKernelArg(consume, 0, Sizeof.cl_mem, Pointer.to(x));
+        clSetKernelArg(consume, 1, Sizeof.cl_mem, Pointer.to(acc));
+        check(clEnqueueNDRangeKernel(queue, consume, 1, null, global, null, 0, null, null));
+      }
+      hostFree = (System.nanoTime() - t0) / 1e9; // until the program thread was free to do other work
+      check(clFinish(queue));
+      for (CompletableFuture<Void> f : pending) {
+        f.join();
+      }
+      seconds = (System.nanoTime() - t0) / 1e9;
+      hostCpu = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
+      if (progressId >= 0) {
+        long p1 = threads.getThreadCpuTime(progressId);
+        progressCpu = p1 < 0 ? -1 : (p1 - progress0) / 1e9;
+      }
+    }
+    // every rank checks its own accumulator: acc[i] = sum over it of sum over ranks of (r + 1 + ((i + it) & 7))
+    FloatBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder()).asFloatBuffer();
+    check(clEnqueueReadBuffer(queue, acc, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null));
+    double[] byPhase = new double[8];
+    for (int ph = 0; ph < 8; ph++) {
+      for (int it = 0; it < iterations; it++) {
+        byPhase[ph] += (double) size * (size + 1) / 2 + (double) size * ((ph + it) & 7);
+      }
+    }
+    int wrong = 0;
+    int firstWrong = -1;
+    for (int i = 0; i < count; i++) {
+      if (out.get(i) != (float) byPhase[i & 7]) {
+        if (wrong++ == 0) {
+          firstWrong = i;
+        }
+      }
+    }
+    boolean correct = wrong == 0;
+    if (!correct) {
+      System.err.printf(Locale.ROOT, "AllReduceLoop: rank %d, %s, %d bytes: %d wrong elements, element %d is %s, "
+          + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong), (float) byPhase[firstWrong & 7]);
+    }
+    double[] figures = {seconds, hostCpu, progressCpu, hostFree};
+    double[] max = new double[4];
+    MPI.COMM_WORLD.allReduce(figures, max, 4, MPI.DOUBLE, MPI.MAX);
+    int[] ok = {correct ? 1 : 0};
+    MPI.COMM_WORLD.allReduce(ok, 1, MPI.INT, MPI.MIN);
+    if (rank == 0 && report) {
+      System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
+          + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations, size,
+          ok[0] == 1, max[0], max[1], max[2], max[3]);
+    }
+    clReleaseMemObject(x);
+    clReleaseMemObject(acc);
+    return ok[0] == 1;
+  }
+
+  /** The id of the newest live thread named {@code mpi-build-stream ...}: the messenger just opened. */
+  private static long progressThread() {
+    long id = -1;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.getName().startsWith("mpi-build-stream") && t.isAlive() && t.getId() > id) {
+        id = t.getId();
+      }
+    }
+    return id;
+  }
+
+  private static void check(int rc) {
+    if (rc != CL_SUCCESS) {
+      throw new IllegalStateException(CL.stringFor_errorCode(rc));
+    }
+  }
+}
