@@ -214,7 +214,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
     this.deadline = deadline;
     this.deviceCodes = deviceCodes;
     this.tickets = CollectiveTickets.of(comm);
-    this.persistentOffered = !Communicator.NO_PERSISTENT_COLLECTIVES.equals(comm.persistentCollectives());
+    // "none" starts the description of every binding without them (the SPI's contract), which may say more:
+    // mpi.jar's is NO_PERSISTENT_COLLECTIVES followed by why
+    this.persistentOffered = !comm.persistentCollectives().startsWith("none");
     this.thread = new Thread(this::run, "mpi-build-stream " + name);
     this.thread.setDaemon(true);
     Thread t = this.thread;

@@ -17,7 +17,6 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.mpibuild.opencl.StreamOrderedCollectivesTest.FakeBuffer;
@@ -263,11 +262,28 @@ class PersistentStreamCollectivesTest {
     }
   }
 
-  /** Where the communicator has none (the in-process one), every collective is non-blocking. */
-  @Test
-  void withoutPersistentCollectivesEveryCollectiveIsNonBlocking() throws Exception {
-    StreamOrderedCollectivesTest.ranks(2, comm -> {
-      assertEquals(Communicator.NO_PERSISTENT_COLLECTIVES, comm.persistentCollectives());
+  /**
+   * Where the communicator has none, every collective is non-blocking: the in-process one says exactly
+   * {@link Communicator#NO_PERSISTENT_COLLECTIVES}; mpi.jar's says more after it ("none: ... (mpi.jar has no
+   * persistent collectives)"), and its inits throw, which would fail the second use of a signature.
+   */
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void withoutPersistentCollectivesEveryCollectiveIsNonBlocking(boolean saysMore) throws Exception {
+    StreamOrderedCollectivesTest.ranks(2, inProcess -> {
+      assertEquals(Communicator.NO_PERSISTENT_COLLECTIVES, inProcess.persistentCollectives());
+      Communicator comm = !saysMore ? inProcess : new ForwardingCommunicator(inProcess) {
+        @Override
+        public String persistentCollectives() {
+          return NO_PERSISTENT_COLLECTIVES + " (mpi.jar has no persistent collectives)";
+        }
+
+        @Override
+        public PersistentRequest allReduceInit(ByteBuffer send, ByteBuffer receive, int count, Datatype type,
+            ReduceOp op) {
+          throw new UnsupportedOperationException("mpi.jar has no persistent collectives");
+        }
+      };
       Rank me = new Rank(comm, Duration.ofSeconds(30));
       try (StreamOrderedMessages ignored = me.messages) {
         for (int i = 0; i < 4; i++) {
