@@ -4,7 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
@@ -23,12 +25,17 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 class StreamCollectivesIT {
   static List<String> checks(int ranks, String parts, boolean allowUnsupported) {
-    Mpirun.Job job = Mpirun.run(ranks, 400, Map.of("MPI_BUILD_CACHE", "off"),
-        "org.mpibuild.programs.StreamCollectives", parts, "6", "20000", Integer.toString(ranks));
+    return checks(ranks, parts, allowUnsupported, Map.of("MPI_BUILD_CACHE", "off"), 6);
+  }
+
+  static List<String> checks(int ranks, String parts, boolean allowUnsupported, Map<String, String> env, int rounds) {
+    Mpirun.Job job = Mpirun.run(ranks, 400, env,
+        "org.mpibuild.programs.StreamCollectives", parts, Integer.toString(rounds), "20000", Integer.toString(ranks));
     try {
       List<String> lines = new ArrayList<>();
       job.stdoutByRank().values().forEach(l -> l.stream()
-          .filter(x -> x.startsWith("CHECK ") || x.startsWith("UNSUPPORTED ")).forEach(lines::add));
+          .filter(x -> x.startsWith("CHECK ") || x.startsWith("UNSUPPORTED ") || x.startsWith("PATH "))
+          .forEach(lines::add));
       List<String> unsupported = lines.stream().filter(l -> l.startsWith("UNSUPPORTED ")).toList();
       if (!unsupported.isEmpty() && allowUnsupported) {
         assertEquals(0, job.exitCode(), job.describe());
@@ -58,18 +65,56 @@ class StreamCollectivesIT {
   @ParameterizedTest
   @ValueSource(ints = {2, 3, 4})
   void broadcastsAreOrderedWithTheQueueAndFailTogether(int ranks) {
-    checks(ranks, "bcast,fail-bcast", false);
+    List<String> lines = checks(ranks, "bcast,fail-bcast", false);
+    // mpi.jar has no persistent collectives: the repeated broadcasts (each root several times) are non-blocking
+    assertEquals(0, persistentUses(lines, "bcast", ranks, "none: non-blocking"));
   }
 
   /**
    * All-reduces of every type and op; a marker after each must not complete before the result is on the
    * device (MPICH #7612), and a kernel after it reads the reduced values; two messengers on two queues keep
-   * their collectives' order; one rank's failed read fails every rank with the same message.
+   * their collectives' order; one rank's failed read fails every rank with the same message. The same
+   * all-reduce repeated stays non-blocking on mpi.jar (no persistent collectives).
    */
   @ParameterizedTest
   @ValueSource(ints = {2, 3, 4})
   void allReducesAreOrderedWithTheQueueAcrossTwoQueuesAndFailTogether(int ranks) {
-    checks(ranks, "allreduce,two-queues,fail-allreduce", true);
+    List<String> lines = checks(ranks, "allreduce,allreduce-repeat,two-queues,fail-allreduce", true);
+    assertEquals(0, persistentUses(lines, "allreduce-repeat", ranks, "none: non-blocking"));
+  }
+
+  /** The persistent collectives each rank used in {@code part}, from its PATH lines, checked equal on every rank. */
+  static long persistentUses(List<String> lines, String part, int ranks, String binding) {
+    List<String> path = lines.stream().filter(l -> l.startsWith("PATH part=" + part + " ")).toList();
+    assertEquals(ranks, path.size(), "one PATH line per rank: " + lines);
+    long uses = -1;
+    for (String l : path) {
+      long n = Long.parseLong(l.replaceAll(".* persistent=(\\d+) .*", "$1"));
+      assertTrue(uses < 0 || uses == n, "ranks used persistent collectives differently (MPI would deadlock): " + path);
+      uses = n;
+      assertTrue(l.contains(" binding=" + binding), l);
+    }
+    return uses;
+  }
+
+  /**
+   * On the FFM binding (Open MPI 4.1's MPIX_Bcast_init and MPIX_Allreduce_init), the same repeated broadcast
+   * (one root per rank, rotating) and all-reduce start persistent collectives from their second use, every
+   * rank the same number, with the same checks of the results as on mpi.jar; the all-reduces of every type
+   * and op (no signature repeats in 6 rounds) stay non-blocking.
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {2, 3, 4})
+  void onTheFfmBindingRepeatedCollectivesArePersistent(int ranks) {
+    Assumptions.assumeTrue(Files.isExecutable(FfmIT.JDK.resolve("bin/java")), "no JDK 22+ for the FFM binding at "
+        + FfmIT.JDK);
+    Map<String, String> env = new HashMap<>(FfmIT.env());
+    env.put("MPI_BUILD_CACHE", "off");
+    int rounds = 6;
+    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce", false, env, rounds);
+    assertEquals(rounds - ranks, persistentUses(lines, "bcast", ranks, "MPIX_Bcast_init"));
+    assertEquals(rounds - 1, persistentUses(lines, "allreduce-repeat", ranks, "MPIX_Bcast_init"));
+    assertEquals(0, persistentUses(lines, "allreduce", ranks, "MPIX_Bcast_init"));
   }
 
   /** A rank that never starts a broadcast: rank 0 names it at the deadline (2 s) and aborts the job. */

@@ -22,6 +22,8 @@ final class CollectiveTickets {
 
   private final CopyOnWriteArrayList<Thread> waiters = new CopyOnWriteArrayList<>();
   private final Set<Long> abandoned = new HashSet<>();
+  /** The persistent collectives the helpers on this communicator reuse (same sharing as the tickets). */
+  final PersistentCollectives persistent = new PersistentCollectives();
   private long issued;
   private volatile long next;
 
@@ -36,11 +38,21 @@ final class CollectiveTickets {
 
   /** A progress thread to wake when the turn moves on. */
   void register(Thread progress) {
-    waiters.add(progress);
+    synchronized (waiters) {
+      waiters.add(progress);
+    }
   }
 
-  void unregister(Thread progress) {
-    waiters.remove(progress);
+  /**
+   * Forgets a progress thread; the last one to go closes the persistent collectives.
+   *
+   * @return the keys of persistent requests that could not be closed (still in use by MPI)
+   */
+  java.util.List<PersistentCollectives.Key> unregister(Thread progress) {
+    synchronized (waiters) {
+      waiters.remove(progress);
+      return waiters.isEmpty() ? persistent.closeAll() : java.util.List.of();
+    }
   }
 
   /** Takes the next ticket; called when a collective is enqueued. */

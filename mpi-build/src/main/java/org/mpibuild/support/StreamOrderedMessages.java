@@ -126,6 +126,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     ByteBuffer statusIn;
     Communicator.Request statusRequest;
     List<Communicator.Request> arrivals = List.of();
+    /** The persistent request this collective started, owned until its results are copied out; or null. */
+    PersistentCollectives.Entry entry;
     RuntimeException localFailure;
     long startedAt;
 
@@ -144,6 +146,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
       return kind == Kind.BROADCAST || kind == Kind.ALL_REDUCE;
     }
 
+    /** The signature a persistent request is prepared for: never the buffers, so it repeats across calls. */
+    PersistentCollectives.Key key() {
+      return kind == Kind.BROADCAST
+          ? new PersistentCollectives.Key(true, staging.remaining(), null, null, peer)
+          : new PersistentCollectives.Key(false, count * type.bytes(), type, reduceOp, -1);
+    }
+
     String describe() {
       return switch (kind) {
         case SEND -> "send of " + staging.remaining() + " bytes to rank " + peer + " (tag " + tag + ")";
@@ -160,6 +169,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final Duration deadline;
   private final IntFunction<String> deviceCodes;
   private final CollectiveTickets tickets;
+  /** Whether the communicator offers persistent collectives: the same on every rank (the same library). */
+  private final boolean persistentOffered;
+  private final java.util.concurrent.atomic.AtomicLong persistentStarts = new java.util.concurrent.atomic.AtomicLong();
   private final List<Op> ops = new ArrayList<>();
   private final Thread thread;
   private final Runnable wake;
@@ -202,6 +214,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
     this.deadline = deadline;
     this.deviceCodes = deviceCodes;
     this.tickets = CollectiveTickets.of(comm);
+    // "none" starts the description of every binding without them (the SPI's contract), which may say more:
+    // mpi.jar's is NO_PERSISTENT_COLLECTIVES followed by why
+    this.persistentOffered = !comm.persistentCollectives().startsWith("none");
     this.thread = new Thread(this::run, "mpi-build-stream " + name);
     this.thread.setDaemon(true);
     Thread t = this.thread;
@@ -371,6 +386,16 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
+  /**
+   * Returns how many of this helper's collectives were started as persistent collectives (see
+   * {@link PersistentCollectives}): 0 where the communicator has none ({@link Communicator#persistentCollectives}).
+   *
+   * @return the count
+   */
+  public long persistentStarts() {
+    return persistentStarts.get();
+  }
+
   /** What one pass saw: what the thread waits for, and the nearest deadline. */
   private static final class Pass {
     boolean moved;
@@ -526,7 +551,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
             ready = true;
           }
         }
-        if (ready && tickets.isTurn(op.ticket)) {
+        if (ready && tickets.isTurn(op.ticket) && persistentAvailable(op, pass)) {
           try {
             start(op);
           } finally {
@@ -544,6 +569,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
           arrived &= test(a);
         }
         if (data && status && arrived) {
+          copyOut(op);
           long word = op.kind == Kind.BROADCAST ? op.staging.getLong(op.staging.position()) : op.statusIn.getLong(0);
           if (word != 0) {
             fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
@@ -569,6 +595,60 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
+  /**
+   * At a collective's turn, whether the persistent request of its signature (if one was prepared) is free: the
+   * previous operation of that signature, on this helper or another on the communicator, has copied its
+   * results out. The turn is held meanwhile; that operation started before, on every rank, so it completes.
+   */
+  private boolean persistentAvailable(Op op, Pass pass) {
+    if (!persistentOffered) {
+      return true;
+    }
+    PersistentCollectives.Entry e = tickets.persistent.prepared(op.key());
+    if (e == null || e.available()) {
+      return true;
+    }
+    pass.mpi = true; // poll: the owner may be another helper's operation
+    return false;
+  }
+
+  /** Copies a persistent start's results into the operation's own staging buffer, and frees the entry. */
+  private void copyOut(Op op) {
+    if (op.entry == null) {
+      return;
+    }
+    if (op.kind == Kind.BROADCAST) {
+      op.staging.duplicate().put(op.entry.send.duplicate().clear());
+    } else {
+      op.receive.duplicate().put(op.entry.receive.duplicate().clear());
+    }
+    op.entry.release(op);
+    op.entry = null;
+  }
+
+  /**
+   * Starts the operation's data collective: a persistent request when the communicator offers them and its
+   * signature repeats (the same decision on every rank, see {@link PersistentCollectives}), else non-blocking.
+   */
+  private Communicator.Request startData(Op op) {
+    PersistentCollectives.Entry e = persistentOffered ? tickets.persistent.use(comm, op.key()) : null;
+    if (e == null) {
+      return op.kind == Kind.BROADCAST ? comm.iBroadcast(op.staging, op.peer)
+          : comm.iAllReduce(op.staging, op.receive, op.count, op.type, op.reduceOp);
+    }
+    // The operation's own staging buffers were filled by its queue before its turn, and are emptied by it
+    // after copyOut; only this thread, holding the turn and then the entry, touches the entry's buffers.
+    ByteBuffer from = op.staging.duplicate();
+    if (op.kind == Kind.ALL_REDUCE) {
+      from.limit(from.position() + op.count * op.type.bytes());
+    }
+    e.send.duplicate().clear().put(from);
+    op.entry = e;
+    Communicator.Request r = e.start(op);
+    persistentStarts.incrementAndGet();
+    return r;
+  }
+
   /** Starts the arrival message and the MPI operations of a collective whose turn it is. */
   private void start(Op op) {
     long word = 0;
@@ -582,9 +662,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
       if (comm.rank() == op.peer) {
         op.staging.putLong(op.staging.position(), word);
       }
-      op.request = comm.iBroadcast(op.staging, op.peer);
+      op.request = startData(op);
     } else {
-      op.request = comm.iAllReduce(op.staging, op.receive, op.count, op.type, op.reduceOp);
+      op.request = startData(op);
       op.statusOut = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder()).putLong(0, word);
       op.statusIn = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
       op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
@@ -661,6 +741,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private void fail(Op op, RuntimeException why) {
     synchronized (ops) {
       ops.remove(op);
+    }
+    if (op.entry != null) {
+      op.entry.release(op); // a start still in progress stays MPI's: the next user tests it before its own
+      op.entry = null;
     }
     if (op.gate != null && op.state != State.WAIT_WRITE) {
       if (op.kind == Kind.ALL_REDUCE && op.state == State.WAIT_MPI && op.localFailure == null) {

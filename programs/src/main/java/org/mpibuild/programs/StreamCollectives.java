@@ -53,6 +53,7 @@ import org.mpibuild.opencl.QueueMessenger;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
+import org.mpibuild.spi.MpiBinding;
 
 /**
  * Stream-ordered collectives under mpirun with OpenCL on PoCL ({@link QueueMessenger#bcastAfter},
@@ -66,6 +67,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * <ul>
  *   <li>{@code bcast}: broadcasts from a root that changes every round.
  *   <li>{@code allreduce}: all-reduces of every type and op, in turn.
+ *   <li>{@code allreduce-repeat}: the same all-reduce (int sum of the same size) every round: where the binding
+ *       has persistent collectives, every use after the first starts one persistent request.
  *   <li>{@code two-queues}: two messengers on two queues of one rank, one communicator: an all-reduce on the
  *       first, a broadcast on the second, an all-reduce on the first, the first or the second queue slow.
  *   <li>{@code fail-bcast}, {@code fail-allreduce}: the last rank's read fails (its buffer is too small): every
@@ -75,7 +78,12 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * </ul>
  *
  * Each rank prints {@code CHECK part=P rank=R ok=B detail=...}; a binding without typed reductions prints
- * {@code UNSUPPORTED part=P reason=...} instead.
+ * {@code UNSUPPORTED part=P reason=...} instead. After {@code bcast} and the all-reduce parts each rank also
+ * prints which collectives it used: {@code PATH part=P rank=R persistent=N of=M binding=...}, N of the M
+ * collectives having started a persistent collective, and the binding's
+ * {@link Communicator#persistentCollectives} ("none: non-blocking ..." where it has none).
+ *
+ * <p>The MPI binding is mpi.jar's, unless {@code MPI_BUILD_BINDING=ffm} (then the FFM binding, Java 22+).
  */
 public final class StreamCollectives {
   static final int N = 4096;
@@ -122,21 +130,43 @@ public final class StreamCollectives {
     int rounds = Integer.parseInt(args[1]);
     int spin = args.length > 2 ? Integer.parseInt(args[2]) : 20000;
     long seed = args.length > 3 ? Long.parseLong(args[3]) : 1;
-    MPI.InitThread(args, MPI.THREAD_MULTIPLE);
+    boolean ffm = "ffm".equals(System.getenv("MPI_BUILD_BINDING"));
+    if (!ffm) {
+      MPI.InitThread(args, MPI.THREAD_MULTIPLE);
+    }
     boolean ok = true;
-    try (Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
+    try (Communicator comm = ffm ? ffmWorld() : MpiJava.communicator(MPI.COMM_WORLD);
         MpiBuild build = MpiBuild.builder().backend("opencl").build();
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("delay", "verify"), 0)) {
       StreamCollectives run = new StreamCollectives(comm, kernel.as(OpenClKernel.class), spin, seed);
       for (String part : parts) {
-        MPI.COMM_WORLD.barrier();
+        comm.allReduceMax(new int[1]); // a barrier
         ok &= run.part(part, rounds);
       }
       clReleaseMemObject(run.sink);
+      comm.allReduceMax(new int[1]);
     }
-    MPI.COMM_WORLD.barrier();
-    MPI.Finalize();
+    if (!ffm) {
+      MPI.Finalize(); // the FFM binding finalizes at exit
+    }
     System.exit(ok ? 0 : 1);
+  }
+
+  /** The FFM binding's world (MPI_THREAD_MULTIPLE), initializing MPI. */
+  private static Communicator ffmWorld() {
+    MpiBinding binding = MpiBinding.find("ffm");
+    if (binding == null || binding.unavailable() != null) {
+      throw new IllegalStateException("the FFM binding cannot run: "
+          + (binding == null ? "not on the class path" : binding.unavailable()));
+    }
+    return binding.openWorld(true);
+  }
+
+  /** Says which collectives the messenger used: persistent ones for how many of its {@code total}. */
+  private void path(String part, QueueMessenger m, int total) {
+    System.out.printf(Locale.ROOT, "PATH part=%s rank=%d persistent=%d of=%d binding=%s%n", part, rank,
+        m.persistentCollectivesUsed(), total, comm.persistentCollectives());
+    System.out.flush();
   }
 
   private boolean part(String part, int rounds) {
@@ -144,7 +174,8 @@ public final class StreamCollectives {
     try {
       return switch (part) {
         case "bcast" -> bcast(queue, rounds);
-        case "allreduce" -> allreduce(queue, rounds);
+        case "allreduce" -> allreduce(queue, rounds, false);
+        case "allreduce-repeat" -> allreduce(queue, rounds, true);
         case "two-queues" -> twoQueues(queue, rounds);
         case "fail-bcast", "fail-allreduce" -> fail(queue, part);
         case "absent" -> absent(queue);
@@ -283,11 +314,13 @@ public final class StreamCollectives {
       futures.forEach(CompletableFuture::join);
       clFinish(queue);
       buffers.forEach(CL::clReleaseMemObject);
+      path("bcast", m, rounds);
       return report("bcast", wrong == 0, wrong == 0 ? rounds + " rounds" : wrong + " wrong, first " + first);
     }
   }
 
-  private boolean allreduce(cl_command_queue queue, int rounds) {
+  private boolean allreduce(cl_command_queue queue, int rounds, boolean repeat) {
+    String part = repeat ? "allreduce-repeat" : "allreduce";
     cl_mem errors = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, 4, null, null);
     check(clEnqueueWriteBuffer(queue, errors, CL_TRUE, 0, 4, Pointer.to(new int[1]), 0, null, null));
     try (QueueMessenger m = QueueMessenger.open(comm, queue)) {
@@ -298,8 +331,8 @@ public final class StreamCollectives {
       int combos = Datatype.values().length * ReduceOp.values().length;
       int kernelChecks = 0;
       for (int round = 0; round < rounds; round++) {
-        Datatype type = Datatype.values()[(round % combos) / ReduceOp.values().length];
-        ReduceOp op = ReduceOp.values()[round % ReduceOp.values().length];
+        Datatype type = repeat ? Datatype.INT : Datatype.values()[(round % combos) / ReduceOp.values().length];
+        ReduceOp op = repeat ? ReduceOp.SUM : ReduceOp.values()[round % ReduceOp.values().length];
         int r = round;
         cl_mem b = buffer(queue, values(type, N, i -> value(rank, r, i)));
         buffers.add(b);
@@ -322,8 +355,8 @@ public final class StreamCollectives {
       String first = "";
       for (int round = 0; round < rounds; round++) {
         awaitEvent(markers.get(round));
-        Datatype type = Datatype.values()[(round % combos) / ReduceOp.values().length];
-        ReduceOp op = ReduceOp.values()[round % ReduceOp.values().length];
+        Datatype type = repeat ? Datatype.INT : Datatype.values()[(round % combos) / ReduceOp.values().length];
+        ReduceOp op = repeat ? ReduceOp.SUM : ReduceOp.values()[round % ReduceOp.values().length];
         for (int i = 0; i < N; i++) {
           double expected = reduced(op, round, i);
           double got = at(copies.get(round), type, i);
@@ -337,7 +370,8 @@ public final class StreamCollectives {
       check(clEnqueueReadBuffer(queue, errors, CL_TRUE, 0, 4, Pointer.to(kernelWrong), 0, null, null));
       buffers.forEach(CL::clReleaseMemObject);
       boolean ok = wrong == 0 && kernelWrong[0] == 0;
-      return report("allreduce", ok, "rounds=" + rounds + " marker_wrong=" + wrong + " kernel_checks=" + kernelChecks
+      path(part, m, rounds);
+      return report(part, ok, "rounds=" + rounds + " marker_wrong=" + wrong + " kernel_checks=" + kernelChecks
           + " kernel_wrong=" + kernelWrong[0] + (wrong > 0 ? " first: " + first : ""));
     } finally {
       clReleaseMemObject(errors);

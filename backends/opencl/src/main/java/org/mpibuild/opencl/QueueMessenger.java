@@ -315,6 +315,20 @@ public final class QueueMessenger implements AutoCloseable {
     return new GatedWrite(new UserEventGate(gate, queue), new EventStep(write));
   }
 
+  /**
+   * Returns how many of this messenger's collectives ran as persistent collectives. Where the communicator
+   * offers them ({@link Communicator#persistentCollectives}; {@code mpi-build doctor} prints it), a broadcast
+   * or all-reduce whose signature (size, type, reduction, root) was already used on the communicator prepares
+   * one at its second use and starts it again at later uses; the first use, and every use where the
+   * communicator has none, is a non-blocking collective. The decision depends only on what is the same on
+   * every rank, so ranks never mix the two (see {@code StreamOrderedMessages}).
+   *
+   * @return the count, 0 where the communicator has no persistent collectives
+   */
+  public long persistentCollectivesUsed() {
+    return messages.persistentStarts();
+  }
+
   /** @return the number of messages not yet complete */
   public int inFlight() {
     return messages.inFlight();

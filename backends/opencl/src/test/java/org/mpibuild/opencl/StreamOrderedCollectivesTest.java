@@ -118,12 +118,25 @@ class StreamOrderedCollectivesTest {
 
     Read lastRead;
     GatedWrite lastWrite;
+    /** Whether the next read starts held (its queue has not produced the buffer), set before it is enqueued. */
+    boolean holdNextRead;
+    /** The error the next read reports, set before it is enqueued so that no pass can see it succeed. */
+    RuntimeException nextReadError;
+
+    private Read read(FakeBuffer buffer, ByteBuffer staging, long delay) {
+      Read r = new Read(buffer, staging, delay);
+      r.held = holdNextRead;
+      r.error = nextReadError;
+      holdNextRead = false;
+      nextReadError = null;
+      return r;
+    }
 
     CompletableFuture<Void> allReduce(FakeBuffer buffer, int count, Datatype type, ReduceOp op, long delay) {
       int bytes = count * type.bytes();
       ByteBuffer send = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
       ByteBuffer receive = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder());
-      lastRead = new Read(buffer, send, delay);
+      lastRead = read(buffer, send, delay);
       lastWrite = new GatedWrite(buffer, receive);
       return messages.allReduce(send, receive, count, type, op, lastRead, lastWrite, lastWrite);
     }
@@ -133,7 +146,7 @@ class StreamOrderedCollectivesTest {
       ByteBuffer staging = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + bytes);
       ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, bytes);
       if (rank == root) {
-        lastRead = new Read(buffer, data, delay);
+        lastRead = read(buffer, data, delay);
         lastWrite = null;
         return messages.broadcast(staging, root, lastRead, null, null);
       }
@@ -274,9 +287,9 @@ class StreamOrderedCollectivesTest {
       Rank me = new Rank(comm, Duration.ofSeconds(30));
       try (StreamOrderedMessages ignored = me.messages) {
         FakeBuffer b = ints(comm.rank() + 1, 10 * (comm.rank() + 1));
+        me.holdNextRead = comm.rank() == n - 1; // this rank's queue has not produced the buffer yet
         CompletableFuture<Void> f = me.allReduce(b, 2, Datatype.INT, ReduceOp.SUM, 0);
         if (comm.rank() == n - 1) {
-          me.lastRead.held = true; // this rank's queue has not produced the buffer yet
           Thread.sleep(150);
           long heldUntil = System.nanoTime();
           me.lastRead.held = false;
@@ -339,10 +352,10 @@ class StreamOrderedCollectivesTest {
       Rank me = new Rank(comm, Duration.ofSeconds(30));
       try (StreamOrderedMessages ignored = me.messages) {
         FakeBuffer b = ints(comm.rank() + 1);
-        CompletableFuture<Void> f = me.allReduce(b, 1, Datatype.INT, ReduceOp.SUM, 20_000_000);
         if (comm.rank() == 1) {
-          me.lastRead.error = new DeviceFailure("the device command failed: CL_OUT_OF_RESOURCES", -5);
+          me.nextReadError = new DeviceFailure("the device command failed: CL_OUT_OF_RESOURCES", -5);
         }
+        CompletableFuture<Void> f = me.allReduce(b, 1, Datatype.INT, ReduceOp.SUM, 20_000_000);
         CompletionException e = assertThrows(CompletionException.class, f::join);
         synchronized (messages) {
           messages.add(e.getCause().getMessage());
@@ -371,10 +384,10 @@ class StreamOrderedCollectivesTest {
       Rank me = new Rank(comm, Duration.ofSeconds(30));
       try (StreamOrderedMessages ignored = me.messages) {
         FakeBuffer b = ints(comm.rank() + 1, 2);
-        CompletableFuture<Void> f = me.broadcast(b, 2, 10_000_000);
         if (comm.rank() == 2) {
-          me.lastRead.error = new DeviceFailure("the device command failed", -36);
+          me.nextReadError = new DeviceFailure("the device command failed", -36);
         }
+        CompletableFuture<Void> f = me.broadcast(b, 2, 10_000_000);
         CompletionException e = assertThrows(CompletionException.class, f::join);
         synchronized (messages) {
           messages.add(e.getCause().getMessage());
@@ -406,6 +419,10 @@ class StreamOrderedCollectivesTest {
       CompletionException e0 = assertThrows(CompletionException.class, futures.get(0)::join);
       assertTrue(e0.getCause().getMessage().contains("failed: ranks [2] of 3 did not start it within 300 ms"),
           e0.getCause().getMessage());
+      // The future fails first, then rank 0 aborts: wait for the abort, not longer than the test's bound.
+      while (world.abortMessage() == null && System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10)) {
+        Thread.sleep(10);
+      }
       assertNotNull(world.abortMessage(), "rank 0 aborts the job");
       assertTrue(world.abortMessage().contains("ranks [2] of 3 did not start it"), world.abortMessage());
       CompletionException e1 = assertThrows(CompletionException.class, futures.get(1)::join);
@@ -425,8 +442,8 @@ class StreamOrderedCollectivesTest {
     Rank first = new Rank(comm, Duration.ofSeconds(30));
     Rank second = new Rank(comm, Duration.ofSeconds(30));
     try (StreamOrderedMessages b = second.messages) {
+      first.holdNextRead = true;
       CompletableFuture<Void> held = first.allReduce(ints(1), 1, Datatype.INT, ReduceOp.SUM, 0);
-      first.lastRead.held = true;
       FakeBuffer y = ints(5);
       CompletableFuture<Void> next = second.allReduce(y, 1, Datatype.INT, ReduceOp.SUM, 0);
       Thread.sleep(50);
