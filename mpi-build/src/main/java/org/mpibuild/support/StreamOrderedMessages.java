@@ -497,12 +497,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
                 pass.moved = true;
               }
             }
-            case WAIT_WRITE -> {
-              if (op.after.finished()) {
-                op.state = State.DONE;
-                pass.moved = true;
-              }
-            }
+            case WAIT_WRITE -> awaitWrite(op, pass);
             default -> { }
           }
         }
@@ -532,6 +527,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
       }
     }
     return pass;
+  }
+
+  /** The last step of a receive or a collective: done once the write of the result to the device has finished. */
+  private static void awaitWrite(Op op, Pass pass) {
+    if (op.after.finished()) {
+      op.state = State.DONE;
+      pass.moved = true;
+    }
   }
 
   /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
@@ -585,12 +588,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
           pass.moved = true;
         }
       }
-      case WAIT_WRITE -> {
-        if (op.after.finished()) {
-          op.state = State.DONE;
-          pass.moved = true;
-        }
-      }
+      case WAIT_WRITE -> awaitWrite(op, pass);
       default -> { }
     }
   }
