@@ -153,6 +153,39 @@ final class AllReduceBench {
     return md.toString();
   }
 
+  /** One repetition of {@code EventCallbackCost}: microseconds per command, plain and with a callback on each. */
+  record CallbackCost(double plainMicros, double callbackMicros) {}
+
+  private static final Pattern CALLBACK = Pattern.compile("CALLBACK rep=\\d+ plain_us=([0-9.]+) callback_us=([0-9.]+)");
+
+  /** The repetitions {@code EventCallbackCost} printed. */
+  static List<CallbackCost> parseCallbackCosts(String output) {
+    List<CallbackCost> out = new ArrayList<>();
+    Matcher m = CALLBACK.matcher(output);
+    while (m.find()) {
+      out.add(new CallbackCost(Double.parseDouble(m.group(1)), Double.parseDouble(m.group(2))));
+    }
+    return out;
+  }
+
+  /** The paragraph and {@code bench:} line on what an event callback adds per command. */
+  static String callbackReport(List<CallbackCost> costs) {
+    List<Double> plain = new ArrayList<>();
+    List<Double> callback = new ArrayList<>();
+    List<Double> added = new ArrayList<>();
+    for (CallbackCost c : costs) {
+      plain.add(c.plainMicros());
+      callback.add(c.callbackMicros());
+      added.add(c.callbackMicros() - c.plainMicros());
+    }
+    return String.format(Locale.ROOT, "What a JOCL event callback adds to the device's own work "
+        + "(`EventCallbackCost`, one process, %d chained tiny kernels released at once, paired and alternating, "
+        + "%d repetitions): %s µs per kernel plain, %s µs with an empty `clSetEventCallback(CL_COMPLETE)` on each, "
+        + "%s µs added per callback.%n%nbench: allreduce_callback reps=%d plain_us=%.2f callback_us=%.2f "
+        + "added_us=%.2f%n", 400, costs.size(), cell(plain, 2), cell(callback, 2), cell(added, 2), costs.size(),
+        Stats.median(plain), Stats.median(callback), Stats.median(added));
+  }
+
   /** Runs {@code reps} jobs (the first mode alternating) and writes allreduce.md and allreduce.json. */
   static void run(Path repo, Path out, int reps, String sizes) throws Exception {
     List<List<Result>> all = new ArrayList<>();
@@ -173,8 +206,14 @@ final class AllReduceBench {
             r.hostCpu(), r.progressCpu(), r.hostFree());
       }
     }
+    String costOutput = BenchReport.run(List.of("java", "-cp", System.getProperty("java.class.path"),
+        "org.mpibuild.programs.EventCallbackCost", Integer.toString(Math.max(reps, 7))), Map.of(), 300);
+    List<CallbackCost> costs = parseCallbackCosts(costOutput);
+    if (costs.isEmpty()) {
+      throw new IllegalStateException("EventCallbackCost printed no result:\n" + costOutput);
+    }
     List<Row> rows = rows(all);
-    String md = report(rows, reps);
+    String md = report(rows, reps) + "\n" + callbackReport(costs);
     Files.writeString(out.resolve("allreduce.md"), md);
     List<Object> raw = new ArrayList<>();
     for (int rep = 0; rep < all.size(); rep++) {
@@ -183,8 +222,12 @@ final class AllReduceBench {
             "seconds", r.seconds(), "host_cpu_seconds", r.hostCpu(), "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree()));
       }
     }
+    List<Object> rawCosts = new ArrayList<>();
+    for (CallbackCost c : costs) {
+      rawCosts.add(BenchJson.object("plain_us", c.plainMicros(), "callback_us", c.callbackMicros()));
+    }
     Files.writeString(out.resolve("allreduce.json"), BenchJson.pretty(BenchJson.object("sizes", sizes, "reps", reps,
-        "runs", raw)));
+        "runs", raw, "event_callback_cost", rawCosts)));
     System.out.println();
     System.out.println(md);
   }

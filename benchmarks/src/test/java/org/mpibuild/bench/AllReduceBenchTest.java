@@ -76,4 +76,17 @@ class AllReduceBenchTest {
     assertEquals("2.00 [1.00-3.00]", AllReduceBench.cell(List.of(3.0, 1.0, 2.0), 2));
     assertEquals("3.5 [1.0-6.0]", AllReduceBench.cell(List.of(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), 1));
   }
+
+  @Test
+  void theCallbackCostIsTheMedianOfThePairedDifferences() {
+    String out = "noise\nCALLBACK rep=0 plain_us=3.00 callback_us=100.00\nCALLBACK rep=1 plain_us=5.00 callback_us=60.00\n"
+        + "CALLBACK rep=2 plain_us=4.00 callback_us=90.00\n";
+    List<AllReduceBench.CallbackCost> costs = AllReduceBench.parseCallbackCosts(out);
+    assertEquals(List.of(new AllReduceBench.CallbackCost(3, 100), new AllReduceBench.CallbackCost(5, 60),
+        new AllReduceBench.CallbackCost(4, 90)), costs);
+    String report = AllReduceBench.callbackReport(costs);
+    // differences 97, 55, 86: the median is 86, not 90 - 4
+    assertTrue(report.contains("bench: allreduce_callback reps=3 plain_us=4.00 callback_us=90.00 added_us=86.00"),
+        report);
+  }
 }

@@ -58,8 +58,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private static final long POLL_PARK_NANOS = 1_000_000;
   /** The longest park while only device work that wakes the thread is awaited (a safety net). */
   private static final long WOKEN_PARK_NANOS = 20_000_000;
+  /** The most bytes of staging buffers kept for reuse ({@link #staging}). */
+  static final long STAGING_POOL_BYTES = 64L << 20;
 
-  /** Device work the progress thread polls. */
+  /**
+   * Device work the progress thread polls. A helper's steps run on one in-order queue or stream: of the steps
+   * before its operations, and of the steps after them, none finishes before the ones enqueued earlier, so the
+   * progress thread asks only the earliest unfinished one of each, however many operations are in flight.
+   */
   public interface DeviceStep {
     /**
      * Returns whether the work has finished. Never blocks.
@@ -76,7 +82,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
     /**
      * Asks the device to run {@code wake} once the work has finished or failed (a driver callback that does
      * nothing but that), so that the progress thread need not poll it often. Called once, on the thread that
-     * enqueued the work, before the progress thread sees the step. By default there is no such callback.
+     * enqueued the work, before the progress thread sees the step, and only for the step before an operation
+     * (the one the progress thread waits for); the step after it is polled. By default there is no such
+     * callback.
      *
      * @param wake wakes the progress thread; cheap, never blocks, safe from any thread
      * @return whether {@code wake} will run
@@ -113,7 +121,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
     final DeviceStep after;
     final CompletableFuture<Void> future = new CompletableFuture<>();
     boolean beforeWakes;
-    boolean afterWakes;
+    /** Whether {@link #before} has finished (or failed), once seen: never asked again. */
+    boolean beforeDone;
+    /** Set by the device's callback (any thread) once {@link #before} has finished or failed. */
+    volatile boolean beforeSignalled;
     State state;
     Communicator.Request request;
     // collectives
@@ -126,6 +137,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     ByteBuffer statusIn;
     Communicator.Request statusRequest;
     List<Communicator.Request> arrivals = List.of();
+    /** An in-place all-reduce's results, from the pool, until copied out; or null. */
+    ByteBuffer results;
     /** The persistent request this collective started, owned until its results are copied out; or null. */
     PersistentCollectives.Entry entry;
     RuntimeException localFailure;
@@ -172,6 +185,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** Whether the communicator offers persistent collectives: the same on every rank (the same library). */
   private final boolean persistentOffered;
   private final java.util.concurrent.atomic.AtomicLong persistentStarts = new java.util.concurrent.atomic.AtomicLong();
+  private final StagingPool pool = new StagingPool(STAGING_POOL_BYTES);
   private final List<Op> ops = new ArrayList<>();
   private final Thread thread;
   private final Runnable wake;
@@ -292,7 +306,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * {@code gate} opens and {@code written} copies {@code receive} to the device.
    *
    * @param send this rank's values, direct, native byte order
-   * @param receive where the results go, direct, not {@code send}
+   * @param receive where the results go, direct; or {@code send} itself, in place: the results then go through
+   *     a buffer of this helper's pool, taken at the collective's turn on the progress thread, and are copied
+   *     into {@code send} before the gate opens (on failure {@code send} keeps this rank's values). In place
+   *     suits a {@code send} that is the device buffer mapped into host memory, for example
    * @param count how many values, the same on every rank
    * @param type their type
    * @param op the reduction
@@ -309,8 +326,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
     long bytes = (long) count * type.bytes();
     if (send.remaining() < bytes || receive.remaining() < bytes || !send.isDirect() || !receive.isDirect()) {
-      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " needs two direct buffers of "
-          + bytes + " bytes");
+      throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " needs direct buffers of "
+          + bytes + " bytes, not " + send.remaining() + " and " + receive.remaining());
     }
     Op o = new Op(Kind.ALL_REDUCE, send, -1, -1, filled, gate, written);
     o.receive = receive;
@@ -318,6 +335,32 @@ public final class StreamOrderedMessages implements AutoCloseable {
     o.type = type;
     o.reduceOp = op;
     return add(o);
+  }
+
+  /**
+   * Returns a direct host buffer, in native byte order, to stage an operation's data in: reused from an
+   * earlier operation of this helper that completed, if one of that size did, else newly allocated. Its
+   * contents are undefined. Once given to {@link #send}, {@link #receive}, {@link #broadcast} or
+   * {@link #allReduce} (as {@code staging}, {@code send} or {@code receive}), it belongs to the operation: it
+   * comes back for reuse when the operation completes, and is dropped if it fails.
+   *
+   * @param bytes its size, 1 or more
+   * @return the buffer, position 0, limit {@code bytes}
+   */
+  public ByteBuffer staging(int bytes) {
+    if (bytes <= 0) {
+      throw new IllegalArgumentException("a staging buffer of " + bytes + " bytes: it must hold 1 byte or more");
+    }
+    return pool.take(bytes);
+  }
+
+  /**
+   * Returns the bytes of staging buffers waiting for reuse (for tests and diagnostics).
+   *
+   * @return the count, at most 64 MiB
+   */
+  public long stagingBytesPooled() {
+    return pool.freeBytes();
   }
 
   /**
@@ -356,11 +399,15 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   private CompletableFuture<Void> add(Op op) {
+    // Only the step before an operation may wake the thread: what waits for it is this thread. The write after
+    // is polled, since a driver's callback may run on the thread that would start the work queued behind that
+    // write (PoCL runs it there, and JOCL attaches that thread to the JVM and detaches it again for each call),
+    // which would delay the program's own work.
     if (op.before != null) {
-      op.beforeWakes = op.before.wakeWhenFinished(wake);
-    }
-    if (op.after != null) {
-      op.afterWakes = op.after.wakeWhenFinished(wake);
+      op.beforeWakes = op.before.wakeWhenFinished(() -> {
+        op.beforeSignalled = true;
+        wake.run();
+      });
     }
     synchronized (ops) {
       if (closed) {
@@ -398,6 +445,12 @@ public final class StreamOrderedMessages implements AutoCloseable {
 
   /** What one pass saw: what the thread waits for, and the nearest deadline. */
   private static final class Pass {
+    /** Asks every device step, woken or not. */
+    boolean sweep;
+    /** An earlier operation's device step before it has not finished: later ones on the queue have not either. */
+    boolean beforeBlocked;
+    /** An earlier operation's write after it has not finished: later ones on the queue have not either. */
+    boolean afterBlocked;
     boolean moved;
     boolean mpi;
     boolean polledDevice;
@@ -409,12 +462,17 @@ public final class StreamOrderedMessages implements AutoCloseable {
     try {
       long sleep = 2_000;
       long spinUntil = 0;
+      long lastSweep = System.nanoTime();
       while (true) {
         if (closed) {
           failAll();
           return;
         }
-        Pass pass = step();
+        boolean sweep = System.nanoTime() - lastSweep >= WOKEN_PARK_NANOS;
+        if (sweep) {
+          lastSweep = System.nanoTime();
+        }
+        Pass pass = step(sweep);
         long now = System.nanoTime();
         if (pass.moved) {
           sleep = 2_000;
@@ -457,12 +515,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   /** One pass over the operations, in the order they were asked for. */
-  private Pass step() {
+  private Pass step(boolean sweep) {
     List<Op> snapshot;
     synchronized (ops) {
       snapshot = new ArrayList<>(ops);
     }
     Pass pass = new Pass();
+    pass.sweep = sweep;
     pass.any = !snapshot.isEmpty();
     boolean earlierSendWaiting = false;
     boolean earlierReceiveUnposted = false;
@@ -474,7 +533,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
           switch (op.state) {
             case WAIT_DEVICE -> {
               // Sends start in order: a send whose data is ready waits for earlier sends to start.
-              if (!earlierSendWaiting && op.before.finished()) {
+              if (!earlierSendWaiting && beforeFinished(op, pass)) {
                 op.request = comm.iSend(op.staging, op.peer, op.tag);
                 op.state = State.WAIT_MPI;
                 pass.moved = true;
@@ -514,9 +573,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
         earlierReceiveUnposted = true;
       }
       switch (op.state) {
-        case WAIT_DEVICE -> pass.polledDevice |= op.before != null && !op.beforeWakes;
         case WAIT_MPI -> pass.mpi = true;
-        case WAIT_WRITE -> pass.polledDevice |= !op.afterWakes;
         default -> { }
       }
       if (op.collective() && op.state == State.WAIT_MPI && deadline.toNanos() > 0) {
@@ -529,11 +586,39 @@ public final class StreamOrderedMessages implements AutoCloseable {
     return pass;
   }
 
+  /**
+   * Whether the operation's device work before it has finished. Only the earliest unfinished step is asked
+   * (see {@link DeviceStep}); a step whose device wakes the thread is asked only once its callback has come, or
+   * in a pass that sweeps (the safety net against a lost callback). A pass then costs one driver call at most,
+   * however many operations are queued.
+   */
+  private static boolean beforeFinished(Op op, Pass pass) {
+    if (op.beforeDone) {
+      return true;
+    }
+    if (pass.beforeBlocked) {
+      return false; // an earlier step on the same queue has not finished, so neither has this one
+    }
+    if ((!op.beforeWakes || op.beforeSignalled || pass.sweep) && op.before.finished()) {
+      op.beforeDone = true;
+      return true;
+    }
+    pass.beforeBlocked = true;
+    pass.polledDevice |= !op.beforeWakes;
+    return false;
+  }
+
   /** The last step of a receive or a collective: done once the write of the result to the device has finished. */
   private static void awaitWrite(Op op, Pass pass) {
+    if (pass.afterBlocked) {
+      return; // an earlier write on the same queue has not finished, so neither has this one
+    }
     if (op.after.finished()) {
       op.state = State.DONE;
       pass.moved = true;
+    } else {
+      pass.afterBlocked = true;
+      pass.polledDevice = true;
     }
   }
 
@@ -548,7 +633,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
         boolean ready = true;
         if (op.before != null && op.localFailure == null) {
           try {
-            ready = op.before.finished();
+            ready = beforeFinished(op, pass);
           } catch (RuntimeException e) {
             op.localFailure = e; // still takes part, with its status, so that no rank waits for ever
             ready = true;
@@ -610,18 +695,24 @@ public final class StreamOrderedMessages implements AutoCloseable {
     return false;
   }
 
-  /** Copies a persistent start's results into the operation's own staging buffer, and frees the entry. */
+  /**
+   * Copies the results of a persistent start, or of an in-place all-reduce, into the operation's own buffer,
+   * and frees the entry or the pool's buffer.
+   */
   private void copyOut(Op op) {
-    if (op.entry == null) {
-      return;
+    if (op.entry != null) {
+      if (op.kind == Kind.BROADCAST) {
+        op.staging.duplicate().put(op.entry.send.duplicate().clear());
+      } else {
+        op.receive.duplicate().put(op.entry.receive.duplicate().clear().limit(op.count * op.type.bytes()));
+      }
+      op.entry.release(op);
+      op.entry = null;
+    } else if (op.results != null) {
+      op.receive.duplicate().put(op.results.duplicate());
+      pool.give(op.results);
+      op.results = null;
     }
-    if (op.kind == Kind.BROADCAST) {
-      op.staging.duplicate().put(op.entry.send.duplicate().clear());
-    } else {
-      op.receive.duplicate().put(op.entry.receive.duplicate().clear());
-    }
-    op.entry.release(op);
-    op.entry = null;
   }
 
   /**
@@ -631,8 +722,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private Communicator.Request startData(Op op) {
     PersistentCollectives.Entry e = persistentOffered ? tickets.persistent.use(comm, op.key()) : null;
     if (e == null) {
-      return op.kind == Kind.BROADCAST ? comm.iBroadcast(op.staging, op.peer)
-          : comm.iAllReduce(op.staging, op.receive, op.count, op.type, op.reduceOp);
+      if (op.kind == Kind.BROADCAST) {
+        return comm.iBroadcast(op.staging, op.peer);
+      }
+      ByteBuffer into = op.receive;
+      if (op.receive == op.staging) { // in place: MPI writes elsewhere, copyOut brings the results back
+        into = op.results = pool.take(op.count * op.type.bytes());
+      }
+      return comm.iAllReduce(op.staging, into, op.count, op.type, op.reduceOp);
     }
     // The operation's own staging buffers were filled by its queue before its turn, and are emptied by it
     // after copyOut; only this thread, holding the turn and then the entry, touches the entry's buffers.
@@ -733,6 +830,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
       ops.remove(op);
     }
     release(op);
+    pool.give(op.staging); // neither MPI nor the device touches them any more
+    pool.give(op.receive);
     op.future.complete(null);
   }
 
@@ -745,7 +844,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
       op.entry = null;
     }
     if (op.gate != null && op.state != State.WAIT_WRITE) {
-      if (op.kind == Kind.ALL_REDUCE && op.state == State.WAIT_MPI && op.localFailure == null) {
+      if (op.kind == Kind.ALL_REDUCE && op.state == State.WAIT_MPI && op.localFailure == null
+          && op.receive != op.staging) {
         // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
         op.receive.duplicate().put(op.staging.duplicate());
       }
@@ -755,6 +855,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
       tickets.abandon(op.ticket);
     }
     release(op);
+    pool.forget(op.staging); // the device work behind a failed gate may still read them
+    pool.forget(op.receive);
+    pool.forget(op.results); // MPI may still write into it
     op.state = State.DONE;
     op.future.completeExceptionally(why);
   }
@@ -787,5 +890,6 @@ public final class StreamOrderedMessages implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    pool.clear();
   }
 }

@@ -72,7 +72,7 @@ class StreamOrderedMessagesTest {
     }
   }
 
-  static final class Step implements StreamOrderedMessages.DeviceStep {
+  static class Step implements StreamOrderedMessages.DeviceStep {
     volatile boolean finished;
     volatile RuntimeException error;
     volatile boolean released;
@@ -195,6 +195,69 @@ class StreamOrderedMessagesTest {
           () -> m.send(staging(1), 2, 0, new Step()));
       assertTrue(bad.getMessage().contains("rank 2 is out of range"), bad.getMessage());
       assertThrows(IllegalArgumentException.class, () -> m.send(staging(1), 1, -1, new Step()));
+    }
+  }
+
+  /** A step that counts how often it is asked. */
+  static final class CountingStep extends Step {
+    final java.util.concurrent.atomic.AtomicInteger asked = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public boolean finished() {
+      asked.incrementAndGet();
+      return super.finished();
+    }
+  }
+
+  @Test
+  void onlyTheEarliestUnfinishedStepIsAskedHoweverManyAreQueued() throws Exception {
+    ScriptedComm comm = new ScriptedComm();
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+      List<CountingStep> steps = new ArrayList<>();
+      for (int i = 0; i < 50; i++) { // broadcasts from this rank: each waits for its read (filled) and its turn
+        CountingStep s = new CountingStep();
+        steps.add(s);
+        m.broadcast(ByteBuffer.allocateDirect(16), 0, s, null, null);
+      }
+      eventually("the first step was asked a few times", () -> steps.get(0).asked.get() >= 5);
+      for (int i = 1; i < steps.size(); i++) {
+        assertEquals(0, steps.get(i).asked.get(), "step " + i + " is queued behind an unfinished step");
+      }
+      steps.get(0).finished = true;
+      eventually("the first broadcast started", () -> comm.started().size() == 1); // its arrival from rank 1
+      eventually("the second step was asked", () -> steps.get(1).asked.get() > 0);
+      for (int i = 2; i < steps.size(); i++) {
+        assertEquals(0, steps.get(i).asked.get(), "step " + i + " is queued behind an unfinished step");
+      }
+    }
+  }
+
+  @Test
+  void stagingBuffersComeBackOnlyFromOperationsThatCompleted() throws Exception {
+    ScriptedComm comm = new ScriptedComm();
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+      ByteBuffer first = m.staging(16);
+      assertEquals(16, first.remaining());
+      assertEquals(java.nio.ByteOrder.nativeOrder(), first.order());
+      Step read = new Step();
+      read.finished = true;
+      CompletableFuture<Void> sent = m.send(first, 1, 0, read);
+      eventually("the send started", () -> comm.started().size() == 1);
+      assertEquals(0, m.stagingBytesPooled(), "lent until the operation completes");
+      comm.done.get(0).set(true);
+      sent.get(5, TimeUnit.SECONDS);
+      eventually("the buffer came back", () -> m.stagingBytesPooled() == 16);
+      ByteBuffer again = m.staging(16);
+      assertTrue(again == first, "the completed operation's buffer is reused");
+
+      Step broken = new Step();
+      broken.error = new IllegalStateException("the device command failed");
+      CompletableFuture<Void> failed = m.send(again, 1, 0, broken);
+      assertThrows(CompletionException.class, failed::join);
+      Thread.sleep(20);
+      assertEquals(0, m.stagingBytesPooled(), "a failed operation's buffer may still be read by the device");
+      assertTrue(m.staging(16) != first);
+      assertThrows(IllegalArgumentException.class, () -> m.staging(0));
     }
   }
 }

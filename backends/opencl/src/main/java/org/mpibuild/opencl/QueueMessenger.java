@@ -3,10 +3,14 @@ package org.mpibuild.opencl;
 import static org.jocl.CL.CL_COMPLETE;
 import static org.jocl.CL.CL_EVENT_COMMAND_EXECUTION_STATUS;
 import static org.jocl.CL.CL_FALSE;
+import static org.jocl.CL.CL_MAP_READ;
+import static org.jocl.CL.CL_MAP_WRITE;
 import static org.jocl.CL.CL_QUEUE_CONTEXT;
 import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.clCreateUserEvent;
+import static org.jocl.CL.clEnqueueMapBuffer;
 import static org.jocl.CL.clEnqueueReadBuffer;
+import static org.jocl.CL.clEnqueueUnmapMemObject;
 import static org.jocl.CL.clEnqueueWriteBuffer;
 import static org.jocl.CL.clFlush;
 import static org.jocl.CL.clGetCommandQueueInfo;
@@ -150,7 +154,9 @@ public final class QueueMessenger implements AutoCloseable {
   public CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
       ByteBuffer staging = staging(bytes);
-      return messages.send(staging, dest, tag, enqueueRead(buffer, bytes, staging));
+      EventStep read = enqueueRead(buffer, bytes, staging);
+      flush();
+      return messages.send(staging, dest, tag, read);
     }
   }
 
@@ -197,11 +203,12 @@ public final class QueueMessenger implements AutoCloseable {
       if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
         throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
       }
-      ByteBuffer staging = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + n)
-          .order(ByteOrder.nativeOrder());
+      ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
       ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
       if (comm.rank() == root) {
-        return messages.broadcast(staging, root, readOrFailure(buffer, bytes, data), null, null);
+        StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, data);
+        flush();
+        return messages.broadcast(staging, root, read, null, null);
       }
       GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
       return messages.broadcast(staging, root, null, write.gate, write.written);
@@ -228,22 +235,53 @@ public final class QueueMessenger implements AutoCloseable {
       if (count <= 0) {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");
       }
-      long bytes = (long) count * type.bytes();
-      ByteBuffer send = staging(bytes).order(ByteOrder.nativeOrder());
-      ByteBuffer receive = staging(bytes).order(ByteOrder.nativeOrder());
-      StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, send);
-      if (read instanceof FailedStep) {
-        // this rank still takes part, so that every rank fails with its status instead of waiting for it
-        return messages.allReduce(send, receive, count, type, op, read, NOTHING_GATED, NOTHING_GATED);
-      }
-      GatedWrite write;
+      long bytes = StreamOrderedMessages.messageBytes((long) count * type.bytes());
+      MappedRegion region;
       try {
-        write = enqueueGatedWrite(buffer, bytes, receive);
+        region = enqueueGatedMap(buffer, bytes);
       } catch (DeviceFailure e) {
-        return messages.allReduce(send, receive, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+        // this rank still takes part, so that every rank fails with its status instead of waiting for it
+        ByteBuffer none = staging(bytes);
+        return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
       }
-      return messages.allReduce(send, receive, count, type, op, read, write.gate, write.written);
+      // in place on the mapped values: no staging buffer on this thread, no copy on a device that shares host
+      // memory (PoCL's CPU device maps a buffer where it lies)
+      return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
+          region.unmapped);
     }
+  }
+
+  private record MappedRegion(ByteBuffer values, EventStep mapped, UserEventGate gate, EventStep unmapped) {}
+
+  /**
+   * Maps the first {@code bytes} of {@code buffer} behind the work already enqueued, and enqueues its unmap
+   * behind a user event: the host may read and write the values between the map's completion and the gate's
+   * opening, and the work enqueued afterwards sees what it wrote.
+   */
+  private MappedRegion enqueueGatedMap(cl_mem buffer, long bytes) {
+    int[] err = new int[1];
+    cl_event map = new cl_event();
+    ByteBuffer values = clEnqueueMapBuffer(queue, buffer, false, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, null, map,
+        err);
+    check(err[0], "clEnqueueMapBuffer");
+    cl_event gate = clCreateUserEvent(context, err);
+    if (err[0] != CL_SUCCESS) {
+      clEnqueueUnmapMemObject(queue, buffer, values, 0, null, null); // leaves nothing mapped
+      clReleaseEvent(map);
+      check(err[0], "clCreateUserEvent");
+    }
+    cl_event unmap = new cl_event();
+    int rc = clEnqueueUnmapMemObject(queue, buffer, values, 1, new cl_event[] {gate}, unmap);
+    if (rc != CL_SUCCESS) {
+      clEnqueueUnmapMemObject(queue, buffer, values, 0, null, null);
+      clSetUserEventStatus(gate, CL_COMPLETE);
+      clReleaseEvent(gate);
+      clReleaseEvent(map);
+      check(rc, "clEnqueueUnmapMemObject");
+    }
+    flush();
+    return new MappedRegion(values.order(ByteOrder.nativeOrder()), new EventStep(map), new UserEventGate(gate, queue),
+        new EventStep(unmap));
   }
 
   /**
@@ -292,7 +330,6 @@ public final class QueueMessenger implements AutoCloseable {
     cl_event read = new cl_event();
     check(clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(into), 0, null, read),
         "clEnqueueReadBuffer");
-    check(clFlush(queue), "clFlush");
     return new EventStep(read);
   }
 
@@ -349,8 +386,14 @@ public final class QueueMessenger implements AutoCloseable {
     }
   }
 
-  private static ByteBuffer staging(long bytes) {
-    return ByteBuffer.allocateDirect(StreamOrderedMessages.messageBytes(bytes));
+  /** A staging buffer from the engine's pool, reused once the operation it is given to has completed. */
+  private ByteBuffer staging(long bytes) {
+    return messages.staging(StreamOrderedMessages.messageBytes(bytes));
+  }
+
+  /** Submits what was just enqueued: one flush per call, after its last command. */
+  private void flush() {
+    check(clFlush(queue), "clFlush");
   }
 
   private static void check(int rc, String what) {
