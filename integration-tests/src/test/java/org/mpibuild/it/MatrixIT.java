@@ -164,6 +164,12 @@ class MatrixIT {
           && doctor.contains("MPI_BUILD_MPI_ABI=" + cell.abi()), doctor);
       System.out.println("MatrixIT: " + cell + ": doctor: " + doctor.substring("DOCTOR ".length()));
     }
+    // doctor names the persistent collectives that stream-ordered collectives use on the binding in use.
+    String persistent = lines.stream().filter(l -> l.startsWith("PERSISTENT ")).findFirst()
+        .map(l -> l.substring("PERSISTENT ".length()))
+        .orElseThrow(() -> new AssertionError("doctor reported no persistent collectives:\n" + transcript));
+    assertTrue(persistent.startsWith(expectedPersistent(cell)), cell + ": " + persistent);
+    System.out.println("MatrixIT: " + cell + ": persistent collectives: " + persistent);
     String jdkNote = hostJdk.isEmpty() ? "" : " (host's)";
     String info = lines.stream().map(CELL::matcher).filter(Matcher::matches)
         .map(m -> m.group(3) + " | " + m.group(4) + jdkNote).findFirst().orElse("? | ?");
@@ -178,6 +184,19 @@ class MatrixIT {
       rows.add(row.toString());
     }
     System.out.println("MatrixIT: " + cell + ": passed at " + RANKS + " ranks in " + cellMillis + " ms");
+  }
+
+  /**
+   * How doctor's persistent-collectives line starts in a cell: none on mpi.jar; through the FFM binding, the
+   * MPI 4.0 names where the library is MPI 4.0 or later (Open MPI 5, MPICH 4, the standard ABI), Open MPI's
+   * pcollreq extension on Open MPI 4.1 (bookworm).
+   */
+  static String expectedPersistent(Cell cell) {
+    if (cell.binding().equals("mpijava")) {
+      return "none";
+    }
+    return cell.suite() == Suite.BOOKWORM && cell.mpi().equals("openmpi") ? "MPIX_Bcast_init and MPIX_Allreduce_init"
+        : "MPI_Bcast_init and MPI_Allreduce_init (MPI 4.0)";
   }
 
   /** The suite's image: scripts/matrix-image builds it once and keeps it while its recipe is unchanged. */
