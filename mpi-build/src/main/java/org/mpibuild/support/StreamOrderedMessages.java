@@ -1,7 +1,6 @@
 package org.mpibuild.support;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,6 +39,11 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *
  * <p>The progress thread calls MPI while the program's threads may too, so MPI must provide
  * {@code MPI_THREAD_MULTIPLE}; {@link #StreamOrderedMessages} checks.
+ *
+ * <p>Inside, by role: this class holds the API, the progress thread and point-to-point messages; the
+ * package-private {@code CollectiveSteps} the collectives (turns, status word, deadline, persistent
+ * requests), {@code StreamOp} one operation, {@code ProgressPass} what one pass over them saw, and
+ * {@code StagingPool} the reused staging buffers.
  */
 public final class StreamOrderedMessages implements AutoCloseable {
   /** The bytes before the data in a broadcast's staging buffer: the root's status word. */
@@ -107,86 +111,12 @@ public final class StreamOrderedMessages implements AutoCloseable {
     void fail();
   }
 
-  private enum Kind { SEND, RECEIVE, BROADCAST, ALL_REDUCE }
-
-  private enum State { WAIT_DEVICE, WAIT_MPI, WAIT_WRITE, DONE }
-
-  private final class Op {
-    final Kind kind;
-    final ByteBuffer staging;
-    final int peer;
-    final int tag;
-    final DeviceStep before;
-    final Gate gate;
-    final DeviceStep after;
-    final CompletableFuture<Void> future = new CompletableFuture<>();
-    boolean beforeWakes;
-    /** Whether {@link #before} has finished (or failed), once seen: never asked again. */
-    boolean beforeDone;
-    /** Set by the device's callback (any thread) once {@link #before} has finished or failed. */
-    volatile boolean beforeSignalled;
-    State state;
-    Communicator.Request request;
-    // collectives
-    long ticket = -1;
-    ByteBuffer receive;
-    int count;
-    Datatype type;
-    ReduceOp reduceOp;
-    ByteBuffer statusOut;
-    ByteBuffer statusIn;
-    Communicator.Request statusRequest;
-    List<Communicator.Request> arrivals = List.of();
-    /** An in-place all-reduce's results, from the pool, until copied out; or null. */
-    ByteBuffer results;
-    /** The persistent request this collective started, owned until its results are copied out; or null. */
-    PersistentCollectives.Entry entry;
-    RuntimeException localFailure;
-    long startedAt;
-
-    Op(Kind kind, ByteBuffer staging, int peer, int tag, DeviceStep before, Gate gate, DeviceStep after) {
-      this.kind = kind;
-      this.staging = staging;
-      this.peer = peer;
-      this.tag = tag;
-      this.before = before;
-      this.gate = gate;
-      this.after = after;
-      this.state = kind == Kind.RECEIVE ? State.WAIT_MPI : State.WAIT_DEVICE;
-    }
-
-    boolean collective() {
-      return kind == Kind.BROADCAST || kind == Kind.ALL_REDUCE;
-    }
-
-    /** The signature a persistent request is prepared for: never the buffers, so it repeats across calls. */
-    PersistentCollectives.Key key() {
-      return kind == Kind.BROADCAST
-          ? new PersistentCollectives.Key(true, staging.remaining(), null, null, peer)
-          : new PersistentCollectives.Key(false, count * type.bytes(), type, reduceOp, -1);
-    }
-
-    String describe() {
-      return switch (kind) {
-        case SEND -> "send of " + staging.remaining() + " bytes to rank " + peer + " (tag " + tag + ")";
-        case RECEIVE -> "receive of " + staging.remaining() + " bytes from rank " + peer + " (tag " + tag + ")";
-        case BROADCAST -> "broadcast of " + (staging.remaining() - BROADCAST_HEADER) + " bytes from rank " + peer
-            + " (collective #" + ticket + ")";
-        case ALL_REDUCE -> "all-reduce (" + reduceOp + " of " + count + " " + type + ") (collective #" + ticket + ")";
-      };
-    }
-  }
-
   private final Communicator comm;
   private final String name;
-  private final Duration deadline;
-  private final IntFunction<String> deviceCodes;
   private final CollectiveTickets tickets;
-  /** Whether the communicator offers persistent collectives: the same on every rank (the same library). */
-  private final boolean persistentOffered;
-  private final java.util.concurrent.atomic.AtomicLong persistentStarts = new java.util.concurrent.atomic.AtomicLong();
   private final StagingPool pool = new StagingPool(STAGING_POOL_BYTES);
-  private final List<Op> ops = new ArrayList<>();
+  private final CollectiveSteps collectives;
+  private final List<StreamOp> ops = new ArrayList<>();
   private final Thread thread;
   private final Runnable wake;
   private volatile boolean closed;
@@ -225,12 +155,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
     this.comm = comm;
     this.name = name;
-    this.deadline = deadline;
-    this.deviceCodes = deviceCodes;
     this.tickets = CollectiveTickets.of(comm);
-    // "none" starts the description of every binding without them (the SPI's contract), which may say more:
-    // mpi.jar's is NO_PERSISTENT_COLLECTIVES followed by why
-    this.persistentOffered = !comm.persistentCollectives().startsWith("none");
+    this.collectives = new CollectiveSteps(comm, deadline, deviceCodes, tickets, pool, this::fail);
     this.thread = new Thread(this::run, "mpi-build-stream " + name);
     this.thread.setDaemon(true);
     Thread t = this.thread;
@@ -251,7 +177,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public CompletableFuture<Void> send(ByteBuffer staging, int dest, int tag, DeviceStep filled) {
     check(dest, tag);
-    return add(new Op(Kind.SEND, staging, dest, tag, filled, null, null));
+    return add(new StreamOp(StreamOp.Kind.SEND, staging, dest, tag, filled, null, null));
   }
 
   /**
@@ -267,7 +193,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public CompletableFuture<Void> receive(ByteBuffer staging, int source, int tag, Gate gate, DeviceStep written) {
     check(source, tag);
-    return add(new Op(Kind.RECEIVE, staging, source, tag, null, gate, written));
+    return add(new StreamOp(StreamOp.Kind.RECEIVE, staging, source, tag, null, gate, written));
   }
 
   /**
@@ -296,7 +222,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       throw new IllegalArgumentException("the root fills its staging buffer from the device (filled); the other "
           + "ranks open a gate and write it to the device (gate, written)");
     }
-    return add(new Op(Kind.BROADCAST, staging, root, -1, filled, gate, written));
+    return add(new StreamOp(StreamOp.Kind.BROADCAST, staging, root, -1, filled, gate, written));
   }
 
   /**
@@ -306,10 +232,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * {@code gate} opens and {@code written} copies {@code receive} to the device.
    *
    * @param send this rank's values, direct, native byte order
-   * @param receive where the results go, direct; or {@code send} itself, in place: the results then go through
-   *     a buffer of this helper's pool, taken at the collective's turn on the progress thread, and are copied
-   *     into {@code send} before the gate opens (on failure {@code send} keeps this rank's values). In place
-   *     suits a {@code send} that is the device buffer mapped into host memory, for example
+   * @param receive where the results go, direct; or {@code send} itself, in place: MPI then works on two
+   *     buffers of this helper's pool, the values copied in at the collective's turn on the progress thread
+   *     and the results copied back into {@code send} before the gate opens (on failure {@code send} keeps this
+   *     rank's values), so that MPI never holds {@code send}. In place suits a {@code send} that is a device
+   *     buffer mapped into host memory, which the program may release once the gate has opened
    * @param count how many values, the same on every rank
    * @param type their type
    * @param op the reduction
@@ -329,7 +256,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       throw new IllegalArgumentException("an all-reduce of " + count + " " + type + " needs direct buffers of "
           + bytes + " bytes, not " + send.remaining() + " and " + receive.remaining());
     }
-    Op o = new Op(Kind.ALL_REDUCE, send, -1, -1, filled, gate, written);
+    StreamOp o = new StreamOp(StreamOp.Kind.ALL_REDUCE, send, -1, -1, filled, gate, written);
     o.receive = receive;
     o.count = count;
     o.type = type;
@@ -398,7 +325,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
-  private CompletableFuture<Void> add(Op op) {
+  private CompletableFuture<Void> add(StreamOp op) {
     // Only the step before an operation may wake the thread: what waits for it is this thread. The write after
     // is polled, since a driver's callback may run on the thread that would start the work queued behind that
     // write (PoCL runs it there, and JOCL attaches that thread to the JVM and detaches it again for each call),
@@ -440,23 +367,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * @return the count
    */
   public long persistentStarts() {
-    return persistentStarts.get();
+    return collectives.persistentStarts();
   }
 
-  /** What one pass saw: what the thread waits for, and the nearest deadline. */
-  private static final class Pass {
-    /** Asks every device step, woken or not. */
-    boolean sweep;
-    /** An earlier operation's device step before it has not finished: later ones on the queue have not either. */
-    boolean beforeBlocked;
-    /** An earlier operation's write after it has not finished: later ones on the queue have not either. */
-    boolean afterBlocked;
-    boolean moved;
-    boolean mpi;
-    boolean polledDevice;
-    boolean any;
-    long nextDeadline = Long.MAX_VALUE;
-  }
 
   private void run() {
     try {
@@ -472,7 +385,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
         if (sweep) {
           lastSweep = System.nanoTime();
         }
-        Pass pass = step(sweep);
+        ProgressPass pass = step(sweep);
         long now = System.nanoTime();
         if (pass.moved) {
           sleep = 2_000;
@@ -504,371 +417,119 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   private void failAll() {
-    List<Op> left;
+    List<StreamOp> left;
     synchronized (ops) {
       left = new ArrayList<>(ops);
     }
-    for (Op op : left) {
+    for (StreamOp op : left) {
       fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with " + left.size()
           + " operation(s) in flight"));
     }
   }
 
   /** One pass over the operations, in the order they were asked for. */
-  private Pass step(boolean sweep) {
-    List<Op> snapshot;
+  private ProgressPass step(boolean sweep) {
+    List<StreamOp> snapshot;
     synchronized (ops) {
       snapshot = new ArrayList<>(ops);
     }
-    Pass pass = new Pass();
-    pass.sweep = sweep;
+    ProgressPass pass = new ProgressPass(sweep);
     pass.any = !snapshot.isEmpty();
     boolean earlierSendWaiting = false;
     boolean earlierReceiveUnposted = false;
-    for (Op op : snapshot) {
+    for (StreamOp op : snapshot) {
       try {
         if (op.collective()) {
-          stepCollective(op, pass);
+          collectives.step(op, pass);
         } else {
           switch (op.state) {
             case WAIT_DEVICE -> {
               // Sends start in order: a send whose data is ready waits for earlier sends to start.
-              if (!earlierSendWaiting && beforeFinished(op, pass)) {
+              if (!earlierSendWaiting && pass.beforeFinished(op)) {
                 op.request = comm.iSend(op.staging, op.peer, op.tag);
-                op.state = State.WAIT_MPI;
+                op.state = StreamOp.State.WAIT_MPI;
                 pass.moved = true;
               }
             }
             case WAIT_MPI -> {
-              if (op.kind == Kind.RECEIVE && op.request == null) {
+              if (op.kind == StreamOp.Kind.RECEIVE && op.request == null) {
                 if (!earlierReceiveUnposted) {
                   op.request = comm.iReceive(op.staging, op.peer, op.tag);
                   pass.moved = true;
                 }
               }
               if (op.request != null && op.request.test()) {
-                if (op.kind == Kind.SEND) {
-                  op.state = State.DONE;
+                if (op.kind == StreamOp.Kind.SEND) {
+                  op.state = StreamOp.State.DONE;
                 } else {
                   op.gate.open();
-                  op.state = State.WAIT_WRITE;
+                  op.state = StreamOp.State.WAIT_WRITE;
                 }
                 pass.moved = true;
               }
             }
-            case WAIT_WRITE -> awaitWrite(op, pass);
+            case WAIT_WRITE -> pass.awaitWrite(op);
             default -> { }
           }
         }
       } catch (RuntimeException | Error e) {
-        if (op.state != State.DONE) {
+        if (op.state != StreamOp.State.DONE) {
           fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
         }
         pass.moved = true;
       }
-      if (op.kind == Kind.SEND && op.state == State.WAIT_DEVICE) {
+      if (op.kind == StreamOp.Kind.SEND && op.state == StreamOp.State.WAIT_DEVICE) {
         earlierSendWaiting = true;
       }
-      if (op.kind == Kind.RECEIVE && op.request == null && op.state == State.WAIT_MPI) {
+      if (op.kind == StreamOp.Kind.RECEIVE && op.request == null && op.state == StreamOp.State.WAIT_MPI) {
         earlierReceiveUnposted = true;
       }
       switch (op.state) {
         case WAIT_MPI -> pass.mpi = true;
         default -> { }
       }
-      if (op.collective() && op.state == State.WAIT_MPI && deadline.toNanos() > 0) {
-        pass.nextDeadline = Math.min(pass.nextDeadline, op.startedAt + limit());
+      if (op.collective()) {
+        pass.nextDeadline = Math.min(pass.nextDeadline, collectives.deadlineOf(op));
       }
-      if (op.state == State.DONE && !op.future.isDone()) {
+      if (op.state == StreamOp.State.DONE && !op.future.isDone()) {
         finish(op);
       }
     }
     return pass;
   }
 
-  /**
-   * Whether the operation's device work before it has finished. Only the earliest unfinished step is asked
-   * (see {@link DeviceStep}); a step whose device wakes the thread is asked only once its callback has come, or
-   * in a pass that sweeps (the safety net against a lost callback). A pass then costs one driver call at most,
-   * however many operations are queued.
-   */
-  private static boolean beforeFinished(Op op, Pass pass) {
-    if (op.beforeDone) {
-      return true;
-    }
-    if (pass.beforeBlocked) {
-      return false; // an earlier step on the same queue has not finished, so neither has this one
-    }
-    if ((!op.beforeWakes || op.beforeSignalled || pass.sweep) && op.before.finished()) {
-      op.beforeDone = true;
-      return true;
-    }
-    pass.beforeBlocked = true;
-    pass.polledDevice |= !op.beforeWakes;
-    return false;
-  }
 
-  /** The last step of a receive or a collective: done once the write of the result to the device has finished. */
-  private static void awaitWrite(Op op, Pass pass) {
-    if (pass.afterBlocked) {
-      return; // an earlier write on the same queue has not finished, so neither has this one
-    }
-    if (op.after.finished()) {
-      op.state = State.DONE;
-      pass.moved = true;
-    } else {
-      pass.afterBlocked = true;
-      pass.polledDevice = true;
-    }
-  }
 
-  /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
-  private long limit() {
-    return comm.rank() == 0 ? deadline.toNanos() : 2 * deadline.toNanos();
-  }
-
-  private void stepCollective(Op op, Pass pass) {
-    switch (op.state) {
-      case WAIT_DEVICE -> {
-        boolean ready = true;
-        if (op.before != null && op.localFailure == null) {
-          try {
-            ready = beforeFinished(op, pass);
-          } catch (RuntimeException e) {
-            op.localFailure = e; // still takes part, with its status, so that no rank waits for ever
-            ready = true;
-          }
-        }
-        if (ready && tickets.isTurn(op.ticket) && persistentAvailable(op, pass)) {
-          try {
-            start(op);
-          } finally {
-            tickets.advance();
-          }
-          op.state = State.WAIT_MPI;
-          pass.moved = true;
-        }
-      }
-      case WAIT_MPI -> {
-        boolean data = op.request.test();
-        boolean status = op.statusRequest == null || op.statusRequest.test();
-        boolean arrived = true;
-        for (Communicator.Request a : op.arrivals) {
-          arrived &= test(a);
-        }
-        if (data && status && arrived) {
-          copyOut(op);
-          long word = op.kind == Kind.BROADCAST ? op.staging.getLong(op.staging.position()) : op.statusIn.getLong(0);
-          if (word != 0) {
-            fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
-          } else if (op.gate != null) {
-            op.gate.open();
-            op.state = State.WAIT_WRITE;
-          } else {
-            op.state = State.DONE;
-          }
-          pass.moved = true;
-        } else if (deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0) {
-          missedDeadline(op);
-          pass.moved = true;
-        }
-      }
-      case WAIT_WRITE -> awaitWrite(op, pass);
-      default -> { }
-    }
-  }
-
-  /**
-   * At a collective's turn, whether the persistent request of its signature (if one was prepared) is free: the
-   * previous operation of that signature, on this helper or another on the communicator, has copied its
-   * results out. The turn is held meanwhile; that operation started before, on every rank, so it completes.
-   */
-  private boolean persistentAvailable(Op op, Pass pass) {
-    if (!persistentOffered) {
-      return true;
-    }
-    PersistentCollectives.Entry e = tickets.persistent.prepared(op.key());
-    if (e == null || e.available()) {
-      return true;
-    }
-    pass.mpi = true; // poll: the owner may be another helper's operation
-    return false;
-  }
-
-  /**
-   * Copies the results of a persistent start, or of an in-place all-reduce, into the operation's own buffer,
-   * and frees the entry or the pool's buffer.
-   */
-  private void copyOut(Op op) {
-    if (op.entry != null) {
-      if (op.kind == Kind.BROADCAST) {
-        op.staging.duplicate().put(op.entry.send.duplicate().clear());
-      } else {
-        op.receive.duplicate().put(op.entry.receive.duplicate().clear().limit(op.count * op.type.bytes()));
-      }
-      op.entry.release(op);
-      op.entry = null;
-    } else if (op.results != null) {
-      op.receive.duplicate().put(op.results.duplicate());
-      pool.give(op.results);
-      op.results = null;
-    }
-  }
-
-  /**
-   * Starts the operation's data collective: a persistent request when the communicator offers them and its
-   * signature repeats (the same decision on every rank, see {@link PersistentCollectives}), else non-blocking.
-   */
-  private Communicator.Request startData(Op op) {
-    PersistentCollectives.Entry e = persistentOffered ? tickets.persistent.use(comm, op.key()) : null;
-    if (e == null) {
-      if (op.kind == Kind.BROADCAST) {
-        return comm.iBroadcast(op.staging, op.peer);
-      }
-      ByteBuffer into = op.receive;
-      if (op.receive == op.staging) { // in place: MPI writes elsewhere, copyOut brings the results back
-        into = op.results = pool.take(op.count * op.type.bytes());
-      }
-      return comm.iAllReduce(op.staging, into, op.count, op.type, op.reduceOp);
-    }
-    // The operation's own staging buffers were filled by its queue before its turn, and are emptied by it
-    // after copyOut; only this thread, holding the turn and then the entry, touches the entry's buffers.
-    ByteBuffer from = op.staging.duplicate();
-    if (op.kind == Kind.ALL_REDUCE) {
-      from.limit(from.position() + op.count * op.type.bytes());
-    }
-    e.send.duplicate().clear().put(from);
-    op.entry = e;
-    Communicator.Request r = e.start(op);
-    persistentStarts.incrementAndGet();
-    return r;
-  }
-
-  /** Starts the arrival message and the MPI operations of a collective whose turn it is. */
-  private void start(Op op) {
-    long word = 0;
-    if (op.localFailure != null) {
-      int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
-      word = ((long) (comm.rank() + 1) << 32) | (code & 0xffffffffL);
-    }
-    op.arrivals = announce();
-    op.startedAt = System.nanoTime();
-    if (op.kind == Kind.BROADCAST) {
-      if (comm.rank() == op.peer) {
-        op.staging.putLong(op.staging.position(), word);
-      }
-      op.request = startData(op);
-    } else {
-      op.request = startData(op);
-      op.statusOut = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder()).putLong(0, word);
-      op.statusIn = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
-      op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
-    }
-  }
-
-  /** The status word, read the same way on every rank, as a message. */
-  private String failureMessage(Op op, long word) {
-    int failed = (int) (word >>> 32) - 1;
-    int code = (int) word;
-    return op.describe() + " failed: rank " + failed + "'s device work before it failed"
-        + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)")
-        + (op.kind == Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values" : "; the receivers' buffers are undefined");
-  }
-
-  /** Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages. */
-  private List<Communicator.Request> announce() {
-    List<Communicator.Request> out = new ArrayList<>();
-    try {
-      if (comm.rank() != 0) {
-        out.add(comm.iSend(ByteBuffer.allocateDirect(1), 0, ARRIVAL_TAG));
-      } else {
-        for (int r = 1; r < comm.size(); r++) {
-          out.add(comm.iReceive(ByteBuffer.allocateDirect(1), r, ARRIVAL_TAG));
-        }
-      }
-    } catch (UnsupportedOperationException e) {
-      out.clear(); // a binding without point-to-point messages: absent ranks go unnamed
-    }
-    return out;
-  }
-
-  private static boolean test(Communicator.Request r) {
-    try {
-      return r.test();
-    } catch (UnsupportedOperationException e) {
-      return true;
-    }
-  }
-
-  /** Fails the collective naming who never came, then aborts the job: MPI cannot cancel it. */
-  private void missedDeadline(Op op) {
-    String within = " within " + deadline.toMillis() + " ms of starting it";
-    String message;
-    if (comm.rank() == 0 && !op.arrivals.isEmpty()) {
-      List<Integer> absent = new ArrayList<>();
-      for (int i = 0; i < op.arrivals.size(); i++) {
-        if (!test(op.arrivals.get(i))) {
-          absent.add(i + 1);
-        }
-      }
-      message = op.describe() + " failed: ranks " + absent + " of " + comm.size() + " did not start it" + within;
-    } else {
-      message = op.describe() + " failed: rank " + comm.rank() + " waited for the other ranks" + within
-          + " (twice the deadline); rank 0, which names the absent ranks, did not report: it may be absent itself";
-    }
-    fail(op, new IllegalStateException(message + "; aborting the job, since MPI cannot cancel a collective that "
-        + "other ranks have entered"));
-    try {
-      comm.abort("mpi-build: " + message, ABORT_CODE);
-    } catch (RuntimeException e) {
-      // an abort that returns (in-process tests): the future has failed already
-    }
-  }
-
-  private void finish(Op op) {
+  private void finish(StreamOp op) {
     synchronized (ops) {
       ops.remove(op);
     }
-    release(op);
+    op.releaseSteps();
     pool.give(op.staging); // neither MPI nor the device touches them any more
     pool.give(op.receive);
     op.future.complete(null);
   }
 
-  private void fail(Op op, RuntimeException why) {
+  private void fail(StreamOp op, RuntimeException why) {
     synchronized (ops) {
       ops.remove(op);
     }
-    if (op.entry != null) {
-      op.entry.release(op); // a start still in progress stays MPI's: the next user tests it before its own
-      op.entry = null;
-    }
-    if (op.gate != null && op.state != State.WAIT_WRITE) {
-      if (op.kind == Kind.ALL_REDUCE && op.state == State.WAIT_MPI && op.localFailure == null
+    if (op.gate != null && op.state != StreamOp.State.WAIT_WRITE) {
+      if (op.kind == StreamOp.Kind.ALL_REDUCE && op.state == StreamOp.State.WAIT_MPI && op.localFailure == null
           && op.receive != op.staging) {
         // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
         op.receive.duplicate().put(op.staging.duplicate());
       }
       op.gate.fail();
     }
-    if (op.collective() && op.state == State.WAIT_DEVICE && op.ticket >= 0) {
-      tickets.abandon(op.ticket);
+    if (op.collective()) {
+      collectives.abandon(op);
     }
-    release(op);
+    op.releaseSteps();
     pool.forget(op.staging); // the device work behind a failed gate may still read them
     pool.forget(op.receive);
-    pool.forget(op.results); // MPI may still write into it
-    op.state = State.DONE;
+    op.state = StreamOp.State.DONE;
     op.future.completeExceptionally(why);
-  }
-
-  private static void release(Op op) {
-    if (op.before != null) {
-      op.before.release();
-    }
-    if (op.after != null) {
-      op.after.release();
-    }
   }
 
   /**

@@ -244,8 +244,9 @@ public final class QueueMessenger implements AutoCloseable {
         ByteBuffer none = staging(bytes);
         return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
       }
-      // in place on the mapped values: no staging buffer on this thread, no copy on a device that shares host
-      // memory (PoCL's CPU device maps a buffer where it lies)
+      // in place on the mapped values: nothing allocated or copied on this thread (the progress thread copies
+      // them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device) maps a
+      // buffer where it lies
       return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
           region.unmapped);
     }

@@ -1,0 +1,293 @@
+package org.mpibuild.support;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntFunction;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
+
+/**
+ * The collectives' half of {@link StreamOrderedMessages}, on its progress thread: a collective starts at its
+ * ticket's turn once its device step has finished (or failed: its status then travels with it), with an
+ * arrival message for the deadline and, where the communicator offers them and its signature repeats, a
+ * persistent request; it ends when data, status and arrivals are in, with one verdict on every rank.
+ */
+final class CollectiveSteps {
+  /** How the helper fails an operation: removes it, releases what it holds, fails its future. */
+  interface Failer {
+    void fail(StreamOp op, RuntimeException why);
+  }
+
+  private final Communicator comm;
+  private final Duration deadline;
+  private final IntFunction<String> deviceCodes;
+  private final CollectiveTickets tickets;
+  private final StagingPool pool;
+  private final Failer failer;
+  /** Whether the communicator offers persistent collectives: the same on every rank (the same library). */
+  private final boolean persistentOffered;
+  private final AtomicLong persistentStarts = new AtomicLong();
+  /** Collectives that failed after MPI started them, which it cannot cancel. */
+  private final List<StreamOp> inFlight = new ArrayList<>();
+
+  CollectiveSteps(Communicator comm, Duration deadline, IntFunction<String> deviceCodes, CollectiveTickets tickets,
+      StagingPool pool, Failer failer) {
+    this.comm = comm;
+    this.deadline = deadline;
+    this.deviceCodes = deviceCodes;
+    this.tickets = tickets;
+    this.pool = pool;
+    this.failer = failer;
+    // "none" starts the description of every binding without them (the SPI's contract), which may say more:
+    // mpi.jar's is NO_PERSISTENT_COLLECTIVES followed by why
+    this.persistentOffered = !comm.persistentCollectives().startsWith("none");
+  }
+
+  /** How many collectives started a persistent request. */
+  long persistentStarts() {
+    return persistentStarts.get();
+  }
+
+  /** When a started collective's deadline passes (System.nanoTime), or Long.MAX_VALUE without one. */
+  long deadlineOf(StreamOp op) {
+    return op.state == StreamOp.State.WAIT_MPI && deadline.toNanos() > 0 ? op.startedAt + limit() : Long.MAX_VALUE;
+  }
+
+  /**
+   * What a failing collective gives back: its persistent request (a start still in progress stays MPI's: the
+   * next user tests it before its own), its turn if it never started, its in-place copies (MPI may still use
+   * them).
+   */
+  void abandon(StreamOp op) {
+    if (op.state == StreamOp.State.WAIT_MPI) {
+      inFlight.add(op); // MPI may still read and write its buffers: they stay reachable with the helper
+    }
+    if (op.entry != null) {
+      op.entry.release(op);
+      op.entry = null;
+    }
+    if (op.state == StreamOp.State.WAIT_DEVICE && op.ticket >= 0) {
+      tickets.abandon(op.ticket);
+    }
+    pool.forget(op.results);
+    pool.forget(op.sent);
+  }
+
+  /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
+  long limit() {
+    return comm.rank() == 0 ? deadline.toNanos() : 2 * deadline.toNanos();
+  }
+
+  /** Moves a collective on as far as it can in this pass. */
+  void step(StreamOp op, ProgressPass pass) {
+    switch (op.state) {
+      case WAIT_DEVICE -> {
+        boolean ready = true;
+        if (op.before != null && op.localFailure == null) {
+          try {
+            ready = pass.beforeFinished(op);
+          } catch (RuntimeException e) {
+            op.localFailure = e; // still takes part, with its status, so that no rank waits for ever
+            ready = true;
+          }
+        }
+        if (ready && tickets.isTurn(op.ticket) && persistentAvailable(op, pass)) {
+          try {
+            start(op);
+          } finally {
+            tickets.advance();
+          }
+          op.state = StreamOp.State.WAIT_MPI;
+          pass.moved = true;
+        }
+      }
+      case WAIT_MPI -> {
+        boolean data = op.request.test();
+        boolean status = op.statusRequest == null || op.statusRequest.test();
+        boolean arrived = true;
+        for (Communicator.Request a : op.arrivals) {
+          arrived &= test(a);
+        }
+        if (data && status && arrived) {
+          copyOut(op);
+          long word = op.kind == StreamOp.Kind.BROADCAST ? op.staging.getLong(op.staging.position()) : op.statusIn.getLong(0);
+          if (word != 0) {
+            failer.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
+          } else if (op.gate != null) {
+            op.gate.open();
+            op.state = StreamOp.State.WAIT_WRITE;
+          } else {
+            op.state = StreamOp.State.DONE;
+          }
+          pass.moved = true;
+        } else if (deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0) {
+          missedDeadline(op);
+          pass.moved = true;
+        }
+      }
+      case WAIT_WRITE -> pass.awaitWrite(op);
+      default -> { }
+    }
+  }
+
+  /**
+   * At a collective's turn, whether the persistent request of its signature (if one was prepared) is free: the
+   * previous operation of that signature, on this helper or another on the communicator, has copied its
+   * results out. The turn is held meanwhile; that operation started before, on every rank, so it completes.
+   */
+  private boolean persistentAvailable(StreamOp op, ProgressPass pass) {
+    if (!persistentOffered) {
+      return true;
+    }
+    PersistentCollectives.Entry e = tickets.persistent.prepared(op.key());
+    if (e == null || e.available()) {
+      return true;
+    }
+    pass.mpi = true; // poll: the owner may be another helper's operation
+    return false;
+  }
+
+  /**
+   * Copies the results of a persistent start, or of an in-place all-reduce, into the operation's own buffer,
+   * and frees the entry or the pool's buffer.
+   */
+  private void copyOut(StreamOp op) {
+    if (op.entry != null) {
+      if (op.kind == StreamOp.Kind.BROADCAST) {
+        op.staging.duplicate().put(op.entry.send.duplicate().clear());
+      } else {
+        op.receive.duplicate().put(op.entry.receive.duplicate().clear().limit(op.count * op.type.bytes()));
+      }
+      op.entry.release(op);
+      op.entry = null;
+    } else if (op.results != null) {
+      op.receive.duplicate().put(op.results.duplicate());
+      pool.give(op.results);
+      pool.give(op.sent);
+      op.results = null;
+      op.sent = null;
+    }
+  }
+
+  /**
+   * Starts the operation's data collective: a persistent request when the communicator offers them and its
+   * signature repeats (the same decision on every rank, see {@link PersistentCollectives}), else non-blocking.
+   */
+  private Communicator.Request startData(StreamOp op) {
+    PersistentCollectives.Entry e = persistentOffered ? tickets.persistent.use(comm, op.key()) : null;
+    if (e == null) {
+      if (op.kind == StreamOp.Kind.BROADCAST) {
+        return comm.iBroadcast(op.staging, op.peer);
+      }
+      ByteBuffer from = op.staging;
+      ByteBuffer into = op.receive;
+      if (op.receive == op.staging) {
+        // In place, on memory that may be a mapped device buffer, which the program may release once the
+        // gate has opened: MPI gets copies from the pool, which outlive a collective abandoned in flight, and
+        // copyOut brings the results back.
+        int bytes = op.count * op.type.bytes();
+        from = op.sent = pool.take(bytes);
+        from.put(op.staging.duplicate().limit(op.staging.position() + bytes)).flip();
+        into = op.results = pool.take(bytes);
+      }
+      return comm.iAllReduce(from, into, op.count, op.type, op.reduceOp);
+    }
+    // The operation's own staging buffers were filled by its queue before its turn, and are emptied by it
+    // after copyOut; only this thread, holding the turn and then the entry, touches the entry's buffers.
+    ByteBuffer from = op.staging.duplicate();
+    if (op.kind == StreamOp.Kind.ALL_REDUCE) {
+      from.limit(from.position() + op.count * op.type.bytes());
+    }
+    e.send.duplicate().clear().put(from);
+    op.entry = e;
+    Communicator.Request r = e.start(op);
+    persistentStarts.incrementAndGet();
+    return r;
+  }
+
+  /** Starts the arrival message and the MPI operations of a collective whose turn it is. */
+  private void start(StreamOp op) {
+    long word = 0;
+    if (op.localFailure != null) {
+      int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
+      word = ((long) (comm.rank() + 1) << 32) | (code & 0xffffffffL);
+    }
+    op.arrivals = announce();
+    op.startedAt = System.nanoTime();
+    if (op.kind == StreamOp.Kind.BROADCAST) {
+      if (comm.rank() == op.peer) {
+        op.staging.putLong(op.staging.position(), word);
+      }
+      op.request = startData(op);
+    } else {
+      op.request = startData(op);
+      op.statusOut = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder()).putLong(0, word);
+      op.statusIn = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+      op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
+    }
+  }
+
+  /** The status word, read the same way on every rank, as a message. */
+  private String failureMessage(StreamOp op, long word) {
+    int failed = (int) (word >>> 32) - 1;
+    int code = (int) word;
+    return op.describe() + " failed: rank " + failed + "'s device work before it failed"
+        + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)")
+        + (op.kind == StreamOp.Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values" : "; the receivers' buffers are undefined");
+  }
+
+  /** Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages. */
+  private List<Communicator.Request> announce() {
+    List<Communicator.Request> out = new ArrayList<>();
+    try {
+      if (comm.rank() != 0) {
+        out.add(comm.iSend(ByteBuffer.allocateDirect(1), 0, StreamOrderedMessages.ARRIVAL_TAG));
+      } else {
+        for (int r = 1; r < comm.size(); r++) {
+          out.add(comm.iReceive(ByteBuffer.allocateDirect(1), r, StreamOrderedMessages.ARRIVAL_TAG));
+        }
+      }
+    } catch (UnsupportedOperationException e) {
+      out.clear(); // a binding without point-to-point messages: absent ranks go unnamed
+    }
+    return out;
+  }
+
+  private static boolean test(Communicator.Request r) {
+    try {
+      return r.test();
+    } catch (UnsupportedOperationException e) {
+      return true;
+    }
+  }
+
+  /** Fails the collective naming who never came, then aborts the job: MPI cannot cancel it. */
+  private void missedDeadline(StreamOp op) {
+    String within = " within " + deadline.toMillis() + " ms of starting it";
+    String message;
+    if (comm.rank() == 0 && !op.arrivals.isEmpty()) {
+      List<Integer> absent = new ArrayList<>();
+      for (int i = 0; i < op.arrivals.size(); i++) {
+        if (!test(op.arrivals.get(i))) {
+          absent.add(i + 1);
+        }
+      }
+      message = op.describe() + " failed: ranks " + absent + " of " + comm.size() + " did not start it" + within;
+    } else {
+      message = op.describe() + " failed: rank " + comm.rank() + " waited for the other ranks" + within
+          + " (twice the deadline); rank 0, which names the absent ranks, did not report: it may be absent itself";
+    }
+    failer.fail(op, new IllegalStateException(message + "; aborting the job, since MPI cannot cancel a collective that "
+        + "other ranks have entered"));
+    try {
+      comm.abort("mpi-build: " + message, StreamOrderedMessages.ABORT_CODE);
+    } catch (RuntimeException e) {
+      // an abort that returns (in-process tests): the future has failed already
+    }
+  }
+}

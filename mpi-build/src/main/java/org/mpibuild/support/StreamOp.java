@@ -1,0 +1,96 @@
+package org.mpibuild.support;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
+
+/**
+ * One stream-ordered operation of {@link StreamOrderedMessages}: what it is, its buffers and device steps, where
+ * it stands, and, for a collective, its MPI requests. Touched only by the progress thread once added, except
+ * {@link #beforeSignalled}.
+ */
+final class StreamOp {
+  enum Kind { SEND, RECEIVE, BROADCAST, ALL_REDUCE }
+
+  enum State { WAIT_DEVICE, WAIT_MPI, WAIT_WRITE, DONE }
+
+  final Kind kind;
+  final ByteBuffer staging;
+  final int peer;
+  final int tag;
+  final StreamOrderedMessages.DeviceStep before;
+  final StreamOrderedMessages.Gate gate;
+  final StreamOrderedMessages.DeviceStep after;
+  final CompletableFuture<Void> future = new CompletableFuture<>();
+  boolean beforeWakes;
+  /** Whether {@link #before} has finished (or failed), once seen: never asked again. */
+  boolean beforeDone;
+  /** Set by the device's callback (any thread) once {@link #before} has finished or failed. */
+  volatile boolean beforeSignalled;
+  State state;
+  Communicator.Request request;
+  // collectives
+  long ticket = -1;
+  ByteBuffer receive;
+  int count;
+  Datatype type;
+  ReduceOp reduceOp;
+  ByteBuffer statusOut;
+  ByteBuffer statusIn;
+  Communicator.Request statusRequest;
+  List<Communicator.Request> arrivals = List.of();
+  /** An in-place all-reduce's results, from the pool, until copied out; or null. */
+  ByteBuffer results;
+  /** An in-place all-reduce's copy of its values that MPI reads, from the pool; or null. */
+  ByteBuffer sent;
+  /** The persistent request this collective started, owned until its results are copied out; or null. */
+  PersistentCollectives.Entry entry;
+  RuntimeException localFailure;
+  long startedAt;
+
+  StreamOp(Kind kind, ByteBuffer staging, int peer, int tag, StreamOrderedMessages.DeviceStep before,
+      StreamOrderedMessages.Gate gate, StreamOrderedMessages.DeviceStep after) {
+    this.kind = kind;
+    this.staging = staging;
+    this.peer = peer;
+    this.tag = tag;
+    this.before = before;
+    this.gate = gate;
+    this.after = after;
+    this.state = kind == Kind.RECEIVE ? State.WAIT_MPI : State.WAIT_DEVICE;
+  }
+
+  boolean collective() {
+    return kind == Kind.BROADCAST || kind == Kind.ALL_REDUCE;
+  }
+
+  /** The signature a persistent request is prepared for: never the buffers, so it repeats across calls. */
+  PersistentCollectives.Key key() {
+    return kind == Kind.BROADCAST
+        ? new PersistentCollectives.Key(true, staging.remaining(), null, null, peer)
+        : new PersistentCollectives.Key(false, count * type.bytes(), type, reduceOp, -1);
+  }
+
+  String describe() {
+    return switch (kind) {
+      case SEND -> "send of " + staging.remaining() + " bytes to rank " + peer + " (tag " + tag + ")";
+      case RECEIVE -> "receive of " + staging.remaining() + " bytes from rank " + peer + " (tag " + tag + ")";
+      case BROADCAST -> "broadcast of " + (staging.remaining() - StreamOrderedMessages.BROADCAST_HEADER)
+          + " bytes from rank " + peer + " (collective #" + ticket + ")";
+      case ALL_REDUCE -> "all-reduce (" + reduceOp + " of " + count + " " + type + ") (collective #" + ticket + ")";
+    };
+  }
+
+  /** Releases the device steps' resources (events). */
+  void releaseSteps() {
+    if (before != null) {
+      before.release();
+    }
+    if (after != null) {
+      after.release();
+    }
+  }
+}
