@@ -58,6 +58,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private static final long SPIN_NANOS = 20_000;
   /** The longest park while MPI operations are in flight (MPI moves only when tested). */
   private static final long MPI_PARK_NANOS = 100_000;
+  /**
+   * How long nothing must have moved, MPI operations in flight, before the park may grow past
+   * {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a peer busy with a long kernel is then tested a
+   * thousand times a second instead of ten thousand, which leaves the cores to the device (a CPU device
+   * shares them); a collective or message whose peer is near stays within the short parks.
+   */
+  private static final long MPI_IDLE_NANOS = 5_000_000;
   /** The longest park while device work that cannot wake the thread is awaited. */
   private static final long POLL_PARK_NANOS = 1_000_000;
   /** The longest park while only device work that wakes the thread is awaited (a safety net). */
@@ -376,6 +383,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       long sleep = 2_000;
       long spinUntil = 0;
       long lastSweep = System.nanoTime();
+      long lastMoved = lastSweep;
       while (true) {
         if (closed) {
           failAll();
@@ -388,6 +396,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
         ProgressPass pass = step(sweep);
         long now = System.nanoTime();
         if (pass.moved) {
+          lastMoved = now;
           sleep = 2_000;
           spinUntil = now + SPIN_NANOS;
           continue;
@@ -397,7 +406,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
           continue;
         }
         long cap = !pass.any ? Long.MAX_VALUE
-            : pass.mpi ? MPI_PARK_NANOS : pass.polledDevice ? POLL_PARK_NANOS : WOKEN_PARK_NANOS;
+            : pass.mpi ? (now - lastMoved > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS)
+            : pass.polledDevice ? POLL_PARK_NANOS : WOKEN_PARK_NANOS;
         long park = Math.min(sleep, cap);
         if (pass.nextDeadline != Long.MAX_VALUE) {
           park = Math.max(1_000, Math.min(park, pass.nextDeadline - now));
