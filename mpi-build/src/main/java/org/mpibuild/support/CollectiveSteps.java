@@ -32,8 +32,6 @@ final class CollectiveSteps {
   /** Whether the communicator offers persistent collectives: the same on every rank (the same library). */
   private final boolean persistentOffered;
   private final AtomicLong persistentStarts = new AtomicLong();
-  /** Collectives that failed after MPI started them, which it cannot cancel. */
-  private final List<StreamOp> inFlight = new ArrayList<>();
 
   CollectiveSteps(Communicator comm, Duration deadline, IntFunction<String> deviceCodes, CollectiveTickets tickets,
       StagingPool pool, Failer failer) {
@@ -64,9 +62,6 @@ final class CollectiveSteps {
    * them).
    */
   void abandon(StreamOp op) {
-    if (op.state == StreamOp.State.WAIT_MPI) {
-      inFlight.add(op); // MPI may still read and write its buffers: they stay reachable with the helper
-    }
     if (op.entry != null) {
       op.entry.release(op);
       op.entry = null;
@@ -114,11 +109,17 @@ final class CollectiveSteps {
           arrived &= test(a);
         }
         if (data && status && arrived) {
-          copyOut(op);
-          long word = op.kind == StreamOp.Kind.BROADCAST ? op.staging.getLong(op.staging.position()) : op.statusIn.getLong(0);
+          op.mpiDone = true;
+          long word = statusWord(op);
           if (word != 0) {
+            // nothing reaches the operation's own buffers: an all-reduce's device buffer keeps its values
+            discardResults(op);
             failer.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
-          } else if (op.gate != null) {
+            pass.moved = true;
+            return;
+          }
+          copyOut(op);
+          if (op.gate != null) {
             op.gate.open();
             op.state = StreamOp.State.WAIT_WRITE;
           } else {
@@ -152,9 +153,30 @@ final class CollectiveSteps {
     return false;
   }
 
+  /** The status word of a completed collective: the root's header of a broadcast, or the all-reduce MAX. */
+  private static long statusWord(StreamOp op) {
+    if (op.kind != StreamOp.Kind.BROADCAST) {
+      return op.statusIn.getLong(0);
+    }
+    ByteBuffer header = op.entry != null ? op.entry.send : op.staging;
+    return header.getLong(op.entry != null ? 0 : op.staging.position());
+  }
+
+  /** Frees what a completed collective that failed holds (MPI is done with it) without copying its results. */
+  private void discardResults(StreamOp op) {
+    if (op.entry != null) {
+      op.entry.release(op);
+      op.entry = null;
+    }
+    pool.give(op.results);
+    pool.give(op.sent);
+    op.results = null;
+    op.sent = null;
+  }
+
   /**
    * Copies the results of a persistent start, or of an in-place all-reduce, into the operation's own buffer,
-   * and frees the entry or the pool's buffer.
+   * and frees the entry or the pool's buffer. Only for a collective that succeeded on every rank.
    */
   private void copyOut(StreamOp op) {
     if (op.entry != null) {

@@ -13,6 +13,8 @@ final class ProgressPass {
   boolean afterBlocked;
   boolean moved;
   boolean mpi;
+  /** A collective's MPI operations are in flight. */
+  boolean collectiveMpi;
   boolean polledDevice;
   boolean any;
   long nextDeadline = Long.MAX_VALUE;

@@ -49,6 +49,8 @@ final class StreamOp {
   /** The persistent request this collective started, owned until its results are copied out; or null. */
   PersistentCollectives.Entry entry;
   RuntimeException localFailure;
+  /** Whether MPI has completed every request of this operation (nothing of MPI's uses its buffers any more). */
+  boolean mpiDone;
   long startedAt;
 
   StreamOp(Kind kind, ByteBuffer staging, int peer, int tag, StreamOrderedMessages.DeviceStep before,

@@ -59,12 +59,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** The longest park while MPI operations are in flight (MPI moves only when tested). */
   private static final long MPI_PARK_NANOS = 100_000;
   /**
-   * How long nothing must have moved, MPI operations in flight, before the park may grow past
-   * {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a peer busy with a long kernel is then tested a
-   * thousand times a second instead of ten thousand, which leaves the cores to the device (a CPU device
-   * shares them); a collective or message whose peer is near stays within the short parks.
+   * How long nothing must have moved, point-to-point messages in flight and no collective, before the park
+   * may grow past {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a receive whose sender is busy with a
+   * long kernel is then tested a thousand times a second instead of ten thousand, which leaves the cores to
+   * the device (a CPU device shares them). A collective, whose rounds advance only when tested, keeps the
+   * short parks.
    */
-  private static final long MPI_IDLE_NANOS = 5_000_000;
+  private static final long MPI_IDLE_NANOS = 20_000_000;
   /** The longest park while device work that cannot wake the thread is awaited. */
   private static final long POLL_PARK_NANOS = 1_000_000;
   /** The longest park while only device work that wakes the thread is awaited (a safety net). */
@@ -124,6 +125,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final StagingPool pool = new StagingPool(STAGING_POOL_BYTES);
   private final CollectiveSteps collectives;
   private final List<StreamOp> ops = new ArrayList<>();
+  /**
+   * Operations that failed while MPI or the device may still use their buffers (MPI cannot cancel a started
+   * operation; the work behind a failed gate still runs): kept reachable, so that the garbage collector never
+   * frees memory in use, for as long as the helper is.
+   */
+  private final List<StreamOp> retained = new ArrayList<>();
+  /** Buffers given up by {@link #discard}, kept reachable for the same reason; guarded by {@link #retained}. */
+  private final List<ByteBuffer> discarded = new ArrayList<>();
   private final Thread thread;
   private final Runnable wake;
   private volatile boolean closed;
@@ -289,6 +298,21 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   /**
+   * Gives up a buffer from {@link #staging} that no operation received (its enqueue failed): it is never
+   * reused, and stays reachable with the helper, since device work enqueued before the failure may use it.
+   *
+   * @param buffer the buffer, or null
+   */
+  public void discard(ByteBuffer buffer) {
+    if (buffer != null) {
+      pool.forget(buffer);
+      synchronized (retained) {
+        discarded.add(buffer); // device work enqueued before the failure may still use it
+      }
+    }
+  }
+
+  /**
    * Returns the bytes of staging buffers waiting for reuse (for tests and diagnostics).
    *
    * @return the count, at most 64 MiB
@@ -345,6 +369,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
     synchronized (ops) {
       if (closed) {
+        discard(op.staging); // device work for it may be enqueued
+        discard(op.receive);
         throw new IllegalStateException("stream-ordered messages on " + name + ": they were closed");
       }
       if (op.collective()) {
@@ -406,7 +432,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
           continue;
         }
         long cap = !pass.any ? Long.MAX_VALUE
-            : pass.mpi ? (now - lastMoved > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS)
+            : pass.mpi ? (!pass.collectiveMpi && now - lastMoved > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS)
             : pass.polledDevice ? POLL_PARK_NANOS : WOKEN_PARK_NANOS;
         long park = Math.min(sleep, cap);
         if (pass.nextDeadline != Long.MAX_VALUE) {
@@ -469,6 +495,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
                 }
               }
               if (op.request != null && op.request.test()) {
+                op.mpiDone = true;
                 if (op.kind == StreamOp.Kind.SEND) {
                   op.state = StreamOp.State.DONE;
                 } else {
@@ -500,6 +527,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       }
       if (op.collective()) {
         pass.nextDeadline = Math.min(pass.nextDeadline, collectives.deadlineOf(op));
+        pass.collectiveMpi |= op.state == StreamOp.State.WAIT_MPI;
       }
       if (op.state == StreamOp.State.DONE && !op.future.isDone()) {
         finish(op);
@@ -524,7 +552,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
     synchronized (ops) {
       ops.remove(op);
     }
-    if (op.gate != null && op.state != StreamOp.State.WAIT_WRITE) {
+    boolean gateFails = op.gate != null && op.state != StreamOp.State.WAIT_WRITE;
+    if (op.state == StreamOp.State.WAIT_MPI && !op.mpiDone || gateFails) {
+      synchronized (retained) {
+        retained.add(op);
+      }
+    }
+    if (gateFails) {
       if (op.kind == StreamOp.Kind.ALL_REDUCE && op.state == StreamOp.State.WAIT_MPI && op.localFailure == null
           && op.receive != op.staging) {
         // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values

@@ -260,4 +260,44 @@ class StreamOrderedMessagesTest {
       assertThrows(IllegalArgumentException.class, () -> m.staging(0));
     }
   }
+
+  @Test
+  void anInPlaceAllReduceThatFailsOnOneRankLeavesEveryRanksValuesAlone() throws Exception {
+    org.mpibuild.testkit.InProcessCommunicator.World world = new org.mpibuild.testkit.InProcessCommunicator.World(2,
+        20_000);
+    ByteBuffer[] values = new ByteBuffer[2];
+    List<CompletableFuture<Void>> futures = new ArrayList<>();
+    List<StreamOrderedMessages> helpers = new ArrayList<>();
+    try {
+      for (int r = 0; r < 2; r++) {
+        // in place, as QueueMessenger does on a mapped device buffer
+        values[r] = ByteBuffer.allocateDirect(4 * Integer.BYTES).order(java.nio.ByteOrder.nativeOrder());
+        for (int i = 0; i < 4; i++) {
+          values[r].putInt(i * Integer.BYTES, 10 * (r + 1) + i);
+        }
+        StreamOrderedMessages m = new StreamOrderedMessages(world.rank(r), "rank " + r);
+        helpers.add(m);
+        Step filled = new Step();
+        if (r == 1) {
+          filled.error = new DeviceFailure("the read failed", -5);
+        } else {
+          filled.finished = true;
+        }
+        futures.add(m.allReduce(values[r], values[r], 4, Communicator.Datatype.INT, Communicator.ReduceOp.SUM,
+            filled, new Gate(), new Step()));
+      }
+      for (int r = 0; r < 2; r++) {
+        int rank = r;
+        CompletionException e = assertThrows(CompletionException.class, () -> futures.get(rank).join());
+        assertTrue(e.getCause().getMessage().contains("rank 1's device work before it failed (error -5)"),
+            e.getCause().getMessage());
+        for (int i = 0; i < 4; i++) {
+          assertEquals(10 * (r + 1) + i, values[r].getInt(i * Integer.BYTES),
+              "rank " + r + "'s buffer keeps its own values, not a sum that took rank 1's undefined input");
+        }
+      }
+    } finally {
+      helpers.forEach(StreamOrderedMessages::close);
+    }
+  }
 }

@@ -52,6 +52,9 @@ import org.mpibuild.support.StreamOrderedMessages;
  * MpiBuild is closed, {@link #sendAfter} and {@link #receiveBefore} throw {@code IllegalStateException}
  * naming the messenger and why ("messenger on stream ...: its MpiBuild was closed") and make no CUDA call; a
  * close on another thread waits for the enqueue in progress.
+ *
+ * <p>The four calls are synchronized: two threads enqueueing on one messenger hand the engine their operations
+ * in the stream's order.
  */
 public final class StreamMessenger implements AutoCloseable {
   private final CUcontext context;
@@ -109,7 +112,7 @@ public final class StreamMessenger implements AutoCloseable {
    *
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> sendAfter(CUdeviceptr buffer, long bytes, int dest, int tag) {
+  public synchronized CompletableFuture<Void> sendAfter(CUdeviceptr buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
       return enqueueSend(buffer, bytes, dest, tag);
     }
@@ -135,7 +138,7 @@ public final class StreamMessenger implements AutoCloseable {
    *
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> receiveBefore(CUdeviceptr buffer, long bytes, int source, int tag) {
+  public synchronized CompletableFuture<Void> receiveBefore(CUdeviceptr buffer, long bytes, int source, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
       return enqueueReceive(buffer, bytes, source, tag);
     }
@@ -169,7 +172,7 @@ public final class StreamMessenger implements AutoCloseable {
    * @return completes on the root when the broadcast is done, elsewhere when the bytes are on the device
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> bcastAfter(CUdeviceptr buffer, long bytes, int root) {
+  public synchronized CompletableFuture<Void> bcastAfter(CUdeviceptr buffer, long bytes, int root) {
     try (UseGuard.Use ignored = guard.enter()) {
       messages.checkRoot(root);
       long total = StreamOrderedMessages.BROADCAST_HEADER + (long) StreamOrderedMessages.messageBytes(bytes);
@@ -205,7 +208,7 @@ public final class StreamMessenger implements AutoCloseable {
    *     the failing rank if one rank's copy failed
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> allreduceAfter(CUdeviceptr buffer, int count, Datatype type, ReduceOp op) {
+  public synchronized CompletableFuture<Void> allreduceAfter(CUdeviceptr buffer, int count, Datatype type, ReduceOp op) {
     try (UseGuard.Use ignored = guard.enter()) {
       if (count <= 0) {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");

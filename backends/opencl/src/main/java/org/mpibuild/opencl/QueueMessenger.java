@@ -3,6 +3,7 @@ package org.mpibuild.opencl;
 import static org.jocl.CL.CL_COMPLETE;
 import static org.jocl.CL.CL_EVENT_COMMAND_EXECUTION_STATUS;
 import static org.jocl.CL.CL_FALSE;
+import static org.jocl.CL.CL_INVALID_OPERATION;
 import static org.jocl.CL.CL_MAP_READ;
 import static org.jocl.CL.CL_MAP_WRITE;
 import static org.jocl.CL.CL_QUEUE_CONTEXT;
@@ -87,6 +88,11 @@ public final class QueueMessenger implements AutoCloseable {
   /** The backend whose queue this is, which closes the messenger before it releases the queue; or null. */
   private final OpenClBackend owner;
   private final UseGuard.Dependent dependent = this::close;
+  /**
+   * Held from a call's first enqueue until the engine has its operation, so that two threads enqueueing on
+   * one messenger cannot hand the engine their operations in another order than the queue's.
+   */
+  private final Object enqueueLock = new Object();
 
   private QueueMessenger(cl_command_queue queue, cl_context context, Communicator comm,
       StreamOrderedMessages messages, OpenClBackend owner) {
@@ -153,10 +159,17 @@ public final class QueueMessenger implements AutoCloseable {
    */
   public CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
-      ByteBuffer staging = staging(bytes);
-      EventStep read = enqueueRead(buffer, bytes, staging);
-      flush();
-      return messages.send(staging, dest, tag, read);
+      synchronized (enqueueLock) {
+        ByteBuffer staging = staging(bytes);
+        try {
+          EventStep read = enqueueRead(buffer, bytes, staging);
+          flush();
+          return messages.send(staging, dest, tag, read);
+        } catch (RuntimeException e) {
+          messages.discard(staging);
+          throw e;
+        }
+      }
     }
   }
 
@@ -173,15 +186,19 @@ public final class QueueMessenger implements AutoCloseable {
    */
   public CompletableFuture<Void> receiveBefore(cl_mem buffer, long bytes, int source, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
-      return enqueueReceive(buffer, bytes, source, tag);
+      synchronized (enqueueLock) {
+        ByteBuffer staging = staging(bytes);
+        try {
+          GatedWrite write = enqueueGatedWrite(buffer, bytes, staging);
+          return messages.receive(staging, source, tag, write.gate, write.written);
+        } catch (RuntimeException e) {
+          messages.discard(staging);
+          throw e;
+        }
+      }
     }
   }
 
-  private CompletableFuture<Void> enqueueReceive(cl_mem buffer, long bytes, int source, int tag) {
-    ByteBuffer staging = staging(bytes);
-    GatedWrite write = enqueueGatedWrite(buffer, bytes, staging);
-    return messages.receive(staging, source, tag, write.gate, write.written);
-  }
 
   /**
    * Broadcasts the first {@code bytes} of {@code buffer} from {@code root}, in place: on the root, as they are
@@ -203,15 +220,22 @@ public final class QueueMessenger implements AutoCloseable {
       if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
         throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
       }
-      ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
-      ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
-      if (comm.rank() == root) {
-        StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, data);
-        flush();
-        return messages.broadcast(staging, root, read, null, null);
+      synchronized (enqueueLock) {
+        ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
+        ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
+        try {
+          if (comm.rank() == root) {
+            StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, data);
+            flush();
+            return messages.broadcast(staging, root, read, null, null);
+          }
+          GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
+          return messages.broadcast(staging, root, null, write.gate, write.written);
+        } catch (RuntimeException e) {
+          messages.discard(staging);
+          throw e;
+        }
       }
-      GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
-      return messages.broadcast(staging, root, null, write.gate, write.written);
     }
   }
 
@@ -236,19 +260,51 @@ public final class QueueMessenger implements AutoCloseable {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");
       }
       long bytes = StreamOrderedMessages.messageBytes((long) count * type.bytes());
-      MappedRegion region;
-      try {
-        region = enqueueGatedMap(buffer, bytes);
-      } catch (DeviceFailure e) {
-        // this rank still takes part, so that every rank fails with its status instead of waiting for it
-        ByteBuffer none = staging(bytes);
-        return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+      synchronized (enqueueLock) {
+        MappedRegion region;
+        try {
+          region = enqueueGatedMap(buffer, bytes);
+        } catch (DeviceFailure e) {
+          if (e.code() == CL_INVALID_OPERATION) {
+            // a driver that refuses a second mapping for writing of a region whose unmap is still queued (the
+            // OpenCL specification allows it to): this call stages through host buffers instead
+            return stagedAllReduce(buffer, bytes, count, type, op);
+          }
+          // this rank still takes part, so that every rank fails with its status instead of waiting for it
+          ByteBuffer none = staging(bytes);
+          return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+        }
+        // in place on the mapped values: nothing allocated or copied on this thread (the progress thread
+        // copies them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device)
+        // maps a buffer where it lies
+        return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
+            region.unmapped);
       }
-      // in place on the mapped values: nothing allocated or copied on this thread (the progress thread copies
-      // them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device) maps a
-      // buffer where it lies
-      return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
-          region.unmapped);
+    }
+  }
+
+  /** An all-reduce through two pooled staging buffers: a read before, a gated write after. */
+  private CompletableFuture<Void> stagedAllReduce(cl_mem buffer, long bytes, int count, Datatype type, ReduceOp op) {
+    ByteBuffer send = staging(bytes);
+    ByteBuffer receive = staging(bytes);
+    try {
+      StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, send);
+      if (read instanceof FailedStep) {
+        return messages.allReduce(send, receive, count, type, op, read, NOTHING_GATED, NOTHING_GATED);
+      }
+      GatedWrite write;
+      try {
+        write = enqueueGatedWrite(buffer, bytes, receive);
+      } catch (DeviceFailure e) {
+        flush(); // the read is queued: it runs, and its event goes
+        read.release();
+        return messages.allReduce(send, receive, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+      }
+      return messages.allReduce(send, receive, count, type, op, read, write.gate, write.written);
+    } catch (RuntimeException e) {
+      messages.discard(send);
+      messages.discard(receive);
+      throw e;
     }
   }
 
@@ -280,7 +336,15 @@ public final class QueueMessenger implements AutoCloseable {
       clReleaseEvent(map);
       check(rc, "clEnqueueUnmapMemObject");
     }
-    flush();
+    try {
+      flush();
+    } catch (DeviceFailure e) {
+      clSetUserEventStatus(gate, CL_COMPLETE); // nothing waits for ever behind a gate nobody will open
+      clReleaseEvent(gate);
+      clReleaseEvent(unmap);
+      clReleaseEvent(map);
+      throw e;
+    }
     return new MappedRegion(values.order(ByteOrder.nativeOrder()), new EventStep(map), new UserEventGate(gate, queue),
         new EventStep(unmap));
   }
