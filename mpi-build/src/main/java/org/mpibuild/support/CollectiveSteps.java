@@ -113,7 +113,7 @@ final class CollectiveSteps {
           long word = statusWord(op);
           if (word != 0) {
             // nothing reaches the operation's own buffers: an all-reduce's device buffer keeps its values
-            discardResults(op);
+            releaseResults(op);
             failer.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
             pass.moved = true;
             return;
@@ -162,8 +162,8 @@ final class CollectiveSteps {
     return header.getLong(op.entry != null ? 0 : op.staging.position());
   }
 
-  /** Frees what a completed collective that failed holds (MPI is done with it) without copying its results. */
-  private void discardResults(StreamOp op) {
+  /** Frees what a completed collective holds from MPI (its persistent request, its in-place copies). */
+  private void releaseResults(StreamOp op) {
     if (op.entry != null) {
       op.entry.release(op);
       op.entry = null;
@@ -185,15 +185,10 @@ final class CollectiveSteps {
       } else {
         op.receive.duplicate().put(op.entry.receive.duplicate().clear().limit(op.count * op.type.bytes()));
       }
-      op.entry.release(op);
-      op.entry = null;
     } else if (op.results != null) {
       op.receive.duplicate().put(op.results.duplicate());
-      pool.give(op.results);
-      pool.give(op.sent);
-      op.results = null;
-      op.sent = null;
     }
+    releaseResults(op);
   }
 
   /**

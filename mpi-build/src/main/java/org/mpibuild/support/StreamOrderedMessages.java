@@ -126,13 +126,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final CollectiveSteps collectives;
   private final List<StreamOp> ops = new ArrayList<>();
   /**
-   * Operations that failed while MPI or the device may still use their buffers (MPI cannot cancel a started
-   * operation; the work behind a failed gate still runs): kept reachable, so that the garbage collector never
-   * frees memory in use, for as long as the helper is.
+   * Operations that failed, and buffers given up, while MPI or the device may still use them (MPI cannot cancel
+   * a started operation; the work behind a failed gate, or enqueued before a failure, still runs): kept
+   * reachable, so that the garbage collector never frees memory in use, for as long as the helper is.
    */
-  private final List<StreamOp> retained = new ArrayList<>();
-  /** Buffers given up by {@link #discard}, kept reachable for the same reason; guarded by {@link #retained}. */
-  private final List<ByteBuffer> discarded = new ArrayList<>();
+  private final List<Object> retained = new ArrayList<>();
   private final Thread thread;
   private final Runnable wake;
   private volatile boolean closed;
@@ -306,9 +304,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   public void discard(ByteBuffer buffer) {
     if (buffer != null) {
       pool.forget(buffer);
-      synchronized (retained) {
-        discarded.add(buffer); // device work enqueued before the failure may still use it
-      }
+      retain(buffer);
     }
   }
 
@@ -415,9 +411,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
           failAll();
           return;
         }
-        boolean sweep = System.nanoTime() - lastSweep >= WOKEN_PARK_NANOS;
+        long started = System.nanoTime();
+        boolean sweep = started - lastSweep >= WOKEN_PARK_NANOS;
         if (sweep) {
-          lastSweep = System.nanoTime();
+          lastSweep = started;
         }
         ProgressPass pass = step(sweep);
         long now = System.nanoTime();
@@ -554,9 +551,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
     boolean gateFails = op.gate != null && op.state != StreamOp.State.WAIT_WRITE;
     if (op.state == StreamOp.State.WAIT_MPI && !op.mpiDone || gateFails) {
-      synchronized (retained) {
-        retained.add(op);
-      }
+      retain(op);
     }
     if (gateFails) {
       if (op.kind == StreamOp.Kind.ALL_REDUCE && op.state == StreamOp.State.WAIT_MPI && op.localFailure == null
@@ -574,6 +569,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
     pool.forget(op.receive);
     op.state = StreamOp.State.DONE;
     op.future.completeExceptionally(why);
+  }
+
+  /** Keeps what MPI or the device may still use reachable for as long as the helper is. */
+  private void retain(Object inUse) {
+    synchronized (retained) {
+      retained.add(inUse);
+    }
   }
 
   /**

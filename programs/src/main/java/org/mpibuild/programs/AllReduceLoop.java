@@ -1,7 +1,6 @@
 package org.mpibuild.programs;
 
 import static org.jocl.CL.CL_MEM_READ_WRITE;
-import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.CL_TRUE;
 import static org.jocl.CL.clCreateBuffer;
 import static org.jocl.CL.clEnqueueFillBuffer;
@@ -11,6 +10,7 @@ import static org.jocl.CL.clEnqueueWriteBuffer;
 import static org.jocl.CL.clFinish;
 import static org.jocl.CL.clReleaseMemObject;
 import static org.jocl.CL.clSetKernelArg;
+import static org.mpibuild.programs.OpenClChecks.check;
 
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -23,7 +23,6 @@ import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import mpi.MPI;
 import mpi.MPIException;
-import org.jocl.CL;
 import org.jocl.Pointer;
 import org.jocl.Sizeof;
 import org.jocl.cl_command_queue;
@@ -221,11 +220,5 @@ public final class AllReduceLoop {
       }
     }
     return id;
-  }
-
-  private static void check(int rc) {
-    if (rc != CL_SUCCESS) {
-      throw new IllegalStateException(CL.stringFor_errorCode(rc));
-    }
   }
 }

@@ -1,7 +1,6 @@
 package org.mpibuild.programs;
 
 import static org.jocl.CL.CL_MEM_READ_WRITE;
-import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.CL_TRUE;
 import static org.jocl.CL.CL_FALSE;
 import static org.jocl.CL.clCreateBuffer;
@@ -12,6 +11,7 @@ import static org.jocl.CL.clFinish;
 import static org.jocl.CL.clFlush;
 import static org.jocl.CL.clReleaseMemObject;
 import static org.jocl.CL.clSetKernelArg;
+import static org.mpibuild.programs.OpenClChecks.check;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -22,7 +22,6 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import mpi.MPI;
 import mpi.MPIException;
-import org.jocl.CL;
 import org.jocl.Pointer;
 import org.jocl.Sizeof;
 import org.jocl.cl_command_queue;
@@ -180,11 +179,5 @@ public final class Pipeline {
     ByteBuffer staging = ByteBuffer.allocateDirect((int) bytes);
     comm.iReceive(staging, source, 7).await();
     check(clEnqueueWriteBuffer(queue, token, CL_TRUE, 0, bytes, Pointer.to(staging), 0, null, null));
-  }
-
-  private static void check(int rc) {
-    if (rc != CL_SUCCESS) {
-      throw new IllegalStateException(CL.stringFor_errorCode(rc));
-    }
   }
 }

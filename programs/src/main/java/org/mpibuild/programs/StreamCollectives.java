@@ -4,7 +4,6 @@ import static org.jocl.CL.CL_COMPLETE;
 import static org.jocl.CL.CL_EVENT_COMMAND_EXECUTION_STATUS;
 import static org.jocl.CL.CL_FALSE;
 import static org.jocl.CL.CL_MEM_READ_WRITE;
-import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.CL_TRUE;
 import static org.jocl.CL.clCreateBuffer;
 import static org.jocl.CL.clCreateCommandQueueWithProperties;
@@ -21,6 +20,7 @@ import static org.jocl.CL.clReleaseEvent;
 import static org.jocl.CL.clReleaseMemObject;
 import static org.jocl.CL.clSetKernelArg;
 import static org.jocl.CL.clSetUserEventStatus;
+import static org.mpibuild.programs.OpenClChecks.check;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -482,12 +482,6 @@ public final class StreamCollectives {
       }
       m.bcastAfter(b, (long) N * 4, 0).join();
       return report("absent", false, "the broadcast completed without the last rank");
-    }
-  }
-
-  private static void check(int rc) {
-    if (rc != CL_SUCCESS) {
-      throw new IllegalStateException(CL.stringFor_errorCode(rc));
     }
   }
 }

@@ -24,6 +24,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 import org.jocl.CL;
 import org.jocl.CLException;
 import org.jocl.Pointer;
@@ -78,6 +79,9 @@ import org.mpibuild.support.StreamOrderedMessages;
  * why ("messenger on queue ...: its MpiBuild was closed") and enqueue nothing; a close on another thread
  * waits for the enqueue in progress. A messenger on a queue the program made itself must be closed before
  * that queue is released.
+ *
+ * <p>The four calls are synchronized: two threads enqueueing on one messenger hand the engine their operations
+ * in the queue's order.
  */
 public final class QueueMessenger implements AutoCloseable {
   private final cl_command_queue queue;
@@ -88,11 +92,6 @@ public final class QueueMessenger implements AutoCloseable {
   /** The backend whose queue this is, which closes the messenger before it releases the queue; or null. */
   private final OpenClBackend owner;
   private final UseGuard.Dependent dependent = this::close;
-  /**
-   * Held from a call's first enqueue until the engine has its operation, so that two threads enqueueing on
-   * one messenger cannot hand the engine their operations in another order than the queue's.
-   */
-  private final Object enqueueLock = new Object();
 
   private QueueMessenger(cl_command_queue queue, cl_context context, Communicator comm,
       StreamOrderedMessages messages, OpenClBackend owner) {
@@ -157,19 +156,14 @@ public final class QueueMessenger implements AutoCloseable {
    * @return completes when the message is sent and the buffer may be overwritten by later work
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
+  public synchronized CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
-      synchronized (enqueueLock) {
-        ByteBuffer staging = staging(bytes);
-        try {
-          EventStep read = enqueueRead(buffer, bytes, staging);
-          flush();
-          return messages.send(staging, dest, tag, read);
-        } catch (RuntimeException e) {
-          messages.discard(staging);
-          throw e;
-        }
-      }
+      ByteBuffer staging = staging(bytes);
+      return discardingOnFailure(() -> {
+        EventStep read = enqueueRead(buffer, bytes, staging);
+        flush();
+        return messages.send(staging, dest, tag, read);
+      }, staging);
     }
   }
 
@@ -184,18 +178,13 @@ public final class QueueMessenger implements AutoCloseable {
    * @return completes when the data is in the device buffer
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> receiveBefore(cl_mem buffer, long bytes, int source, int tag) {
+  public synchronized CompletableFuture<Void> receiveBefore(cl_mem buffer, long bytes, int source, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
-      synchronized (enqueueLock) {
-        ByteBuffer staging = staging(bytes);
-        try {
-          GatedWrite write = enqueueGatedWrite(buffer, bytes, staging);
-          return messages.receive(staging, source, tag, write.gate, write.written);
-        } catch (RuntimeException e) {
-          messages.discard(staging);
-          throw e;
-        }
-      }
+      ByteBuffer staging = staging(bytes);
+      return discardingOnFailure(() -> {
+        GatedWrite write = enqueueGatedWrite(buffer, bytes, staging);
+        return messages.receive(staging, source, tag, write.gate, write.written);
+      }, staging);
     }
   }
 
@@ -213,29 +202,24 @@ public final class QueueMessenger implements AutoCloseable {
    *     fails on every rank, with the same message, if the root's read of the buffer failed
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> bcastAfter(cl_mem buffer, long bytes, int root) {
+  public synchronized CompletableFuture<Void> bcastAfter(cl_mem buffer, long bytes, int root) {
     try (UseGuard.Use ignored = guard.enter()) {
       messages.checkRoot(root);
       int n = StreamOrderedMessages.messageBytes(bytes);
       if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
         throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
       }
-      synchronized (enqueueLock) {
-        ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
-        ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
-        try {
-          if (comm.rank() == root) {
-            StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, data);
-            flush();
-            return messages.broadcast(staging, root, read, null, null);
-          }
-          GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
-          return messages.broadcast(staging, root, null, write.gate, write.written);
-        } catch (RuntimeException e) {
-          messages.discard(staging);
-          throw e;
+      ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
+      ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
+      return discardingOnFailure(() -> {
+        if (comm.rank() == root) {
+          StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, data);
+          flush();
+          return messages.broadcast(staging, root, read, null, null);
         }
-      }
+        GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
+        return messages.broadcast(staging, root, null, write.gate, write.written);
+      }, staging);
     }
   }
 
@@ -254,32 +238,30 @@ public final class QueueMessenger implements AutoCloseable {
    *     and the work queued after it ends with an error)
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public CompletableFuture<Void> allreduceAfter(cl_mem buffer, int count, Datatype type, ReduceOp op) {
+  public synchronized CompletableFuture<Void> allreduceAfter(cl_mem buffer, int count, Datatype type, ReduceOp op) {
     try (UseGuard.Use ignored = guard.enter()) {
       if (count <= 0) {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");
       }
       long bytes = StreamOrderedMessages.messageBytes((long) count * type.bytes());
-      synchronized (enqueueLock) {
-        MappedRegion region;
-        try {
-          region = enqueueGatedMap(buffer, bytes);
-        } catch (DeviceFailure e) {
-          if (e.code() == CL_INVALID_OPERATION) {
-            // a driver that refuses a second mapping for writing of a region whose unmap is still queued (the
-            // OpenCL specification allows it to): this call stages through host buffers instead
-            return stagedAllReduce(buffer, bytes, count, type, op);
-          }
-          // this rank still takes part, so that every rank fails with its status instead of waiting for it
-          ByteBuffer none = staging(bytes);
-          return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+      MappedRegion region;
+      try {
+        region = enqueueGatedMap(buffer, bytes);
+      } catch (DeviceFailure e) {
+        if (e.code() == CL_INVALID_OPERATION) {
+          // a driver that refuses a second mapping for writing of a region whose unmap is still queued (the
+          // OpenCL specification allows it to): this call stages through host buffers instead
+          return stagedAllReduce(buffer, bytes, count, type, op);
         }
-        // in place on the mapped values: nothing allocated or copied on this thread (the progress thread
-        // copies them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device)
-        // maps a buffer where it lies
-        return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
-            region.unmapped);
+        // this rank still takes part, so that every rank fails with its status instead of waiting for it
+        ByteBuffer none = staging(bytes);
+        return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
       }
+      // in place on the mapped values: nothing allocated or copied on this thread (the progress thread copies
+      // them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device) maps a
+      // buffer where it lies
+      return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
+          region.unmapped);
     }
   }
 
@@ -287,7 +269,7 @@ public final class QueueMessenger implements AutoCloseable {
   private CompletableFuture<Void> stagedAllReduce(cl_mem buffer, long bytes, int count, Datatype type, ReduceOp op) {
     ByteBuffer send = staging(bytes);
     ByteBuffer receive = staging(bytes);
-    try {
+    return discardingOnFailure(() -> {
       StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, send);
       if (read instanceof FailedStep) {
         return messages.allReduce(send, receive, count, type, op, read, NOTHING_GATED, NOTHING_GATED);
@@ -301,9 +283,21 @@ public final class QueueMessenger implements AutoCloseable {
         return messages.allReduce(send, receive, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
       }
       return messages.allReduce(send, receive, count, type, op, read, write.gate, write.written);
+    }, send, receive);
+  }
+
+  /**
+   * Enqueues through {@code staging} buffers of the engine's pool: if the enqueue or its hand-off to the engine
+   * throws, they leave the pool (device work enqueued before the failure may still use them).
+   */
+  private CompletableFuture<Void> discardingOnFailure(Supplier<CompletableFuture<Void>> enqueue,
+      ByteBuffer... staging) {
+    try {
+      return enqueue.get();
     } catch (RuntimeException e) {
-      messages.discard(send);
-      messages.discard(receive);
+      for (ByteBuffer b : staging) {
+        messages.discard(b);
+      }
       throw e;
     }
   }
@@ -321,27 +315,26 @@ public final class QueueMessenger implements AutoCloseable {
     ByteBuffer values = clEnqueueMapBuffer(queue, buffer, false, CL_MAP_READ | CL_MAP_WRITE, 0, bytes, 0, null, map,
         err);
     check(err[0], "clEnqueueMapBuffer");
-    cl_event gate = clCreateUserEvent(context, err);
-    if (err[0] != CL_SUCCESS) {
-      clEnqueueUnmapMemObject(queue, buffer, values, 0, null, null); // leaves nothing mapped
-      clReleaseEvent(map);
-      check(err[0], "clCreateUserEvent");
-    }
-    cl_event unmap = new cl_event();
-    int rc = clEnqueueUnmapMemObject(queue, buffer, values, 1, new cl_event[] {gate}, unmap);
-    if (rc != CL_SUCCESS) {
-      clEnqueueUnmapMemObject(queue, buffer, values, 0, null, null);
-      clSetUserEventStatus(gate, CL_COMPLETE);
-      clReleaseEvent(gate);
-      clReleaseEvent(map);
-      check(rc, "clEnqueueUnmapMemObject");
-    }
+    cl_event gate = null;
+    cl_event unmap = null;
     try {
+      gate = clCreateUserEvent(context, err);
+      check(err[0], "clCreateUserEvent");
+      cl_event queued = new cl_event();
+      check(clEnqueueUnmapMemObject(queue, buffer, values, 1, new cl_event[] {gate}, queued),
+          "clEnqueueUnmapMemObject");
+      unmap = queued;
       flush();
     } catch (DeviceFailure e) {
-      clSetUserEventStatus(gate, CL_COMPLETE); // nothing waits for ever behind a gate nobody will open
-      clReleaseEvent(gate);
-      clReleaseEvent(unmap);
+      if (unmap == null) {
+        clEnqueueUnmapMemObject(queue, buffer, values, 0, null, null); // leaves nothing mapped
+      } else {
+        clReleaseEvent(unmap);
+      }
+      if (gate != null && err[0] == CL_SUCCESS) {
+        clSetUserEventStatus(gate, CL_COMPLETE); // nothing waits for ever behind a gate nobody will open
+        clReleaseEvent(gate);
+      }
       clReleaseEvent(map);
       throw e;
     }
