@@ -23,6 +23,9 @@ final class CollectiveSteps {
     void fail(StreamOp op, RuntimeException why);
   }
 
+  /** What every rank but 0 sends as its arrival: one byte, never written. */
+  private static final ByteBuffer ARRIVAL = ByteBuffer.allocateDirect(1);
+
   private final Communicator comm;
   private final Duration deadline;
   private final IntFunction<String> deviceCodes;
@@ -71,6 +74,9 @@ final class CollectiveSteps {
     }
     pool.forget(op.results);
     pool.forget(op.sent);
+    pool.forget(op.statusOut);
+    pool.forget(op.statusIn);
+    pool.forget(op.arrivalBytes);
   }
 
   /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
@@ -172,6 +178,11 @@ final class CollectiveSteps {
     pool.give(op.sent);
     op.results = null;
     op.sent = null;
+    // every request of the collective has completed (data, status, arrivals)
+    pool.give(op.statusOut);
+    pool.give(op.statusIn);
+    pool.give(op.arrivalBytes);
+    op.arrivalBytes = null;
   }
 
   /**
@@ -234,7 +245,7 @@ final class CollectiveSteps {
       int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
       word = ((long) (comm.rank() + 1) << 32) | (code & 0xffffffffL);
     }
-    op.arrivals = announce();
+    op.arrivals = announce(op);
     op.startedAt = System.nanoTime();
     if (op.kind == StreamOp.Kind.BROADCAST) {
       if (comm.rank() == op.peer) {
@@ -243,8 +254,8 @@ final class CollectiveSteps {
       op.request = startData(op);
     } else {
       op.request = startData(op);
-      op.statusOut = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder()).putLong(0, word);
-      op.statusIn = ByteBuffer.allocateDirect(8).order(ByteOrder.nativeOrder());
+      op.statusOut = pool.take(Long.BYTES).putLong(0, word);
+      op.statusIn = pool.take(Long.BYTES);
       op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
     }
   }
@@ -258,15 +269,19 @@ final class CollectiveSteps {
         + (op.kind == StreamOp.Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values" : "; the receivers' buffers are undefined");
   }
 
-  /** Every rank but 0 sends its arrival; rank 0 receives them. Empty when the binding carries no messages. */
-  private List<Communicator.Request> announce() {
+  /**
+   * Every rank but 0 sends its arrival (all from one byte that nobody writes); rank 0 receives them, each into a
+   * byte of its own from the pool. Empty when the binding carries no messages.
+   */
+  private List<Communicator.Request> announce(StreamOp op) {
     List<Communicator.Request> out = new ArrayList<>();
     try {
       if (comm.rank() != 0) {
-        out.add(comm.iSend(ByteBuffer.allocateDirect(1), 0, StreamOrderedMessages.ARRIVAL_TAG));
-      } else {
+        out.add(comm.iSend(ARRIVAL.duplicate(), 0, StreamOrderedMessages.ARRIVAL_TAG));
+      } else if (comm.size() > 1) {
+        op.arrivalBytes = pool.take(comm.size() - 1);
         for (int r = 1; r < comm.size(); r++) {
-          out.add(comm.iReceive(ByteBuffer.allocateDirect(1), r, StreamOrderedMessages.ARRIVAL_TAG));
+          out.add(comm.iReceive(op.arrivalBytes.slice(r - 1, 1), r, StreamOrderedMessages.ARRIVAL_TAG));
         }
       }
     } catch (UnsupportedOperationException e) {

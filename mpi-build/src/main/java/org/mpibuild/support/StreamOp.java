@@ -17,8 +17,14 @@ final class StreamOp {
 
   enum State { WAIT_DEVICE, WAIT_MPI, WAIT_WRITE, DONE }
 
+  /** Who runs an operation of the queue's ({@link #onQueue}): nobody yet, the queue's thread, the progress thread. */
+  static final int NOBODY = 0;
+  static final int QUEUE = 1;
+  static final int PROGRESS = 2;
+
   final Kind kind;
-  final ByteBuffer staging;
+  /** The operation's data; an all-reduce run by its queue gets the device's memory when it runs. */
+  ByteBuffer staging;
   final int peer;
   final int tag;
   final StreamOrderedMessages.DeviceStep before;
@@ -42,6 +48,8 @@ final class StreamOp {
   ByteBuffer statusIn;
   Communicator.Request statusRequest;
   List<Communicator.Request> arrivals = List.of();
+  /** On rank 0, the bytes the arrivals are received into, from the pool; or null. */
+  ByteBuffer arrivalBytes;
   /** An in-place all-reduce's results, from the pool, until copied out; or null. */
   ByteBuffer results;
   /** An in-place all-reduce's copy of its values that MPI reads, from the pool; or null. */
@@ -49,6 +57,15 @@ final class StreamOp {
   /** The persistent request this collective started, owned until its results are copied out; or null. */
   PersistentCollectives.Entry entry;
   RuntimeException localFailure;
+  /**
+   * Run by the device's own queue (see {@link StreamOrderedMessages.QueuedCollective}), on the thread that runs
+   * its commands, rather than by the progress thread; set before the operation is added.
+   */
+  boolean onQueue;
+  /** Who runs an operation of the queue's: claimed once, under this object's lock. */
+  int driver = NOBODY;
+  /** The queue's command that runs an operation of the queue's, once enqueued: polled only for its failure. */
+  StreamOrderedMessages.DeviceStep command;
   /** Whether MPI has completed every request of this operation (nothing of MPI's uses its buffers any more). */
   boolean mpiDone;
   long startedAt;
@@ -63,6 +80,18 @@ final class StreamOp {
     this.gate = gate;
     this.after = after;
     this.state = kind == Kind.RECEIVE ? State.WAIT_MPI : State.WAIT_DEVICE;
+  }
+
+  /** Claims an operation of the queue's for {@code who}, once: whether it is now {@code who}'s. */
+  synchronized boolean claim(int who) {
+    if (driver == NOBODY) {
+      driver = who;
+    }
+    return driver == who;
+  }
+
+  synchronized int driver() {
+    return driver;
   }
 
   boolean collective() {
@@ -88,6 +117,14 @@ final class StreamOp {
 
   /** Releases the device steps' resources (events). */
   void releaseSteps() {
+    StreamOrderedMessages.DeviceStep c;
+    synchronized (this) {
+      c = command;
+      command = null;
+    }
+    if (c != null) {
+      c.release();
+    }
     if (before != null) {
       before.release();
     }

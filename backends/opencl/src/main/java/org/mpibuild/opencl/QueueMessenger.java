@@ -4,7 +4,10 @@ import static org.jocl.CL.CL_COMPLETE;
 import static org.jocl.CL.CL_EVENT_COMMAND_EXECUTION_STATUS;
 import static org.jocl.CL.CL_FALSE;
 import static org.jocl.CL.CL_INVALID_OPERATION;
+import static org.jocl.CL.CL_INVALID_VALUE;
 import static org.jocl.CL.CL_MAP_READ;
+import static org.jocl.CL.CL_MEM_ASSOCIATED_MEMOBJECT;
+import static org.jocl.CL.CL_MEM_SIZE;
 import static org.jocl.CL.CL_MAP_WRITE;
 import static org.jocl.CL.CL_QUEUE_CONTEXT;
 import static org.jocl.CL.CL_SUCCESS;
@@ -16,6 +19,7 @@ import static org.jocl.CL.clEnqueueWriteBuffer;
 import static org.jocl.CL.clFlush;
 import static org.jocl.CL.clGetCommandQueueInfo;
 import static org.jocl.CL.clGetEventInfo;
+import static org.jocl.CL.clGetMemObjectInfo;
 import static org.jocl.CL.clReleaseEvent;
 import static org.jocl.CL.clSetEventCallback;
 import static org.jocl.CL.clSetUserEventStatus;
@@ -92,9 +96,17 @@ public final class QueueMessenger implements AutoCloseable {
   /** The backend whose queue this is, which closes the messenger before it releases the queue; or null. */
   private final OpenClBackend owner;
   private final UseGuard.Dependent dependent = this::close;
+  /** Runs collectives on the queue itself, or null where they run on the progress thread ({@link #collectivesRun}). */
+  private final QueueCommands commands;
+  private final QueueCommands.Choice choice;
+  private final String collectivesRun;
 
   private QueueMessenger(cl_command_queue queue, cl_context context, Communicator comm,
       StreamOrderedMessages messages, OpenClBackend owner) {
+    QueueCommands.Choice choice = QueueCommands.forQueue(queue);
+    this.choice = choice;
+    this.commands = choice.commands();
+    this.collectivesRun = choice.why();
     this.queue = queue;
     this.context = context;
     this.comm = comm;
@@ -209,6 +221,9 @@ public final class QueueMessenger implements AutoCloseable {
       if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
         throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
       }
+      if (commands != null && whole(buffer).whole()) {
+        return onQueue(messages.broadcastOnQueue(n, root), buffer, n);
+      }
       ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
       ByteBuffer data = staging.slice(StreamOrderedMessages.BROADCAST_HEADER, n);
       return discardingOnFailure(() -> {
@@ -244,6 +259,9 @@ public final class QueueMessenger implements AutoCloseable {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");
       }
       long bytes = StreamOrderedMessages.messageBytes((long) count * type.bytes());
+      if (commands != null && whole(buffer).whole()) {
+        return onQueue(messages.allReduceOnQueue(count, type, op), buffer, (int) bytes);
+      }
       MappedRegion region;
       try {
         region = enqueueGatedMap(buffer, bytes);
@@ -263,6 +281,74 @@ public final class QueueMessenger implements AutoCloseable {
       return messages.allReduce(region.values, region.values, count, type, op, region.mapped, region.gate,
           region.unmapped);
     }
+  }
+
+  /**
+   * Enqueues a collective that the queue runs itself (a native kernel, {@link QueueCommands}): it starts when
+   * the work before it has finished and the work after it starts when it returns. A buffer smaller than the
+   * collective, or a command the device refuses, fails the collective on every rank.
+   */
+  private CompletableFuture<Void> onQueue(StreamOrderedMessages.QueuedCollective collective, cl_mem buffer,
+      int bytes) {
+    BufferShape shape = whole(buffer);
+    if (shape.error() != CL_SUCCESS || shape.bytes() < bytes) {
+      collective.enqueueFailed(new DeviceFailure(shape.error() != CL_SUCCESS ? "clGetMemObjectInfo failed: "
+          + CL.stringFor_errorCode(shape.error()) : "a collective of " + bytes + " bytes on a buffer of "
+          + shape.bytes() + " bytes", shape.error() != CL_SUCCESS ? shape.error() : CL_INVALID_VALUE));
+      return collective.future();
+    }
+    QueueCommands.Enqueued command;
+    try {
+      command = commands.enqueue(queue, buffer, bytes, collective::run);
+    } catch (DeviceFailure e) {
+      collective.enqueueFailed(e);
+      return collective.future();
+    }
+    collective.enqueued(new EventStep(command.event()));
+    collective.future().whenComplete((v, e) -> commands.forget(command.id()));
+    clFlush(queue); // the command is queued whatever the flush says: the collective goes on
+    return collective.future();
+  }
+
+  /** A buffer's size, whether it is a whole buffer, and the error of asking, if any. */
+  private record BufferShape(cl_mem buffer, long bytes, boolean whole, int error) {}
+
+  /** The shape of the buffer last asked about: a loop passes the same one every time. */
+  private BufferShape lastShape;
+
+  /**
+   * The size of a buffer and whether it is a whole buffer, not a sub-buffer (whose memory a native kernel may
+   * not see at its offset); asked of the device once for the buffer of the previous call.
+   */
+  private BufferShape whole(cl_mem buffer) {
+    BufferShape last = lastShape;
+    if (last != null && last.buffer() == buffer) {
+      return last;
+    }
+    long[] size = new long[1];
+    cl_mem parent = new cl_mem();
+    int rc = clGetMemObjectInfo(buffer, CL_MEM_SIZE, Sizeof.size_t, Pointer.to(size), null);
+    if (rc == CL_SUCCESS) {
+      rc = clGetMemObjectInfo(buffer, CL_MEM_ASSOCIATED_MEMOBJECT, Sizeof.cl_mem, Pointer.to(parent), null);
+    }
+    BufferShape shape = new BufferShape(buffer, size[0], rc == CL_SUCCESS && parent.equals(new cl_mem()), rc);
+    if (rc == CL_SUCCESS) {
+      lastShape = shape;
+    }
+    return shape;
+  }
+
+  /**
+   * Says where this messenger's collectives run: on the device's queue itself, as native kernels (Java 22 or
+   * later with native access enabled, a device that runs native kernels such as PoCL's CPU device, and
+   * {@code MPI_BUILD_OPENCL_ON_QUEUE} not false), or on the progress thread, and why. On the queue, the whole
+   * collective runs on the thread that runs the queue's commands, between the work queued before and after it;
+   * the two ways mix freely across ranks and messengers.
+   *
+   * @return for example "on the device's queue (native kernels through the FFM API)"
+   */
+  public String collectivesRun() {
+    return collectivesRun;
   }
 
   /** An all-reduce through two pooled staging buffers: a read before, a gated write after. */
@@ -441,6 +527,7 @@ public final class QueueMessenger implements AutoCloseable {
   private void close(String why) {
     if (guard.closeAsDependent(owner == null ? null : owner.guard(), dependent, why)) {
       messages.close();
+      choice.release();
     }
   }
 

@@ -1,0 +1,218 @@
+package org.mpibuild.support;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
+import org.mpibuild.support.StreamOrderedMessagesTest.Gate;
+import org.mpibuild.support.StreamOrderedMessagesTest.Step;
+import org.mpibuild.testkit.InProcessCommunicator;
+
+/**
+ * Collectives that the device's queue runs itself ({@link StreamOrderedMessages.QueuedCollective}), with ranks
+ * in one JVM: a thread stands for the queue's worker that runs the command.
+ */
+class QueuedCollectivesTest {
+  private final List<StreamOrderedMessages> helpers = new ArrayList<>();
+
+  @AfterEach
+  void close() {
+    helpers.forEach(StreamOrderedMessages::close);
+  }
+
+  private StreamOrderedMessages helper(InProcessCommunicator.World world, int rank) {
+    StreamOrderedMessages m = new StreamOrderedMessages(world.rank(rank), "rank " + rank);
+    helpers.add(m);
+    return m;
+  }
+
+  private static ByteBuffer ints(int... values) {
+    ByteBuffer b = ByteBuffer.allocateDirect(values.length * Integer.BYTES).order(ByteOrder.nativeOrder());
+    for (int i = 0; i < values.length; i++) {
+      b.putInt(i * Integer.BYTES, values[i]);
+    }
+    return b;
+  }
+
+  /** The queue's worker reaching the command: runs it on a thread of its own. */
+  private static Thread runOnQueue(StreamOrderedMessages.QueuedCollective c, ByteBuffer device) {
+    Thread t = new Thread(() -> c.run(device), "queue worker");
+    t.start();
+    return t;
+  }
+
+  @Test
+  void anAllReduceRunByTheQueueReducesInPlaceAndMatchesTheProgressThreadsOnOtherRanks() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 20_000);
+    ByteBuffer[] device = {ints(1, 2), ints(10, 20), ints(100, 200)};
+    List<CompletableFuture<Void>> futures = new ArrayList<>();
+    List<Thread> workers = new ArrayList<>();
+    for (int r = 0; r < 3; r++) {
+      StreamOrderedMessages m = helper(world, r);
+      if (r == 1) { // this rank's helper stages through its progress thread, as on a GPU
+        Step filled = new Step();
+        filled.finished = true;
+        Step written = new Step();
+        written.finished = true;
+        futures.add(m.allReduce(device[r], device[r], 2, Datatype.INT, ReduceOp.SUM, filled, new Gate(), written));
+      } else {
+        StreamOrderedMessages.QueuedCollective c = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+        c.enqueued(new Step());
+        futures.add(c.future());
+        workers.add(runOnQueue(c, device[r]));
+      }
+    }
+    for (Thread t : workers) {
+      t.join(10_000);
+      assertFalse(t.isAlive(), "the queue's worker returned");
+    }
+    assertTrue(futures.get(0).isDone() && futures.get(2).isDone(),
+        "the queue's collective is complete when its command returns");
+    for (int r = 0; r < 3; r++) {
+      futures.get(r).get(10, TimeUnit.SECONDS);
+      assertEquals(111, device[r].getInt(0), "rank " + r);
+      assertEquals(222, device[r].getInt(4), "rank " + r);
+    }
+  }
+
+  @Test
+  void aRankWhoseCommandCouldNotBeEnqueuedFailsEveryRankAndNoBufferChanges() {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    ByteBuffer device = ints(1, 2);
+    StreamOrderedMessages.QueuedCollective ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedCollective refused = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    ok.enqueued(new Step());
+    refused.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5));
+    runOnQueue(ok, device);
+    for (CompletableFuture<Void> f : List.of(ok.future(), refused.future())) {
+      CompletionException e = assertThrows(CompletionException.class, f::join);
+      assertTrue(e.getCause().getMessage().contains("rank 1's device work before it failed (error -5)"),
+          e.getCause().getMessage());
+    }
+    assertEquals(1, device.getInt(0), "rank 0's device buffer keeps its values");
+    assertEquals(2, device.getInt(4));
+  }
+
+  @Test
+  void aCommandThatTheDeviceFailsBeforeItRunsIsTakenOverAndFailsEveryRank() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    ByteBuffer[] device = {ints(1, 2), ints(10, 20)};
+    StreamOrderedMessages.QueuedCollective ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedCollective never = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    ok.enqueued(new Step());
+    Step failedCommand = new Step();
+    failedCommand.error = new DeviceFailure("a command before it failed", -9999);
+    never.enqueued(failedCommand); // the device never runs it: only a sweep of the progress thread finds out
+    runOnQueue(ok, device[0]);
+    for (CompletableFuture<Void> f : List.of(ok.future(), never.future())) {
+      CompletionException e = assertThrows(CompletionException.class, f::join);
+      assertTrue(e.getCause().getMessage().contains("rank 1's device work before it failed (error -9999)"),
+          e.getCause().getMessage());
+    }
+    never.run(device[1]); // a late run does nothing: the progress thread took it
+    assertEquals(10, device[1].getInt(0));
+    assertEquals(1, device[0].getInt(0));
+    assertTrue(failedCommand.released, "the command's event is released");
+  }
+
+  @Test
+  void aBroadcastRunByTheQueueReachesRanksOfBothKinds() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 20_000);
+    ByteBuffer rootData = ints(7, 8, 9);
+    ByteBuffer queueReceiver = ints(0, 0, 0);
+    StreamOrderedMessages.QueuedCollective root = helper(world, 1).broadcastOnQueue(12, 1);
+    StreamOrderedMessages.QueuedCollective receiver = helper(world, 0).broadcastOnQueue(12, 1);
+    // rank 2 receives through its progress thread, into a staging buffer behind a gate
+    StreamOrderedMessages m2 = helper(world, 2);
+    ByteBuffer staging = m2.staging(StreamOrderedMessages.BROADCAST_HEADER + 12);
+    Gate gate = new Gate();
+    Step written = new Step();
+    written.finished = true;
+    CompletableFuture<Void> third = m2.broadcast(staging, 1, null, gate, written);
+    root.enqueued(new Step());
+    receiver.enqueued(new Step());
+    Thread a = runOnQueue(root, rootData);
+    Thread b = runOnQueue(receiver, queueReceiver);
+    a.join(10_000);
+    b.join(10_000);
+    root.future().get(10, TimeUnit.SECONDS);
+    receiver.future().get(10, TimeUnit.SECONDS);
+    third.get(10, TimeUnit.SECONDS);
+    for (int i = 0; i < 3; i++) {
+      assertEquals(7 + i, queueReceiver.getInt(4 * i), "the queue's receiver has the root's bytes");
+      assertEquals(7 + i, staging.getInt(StreamOrderedMessages.BROADCAST_HEADER + 4 * i),
+          "the progress thread's receiver has them");
+    }
+    assertTrue(gate.opened);
+  }
+
+  @Test
+  void theQueuesCollectiveWaitsForItsTurnBehindAnotherQueuesEarlierOne() throws Exception {
+    // Each rank: helper A enqueues collective 0 (progress thread), helper B collective 1 (run by its queue). On
+    // rank 0, A's device work is slow and B's queue reaches its command first: B must not start before A, or
+    // rank 0's first all-reduce would meet rank 1's A and every sum would be wrong.
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    List<Step> slow = new ArrayList<>();
+    List<ByteBuffer> aValues = new ArrayList<>();
+    List<ByteBuffer> bValues = new ArrayList<>();
+    List<CompletableFuture<Void>> futures = new ArrayList<>();
+    List<Thread> workers = new ArrayList<>();
+    for (int r = 0; r < 2; r++) {
+      InProcessCommunicator comm = world.rank(r); // both helpers on one communicator object: one order
+      StreamOrderedMessages a = new StreamOrderedMessages(comm, "A" + r);
+      StreamOrderedMessages b = new StreamOrderedMessages(comm, "B" + r);
+      helpers.add(a);
+      helpers.add(b);
+      Step filled = new Step();
+      filled.finished = r == 1;
+      slow.add(filled);
+      Step written = new Step();
+      written.finished = true;
+      aValues.add(ints(1));
+      bValues.add(ints(100));
+      futures.add(a.allReduce(aValues.get(r), aValues.get(r), 1, Datatype.INT, ReduceOp.SUM, filled, new Gate(),
+          written));
+      StreamOrderedMessages.QueuedCollective c = b.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+      c.enqueued(new Step());
+      futures.add(c.future());
+      workers.add(runOnQueue(c, bValues.get(r)));
+    }
+    Thread.sleep(200);
+    assertTrue(workers.get(0).isAlive(), "rank 0's queue waits for its turn");
+    assertFalse(futures.get(1).isDone(), "rank 0's B has not run before its A");
+    slow.get(0).finished = true;
+    for (CompletableFuture<Void> f : futures) {
+      f.get(10, TimeUnit.SECONDS);
+    }
+    for (int r = 0; r < 2; r++) {
+      assertEquals(2, aValues.get(r).getInt(0), "rank " + r + "'s A");
+      assertEquals(200, bValues.get(r).getInt(0), "rank " + r + "'s B");
+    }
+  }
+
+  @Test
+  void closingFailsACollectiveTheQueueHasNotRunAndItsLateRunChangesNothing() {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    StreamOrderedMessages m = helper(world, 0);
+    StreamOrderedMessages.QueuedCollective c = m.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    c.enqueued(new Step());
+    m.close();
+    CompletionException e = assertThrows(CompletionException.class, () -> c.future().join());
+    assertTrue(e.getCause().getMessage().contains("the helper was closed"), e.getCause().getMessage());
+    ByteBuffer device = ints(5);
+    c.run(device); // returns at once: the other rank never came, and nothing waits for it
+    assertEquals(5, device.getInt(0));
+  }
+}
