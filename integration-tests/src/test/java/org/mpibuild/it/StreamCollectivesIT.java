@@ -1,6 +1,7 @@
 package org.mpibuild.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -68,6 +69,8 @@ class StreamCollectivesIT {
     List<String> lines = checks(ranks, "bcast,fail-bcast", false);
     // mpi.jar has no persistent collectives: the repeated broadcasts (each root several times) are non-blocking
     assertEquals(0, persistentUses(lines, "bcast", ranks, "none: non-blocking"));
+    // mpi.jar's JDK 17 has no FFM API: the collectives run on the progress thread
+    assertRun(lines, "bcast", "on the progress thread: Java 17");
   }
 
   /**
@@ -81,6 +84,15 @@ class StreamCollectivesIT {
   void allReducesAreOrderedWithTheQueueAcrossTwoQueuesAndFailTogether(int ranks) {
     List<String> lines = checks(ranks, "allreduce,allreduce-repeat,two-queues,fail-allreduce", true);
     assertEquals(0, persistentUses(lines, "allreduce-repeat", ranks, "none: non-blocking"));
+  }
+
+  /** Checks that every rank's PATH line of {@code part} says its collectives ran where {@code where} says. */
+  static void assertRun(List<String> lines, String part, String where) {
+    List<String> path = lines.stream().filter(l -> l.startsWith("PATH part=" + part + " ")).toList();
+    assertFalse(path.isEmpty(), "no PATH line of " + part + ": " + lines);
+    for (String l : path) {
+      assertTrue(l.contains(" run=" + where), l);
+    }
   }
 
   /** The persistent collectives each rank used in {@code part}, from its PATH lines, checked equal on every rank. */
@@ -101,7 +113,10 @@ class StreamCollectivesIT {
    * On the FFM binding (Open MPI 4.1's MPIX_Bcast_init and MPIX_Allreduce_init), the same repeated broadcast
    * (one root per rank, rotating) and all-reduce start persistent collectives from their second use, every
    * rank the same number, with the same checks of the results as on mpi.jar; the all-reduces of every type
-   * and op (no signature repeats in 6 rounds) stay non-blocking.
+   * and op (no signature repeats in 6 rounds) stay non-blocking. Its JDK 25 runs the collectives on the queue
+   * itself (native kernels): every part of the mpi.jar tests passes there too, a failure on one rank still
+   * reaches every rank, and two messengers of one rank (one on its queue, the other on its progress thread:
+   * PoCL runs this machine's queues on 2 threads) keep their collectives' order.
    */
   @ParameterizedTest
   @ValueSource(ints = {2, 3, 4})
@@ -111,7 +126,10 @@ class StreamCollectivesIT {
     Map<String, String> env = new HashMap<>(FfmIT.env());
     env.put("MPI_BUILD_CACHE", "off");
     int rounds = 6;
-    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce", false, env, rounds);
+    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce,two-queues,fail-allreduce,fail-bcast", false,
+        env, rounds);
+    assertRun(lines, "bcast", "on the device's queue (native kernels through the FFM API)");
+    assertRun(lines, "allreduce", "on the device's queue (native kernels through the FFM API)");
     assertEquals(rounds - ranks, persistentUses(lines, "bcast", ranks, "MPIX_Bcast_init"));
     assertEquals(rounds - 1, persistentUses(lines, "allreduce-repeat", ranks, "MPIX_Bcast_init"));
     assertEquals(0, persistentUses(lines, "allreduce", ranks, "MPIX_Bcast_init"));

@@ -43,11 +43,14 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * ({@link QueueMessenger#allreduceAfter}) against the manual pattern, for the benchmark ({@code make
  * bench-allreduce}).
  *
- * <pre>AllReduceLoop ITERATIONS_AT_4KIB:BYTES,... FIRST_MODE [WARMUP]</pre>
+ * <pre>AllReduceLoop ITERATIONS:BYTES[:WARMUP],... FIRST_MODE [WARMUP]</pre>
  *
- * For example {@code AllReduceLoop 200:4096,10:16777216 ordered}: for each size (bytes of floats) the given
- * number of iterations, both modes, {@code FIRST_MODE} first, so that a repetition is one job and its pair
- * is measured under the same conditions. Each iteration: a kernel {@code produce} writes
+ * For example {@code AllReduceLoop 1000:4096:2000,10:16777216:20 ordered}: for each size (bytes of floats) the
+ * given number of iterations, both modes, {@code FIRST_MODE} first, so that a repetition is one job and its pair
+ * is measured under the same conditions; each mode first runs {@code WARMUP} iterations unmeasured (the size's,
+ * else the last argument's, else 3), so that the JIT has compiled what each runs. Then, per size, a third loop
+ * {@code kernels}: the same two kernels without any all-reduce, whose host CPU time is what the program thread
+ * spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
  * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
  * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
  * checks every element against the sum it must be, and the job fails if any rank's is wrong.
@@ -60,7 +63,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *       {@code clFinish}. Its staging buffers are allocated once per size, outside the timed loop.
  * </ul>
  *
- * Rank 0 prints, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
+ * Rank 0 prints where the messenger runs its collectives ({@code COLLECTIVES run=...}, see
+ * {@link QueueMessenger#collectivesRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
  * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
  * over that span; P the largest CPU time of a rank's progress thread ({@code mpi-build-stream ...}) over
@@ -97,12 +101,18 @@ public final class AllReduceLoop {
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("produce", "consume"), 0)) {
       OpenClKernel k = kernel.as(OpenClKernel.class);
       List<String> modes = first.equals("ordered") ? List.of("ordered", "manual") : List.of("manual", "ordered");
+      if (rank == 0) {
+        try (QueueMessenger m = QueueMessenger.open(comm, k.queue())) {
+          System.out.println("COLLECTIVES run=" + m.collectivesRun());
+        }
+      }
       for (String spec : sizes) {
         String[] p = spec.split(":");
         int iterations = Integer.parseInt(p[0]);
         int bytes = Integer.parseInt(p[1]);
-        for (String mode : modes) {
-          allCorrect &= run(mode, bytes / Sizeof.cl_float, warmup, false, rank, size, comm, k);
+        int warm = p.length > 2 ? Integer.parseInt(p[2]) : warmup;
+        for (String mode : List.of(modes.get(0), modes.get(1), "kernels")) {
+          allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, false, rank, size, comm, k);
           allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, true, rank, size, comm, k);
         }
       }
@@ -151,6 +161,8 @@ public final class AllReduceLoop {
         check(clEnqueueNDRangeKernel(queue, produce, 1, null, global, null, 0, null, null));
         if (mode.equals("ordered")) {
           pending.add(messenger.allreduceAfter(x, count, Datatype.FLOAT, ReduceOp.SUM));
+        } else if (mode.equals("kernels")) {
+          // no all-reduce: consume adds this rank's own values
         } else {
           check(clFinish(queue));
           check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
@@ -179,7 +191,8 @@ public final class AllReduceLoop {
     double[] byPhase = new double[8];
     for (int ph = 0; ph < 8; ph++) {
       for (int it = 0; it < iterations; it++) {
-        byPhase[ph] += (double) size * (size + 1) / 2 + (double) size * ((ph + it) & 7);
+        byPhase[ph] += mode.equals("kernels") ? rank + 1 + ((ph + it) & 7)
+            : (double) size * (size + 1) / 2 + (double) size * ((ph + it) & 7);
       }
     }
     int wrong = 0;

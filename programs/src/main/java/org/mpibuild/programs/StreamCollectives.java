@@ -79,7 +79,7 @@ import org.mpibuild.spi.MpiBinding;
  *
  * Each rank prints {@code CHECK part=P rank=R ok=B detail=...}; a binding without typed reductions prints
  * {@code UNSUPPORTED part=P reason=...} instead. After {@code bcast} and the all-reduce parts each rank also
- * prints which collectives it used: {@code PATH part=P rank=R persistent=N of=M binding=...}, N of the M
+ * prints which collectives it used: {@code PATH part=P rank=R persistent=N of=M binding=... run=...}, N of the M
  * collectives having started a persistent collective, and the binding's
  * {@link Communicator#persistentCollectives} ("none: non-blocking ..." where it has none).
  *
@@ -164,8 +164,8 @@ public final class StreamCollectives {
 
   /** Says which collectives the messenger used: persistent ones for how many of its {@code total}. */
   private void path(String part, QueueMessenger m, int total) {
-    System.out.printf(Locale.ROOT, "PATH part=%s rank=%d persistent=%d of=%d binding=%s%n", part, rank,
-        m.persistentCollectivesUsed(), total, comm.persistentCollectives());
+    System.out.printf(Locale.ROOT, "PATH part=%s rank=%d persistent=%d of=%d binding=%s run=%s%n", part, rank,
+        m.persistentCollectivesUsed(), total, comm.persistentCollectives(), m.collectivesRun());
     System.out.flush();
   }
 
