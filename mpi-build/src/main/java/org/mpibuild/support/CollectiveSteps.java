@@ -108,13 +108,9 @@ final class CollectiveSteps {
         }
       }
       case WAIT_MPI -> {
-        boolean data = op.request.test();
-        boolean status = op.statusRequest == null || op.statusRequest.test();
-        boolean arrived = true;
-        for (Communicator.Request a : op.arrivals) {
-          arrived &= test(a);
-        }
-        if (data && status && arrived) {
+        // one test at a time, in order: each MPI test moves every request, so the later ones are asked only
+        // once the earlier have completed (a test costs a call into MPI, for the queue's thread in its loop)
+        if (op.request.test() && (op.statusRequest == null || op.statusRequest.test()) && arrived(op)) {
           op.mpiDone = true;
           long word = statusWord(op);
           if (word != 0) {
@@ -288,6 +284,16 @@ final class CollectiveSteps {
       out.clear(); // a binding without point-to-point messages: absent ranks go unnamed
     }
     return out;
+  }
+
+  /** Whether every arrival of the collective has completed; stops at the first that has not. */
+  private static boolean arrived(StreamOp op) {
+    for (Communicator.Request a : op.arrivals) {
+      if (!test(a)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static boolean test(Communicator.Request r) {

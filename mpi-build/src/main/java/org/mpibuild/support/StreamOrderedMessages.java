@@ -60,10 +60,12 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private static final long SPIN_NANOS = 20_000;
   /**
    * How long a collective that the device's queue runs ({@link QueuedCollective}) spins, testing MPI, after it
-   * last moved, before it parks: the queue waits for it anyway, as it would for a blocking MPI call, which MPI
-   * spins in for ever; bounded here so that a rank far behind costs the others no core. Measured with
+   * last moved, before it parks, plus a nanosecond per byte of its data ({@link #queueSpinNanos}): the queue
+   * waits for it anyway, as it would for a blocking MPI call, which MPI spins in for ever; bounded here so that a
+   * rank far behind costs the others no core. A large message moves inside MPI, in fragments that need both
+   * ranks' tests, without completing a request: hence the time a transfer takes at 1 GB/s. Measured with
    * {@code make bench-allreduce}: at 20 us the parks (about 60 us each on Linux) made the 4 KiB loop several
-   * times slower than the manual pattern; at 200 us it is not.
+   * times slower than the manual pattern.
    */
   private static final long QUEUE_SPIN_NANOS = 200_000;
   /** The longest park while MPI operations are in flight (MPI moves only when tested). */
@@ -746,7 +748,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     } else if (comm.rank() == op.peer) {
       op.staging.duplicate().position(BROADCAST_HEADER).put(memory.duplicate());
     }
-    long spinUntil = System.nanoTime() + QUEUE_SPIN_NANOS;
+    long spin = queueSpinNanos(bytes);
+    long spinUntil = System.nanoTime() + spin;
     long sleep = 1_000;
     while (true) {
       if (closed) {
@@ -774,7 +777,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       }
       long now = System.nanoTime();
       if (pass.moved) {
-        spinUntil = now + QUEUE_SPIN_NANOS;
+        spinUntil = now + spin;
         sleep = 1_000;
       } else if (now - spinUntil < 0) {
         Thread.onSpinWait(); // MPI moves only when tested: a short spin right after progress
@@ -790,6 +793,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
         sleep = Math.min(sleep * 2, MPI_PARK_NANOS);
       }
     }
+  }
+
+  /** How long a collective of {@code bytes} on the queue spins before it parks (see {@link #QUEUE_SPIN_NANOS}). */
+  static long queueSpinNanos(long bytes) {
+    return QUEUE_SPIN_NANOS + bytes;
   }
 
   private void finish(StreamOp op) {
