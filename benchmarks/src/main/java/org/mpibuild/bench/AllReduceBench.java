@@ -133,7 +133,7 @@ final class AllReduceBench {
   }
 
   /** The report: a table and the {@code bench:} line with both goals' verdicts. */
-  static String report(List<Row> rows, int reps, String collectivesRun) {
+  static String report(List<Row> rows, int reps, String operationsRun) {
     StringBuilder md = new StringBuilder("Kernel, all-reduce (float, sum), kernel on 2 ranks, stream-ordered "
         + "(`allreduceAfter`) against the manual pattern (`clFinish`, blocking read, `MPI_Iallreduce` + wait, "
         + "blocking write), paired in one job per repetition, order alternating; ").append(reps)
@@ -143,7 +143,7 @@ final class AllReduceBench {
             + "program thread had enqueued (ordered) or done (manual) the loop; kernels = the host CPU time of the same "
             + "loop without any all-reduce (what launching the two kernels costs in both modes), and beyond kernels = "
             + "(ordered - kernels) / (manual - kernels). The goals judge the total time and the host CPU time. "
-            + "Collectives ran ").append(collectivesRun).append(".\n\n"
+            + "Collectives ran ").append(operationsRun).append(".\n\n"
             + "| size | iterations | ordered s | manual s | ordered / manual (total) | host CPU ordered s | host CPU manual s "
             + "| host CPU ordered / manual | host CPU kernels only s | host CPU beyond kernels, ordered / manual "
             + "| progress thread CPU s (ordered) | host free after, ordered s | host free after, manual s |\n"
@@ -211,7 +211,7 @@ final class AllReduceBench {
   /** Runs {@code reps} jobs (the first mode alternating) and writes allreduce.md and allreduce.json. */
   static void run(Path repo, Path out, int reps, String sizes) throws Exception {
     List<List<Result>> all = new ArrayList<>();
-    String collectivesRun = "where the messenger did not say";
+    String operationsRun = "where the messenger did not say";
     for (int rep = 0; rep < reps; rep++) {
       String first = rep % 2 == 0 ? "ordered" : "manual";
       // On the FFM binding's JDK (mpi.jar runs there too), with native access: collectives run on the queue
@@ -222,7 +222,7 @@ final class AllReduceBench {
                   + "--enable-native-access=ALL-UNNAMED"), 900);
       Matcher where = COLLECTIVES.matcher(output);
       if (where.find()) {
-        collectivesRun = where.group(1).trim();
+        operationsRun = where.group(1).trim();
       }
       List<Result> results = parse(output);
       if (results.isEmpty()) {
@@ -242,7 +242,7 @@ final class AllReduceBench {
       throw new IllegalStateException("EventCallbackCost printed no result:\n" + costOutput);
     }
     List<Row> rows = rows(all);
-    String md = report(rows, reps, collectivesRun) + "\n" + callbackReport(costs);
+    String md = report(rows, reps, operationsRun) + "\n" + callbackReport(costs);
     Files.writeString(out.resolve("allreduce.md"), md);
     List<Object> raw = new ArrayList<>();
     for (int rep = 0; rep < all.size(); rep++) {

@@ -50,7 +50,7 @@ public final class BenchReport {
       return;
     }
     if (args.length > 1 && args[1].equals("stream")) {
-      stream(repo, out, 5);
+      stream(repo, out, 7);
       return;
     }
     if (args.length > 1 && args[1].equals("allreduce")) {
@@ -274,34 +274,44 @@ public final class BenchReport {
 
   /**
    * Stream-ordered messages against the manual pattern (finish the queue, then send; receive, then write
-   * with a blocking call): a ping-pong of 50 rounds with kernels of random length on 2 ranks, alternating,
-   * {@code reps} times each. Reports the time until the last message arrived and until the host was free.
+   * with a blocking call): a ping-pong of 50 rounds with kernels of random length on 2 ranks, {@code reps}
+   * pairs, the first mode of a pair alternating, both modes of a pair with the same seed. On the FFM binding's
+   * JDK with native access, where the messages run on the queue itself ({@code run=} in the line). Reports the
+   * time until the last message arrived and until the host was free, and the median of the per-pair ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
-    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+)");
+    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+) run=(.*)");
     Map<String, List<Double>> total = new TreeMap<>();
     Map<String, List<Double>> host = new TreeMap<>();
+    List<Double> ratios = new ArrayList<>();
+    String where = "?";
     for (int rep = 0; rep < reps; rep++) {
-      for (String mode : List.of("ordered", "manual")) {
+      List<String> order = rep % 2 == 0 ? List.of("ordered", "manual") : List.of("manual", "ordered");
+      Map<String, Double> pair = new TreeMap<>();
+      for (String mode : order) {
         String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp", System.getProperty("java.class.path"),
-            "org.mpibuild.programs.Pipeline", mode, "50", "20000", Integer.toString(rep)), Map.of("MPI_BUILD_CACHE", "off"),
-            600);
+            "org.mpibuild.programs.Pipeline", mode, "50", "20000", Integer.toString(rep)), Map.of("MPI_BUILD_CACHE", "off",
+                "MPI_BUILD_JAVA", ffmJava(repo), "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 600);
         Matcher m = result.matcher(output);
         if (!m.find()) {
           throw new IllegalStateException("Pipeline " + mode + " printed no correct result:\n" + output);
         }
+        if (mode.equals("ordered")) {
+          where = m.group(3).trim();
+        }
+        pair.put(mode, Double.parseDouble(m.group(1)));
         total.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(1)));
         host.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(2)));
         System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %s s, host free after %s s%n", rep + 1, mode,
             m.group(1), m.group(2));
       }
+      ratios.add(pair.get("ordered") / pair.get("manual"));
     }
     String line = String.format(Locale.ROOT, "bench: stream rounds=50 ranks=2 reps=%d ordered_s=%.3f manual_s=%.3f "
-        + "ordered_over_manual=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f", reps,
-        medianOf(total.get("ordered")), medianOf(total.get("manual")),
-        medianOf(total.get("ordered")) / medianOf(total.get("manual")), medianOf(host.get("ordered")),
-        medianOf(host.get("manual")));
-    Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n");
+        + "ordered_over_manual=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f run=%s", reps,
+        medianOf(total.get("ordered")), medianOf(total.get("manual")), medianOf(ratios),
+        medianOf(host.get("ordered")), medianOf(host.get("manual")), where);
+    Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n" + "ratios " + ratios + "\n");
     System.out.println(line);
   }
 

@@ -58,7 +58,7 @@ final class StreamOp {
   PersistentCollectives.Entry entry;
   RuntimeException localFailure;
   /**
-   * Run by the device's own queue (see {@link StreamOrderedMessages.QueuedCollective}), on the thread that runs
+   * Run by the device's own queue (see {@link StreamOrderedMessages.QueuedOperation}), on the thread that runs
    * its commands, rather than by the progress thread; set before the operation is added.
    */
   boolean onQueue;

@@ -59,7 +59,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** How long the progress thread spins, testing MPI, after something moved, before it parks. */
   private static final long SPIN_NANOS = 20_000;
   /**
-   * How long a collective that the device's queue runs ({@link QueuedCollective}) spins, testing MPI, after it
+   * How long a collective that the device's queue runs ({@link QueuedOperation}) spins, testing MPI, after it
    * last moved, before it parks, plus a nanosecond per byte of its data ({@link #queueSpinNanos}): the queue
    * waits for it anyway, as it would for a blocking MPI call, which MPI spins in for ever; bounded here so that a
    * rank far behind costs the others no core. A large message moves inside MPI, in fragments that need both
@@ -140,7 +140,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final CollectiveSteps collectives;
   private final List<StreamOp> ops = new ArrayList<>();
   /**
-   * The collectives that the device's queue runs itself ({@link QueuedCollective}), in queue order (which is the
+   * The collectives that the device's queue runs itself ({@link QueuedOperation}), in queue order (which is the
    * order they complete in), under the lock of {@link #ops}: the progress thread only sweeps them for a failed
    * command, and takes such a one over into {@link #ops}.
    */
@@ -299,22 +299,24 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   /**
-   * A collective that the device's queue runs itself: the backend enqueues a command (an OpenCL native kernel)
+   * An operation that the device's queue runs itself: the backend enqueues a command (an OpenCL native kernel)
    * that calls {@link #run} on the thread that runs the queue's commands, with the device buffer's memory. The
-   * whole collective then happens there, in the queue's order: the work queued before it has finished when it
-   * starts, and the work queued after it starts when it returns, with no progress thread, callback or user
-   * event in between. It takes its ticket, status word, arrivals, deadline and persistent requests exactly as
-   * a collective of the progress thread does, so ranks and helpers may mix the two.
+   * operation then happens there, in the queue's order: the work queued before it has finished when it starts,
+   * and the work queued after it starts when it returns, with no progress thread, callback or user event in
+   * between. A collective takes its ticket, status word, arrivals, deadline and persistent requests exactly as
+   * a collective of the progress thread does, so ranks and helpers may mix the two. A send copies the data and
+   * starts {@code MPI_Isend}, then returns (the progress thread completes it if MPI has not at once); a receive
+   * returns once the message is in the device's memory.
    *
    * <p>If the command never runs (a command before it failed, so the device fails it too), the progress thread
    * finds the failure on its next sweep (at most {@value #SWEEP_MILLIS} ms later) and takes part for this rank
    * with the failure, so that every rank ends with it; {@link #enqueueFailed} does the same at once.
    */
-  public final class QueuedCollective {
+  public final class QueuedOperation {
     private final StreamOp op;
     private final int bytes;
 
-    private QueuedCollective(StreamOp op, int bytes) {
+    private QueuedOperation(StreamOp op, int bytes) {
       this.op = op;
       this.bytes = bytes;
     }
@@ -341,7 +343,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
 
     /**
-     * Says the command could not be enqueued: the progress thread takes part for this rank with the failure.
+     * Says the command could not be enqueued: the progress thread takes part for this rank with the failure (a
+     * collective), receives the message and then fails (a receive), or fails it (a send).
      *
      * @param why the device's refusal
      */
@@ -359,20 +362,58 @@ public final class StreamOrderedMessages implements AutoCloseable {
      *     from it and the other ranks receive into it
      */
     public void run(ByteBuffer device) {
-      runOnQueue(op, device, bytes);
+      switch (op.kind) {
+        case SEND -> sendOnQueue(op, device, bytes);
+        case RECEIVE -> receiveOnQueue(op, device, bytes);
+        default -> runOnQueue(op, device, bytes);
+      }
     }
   }
 
   /**
-   * Prepares an all-reduce that the device's queue runs itself (see {@link QueuedCollective}); takes its
-   * ticket now. The backend then enqueues its command and calls {@link QueuedCollective#enqueued}.
+   * Prepares a send that the device's queue runs itself (see {@link QueuedOperation}): sends start in the order
+   * the queue reaches them, which is the order they were asked for.
+   *
+   * @param bytes the message's size
+   * @param dest the destination rank
+   * @param tag the message tag, 0 or more
+   * @return the send
+   */
+  public QueuedOperation sendOnQueue(int bytes, int dest, int tag) {
+    check(dest, tag);
+    StreamOp o = new StreamOp(StreamOp.Kind.SEND, pool.take(messageBytes(bytes)), dest, tag, null, null, null);
+    o.onQueue = true;
+    add(o);
+    return new QueuedOperation(o, bytes);
+  }
+
+  /**
+   * Prepares a receive that the device's queue runs itself (see {@link QueuedOperation}): receives are posted
+   * in the order the queue reaches them, which is the order they were asked for.
+   *
+   * @param bytes the message's size
+   * @param source the source rank
+   * @param tag the message tag, 0 or more
+   * @return the receive
+   */
+  public QueuedOperation receiveOnQueue(int bytes, int source, int tag) {
+    check(source, tag);
+    StreamOp o = new StreamOp(StreamOp.Kind.RECEIVE, pool.take(messageBytes(bytes)), source, tag, null, null, null);
+    o.onQueue = true;
+    add(o);
+    return new QueuedOperation(o, bytes);
+  }
+
+  /**
+   * Prepares an all-reduce that the device's queue runs itself (see {@link QueuedOperation}); takes its
+   * ticket now. The backend then enqueues its command and calls {@link QueuedOperation#enqueued}.
    *
    * @param count how many values, the same on every rank
    * @param type their type
    * @param op the reduction
    * @return the collective
    */
-  public QueuedCollective allReduceOnQueue(int count, Datatype type, ReduceOp op) {
+  public QueuedOperation allReduceOnQueue(int count, Datatype type, ReduceOp op) {
     if (count <= 0) {
       throw new IllegalArgumentException("count " + count + " must be 1 or more");
     }
@@ -383,18 +424,18 @@ public final class StreamOrderedMessages implements AutoCloseable {
     o.reduceOp = op;
     o.onQueue = true;
     add(o);
-    return new QueuedCollective(o, bytes);
+    return new QueuedOperation(o, bytes);
   }
 
   /**
-   * Prepares a broadcast that the device's queue runs itself (see {@link QueuedCollective}); takes its ticket
+   * Prepares a broadcast that the device's queue runs itself (see {@link QueuedOperation}); takes its ticket
    * now.
    *
    * @param bytes how many bytes, the same on every rank
    * @param root the rank whose bytes are sent
    * @return the collective
    */
-  public QueuedCollective broadcastOnQueue(int bytes, int root) {
+  public QueuedOperation broadcastOnQueue(int bytes, int root) {
     check(root, 0);
     if (bytes <= 0 || bytes > Integer.MAX_VALUE - BROADCAST_HEADER) {
       throw new IllegalArgumentException("a broadcast of " + bytes + " bytes: it must be between 1 and "
@@ -404,7 +445,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
         null);
     o.onQueue = true;
     add(o);
-    return new QueuedCollective(o, bytes);
+    return new QueuedOperation(o, bytes);
   }
 
   /**
@@ -635,7 +676,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
               }
               if (op.request != null && op.request.test()) {
                 op.mpiDone = true;
-                if (op.kind == StreamOp.Kind.SEND) {
+                if (op.gate == null) { // a send; or a receive of the queue's whose command failed
                   op.state = StreamOp.State.DONE;
                 } else {
                   op.gate.open();
@@ -725,6 +766,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
       return; // the queue's thread runs it after all
     }
     op.localFailure = why;
+    if (op.kind == StreamOp.Kind.SEND) {
+      fail(op, new IllegalStateException(op.describe() + " failed: its command on the device's queue failed: "
+          + why.getMessage(), why)); // nothing was sent: as when a send's read fails
+      return;
+    }
+    if (op.kind == StreamOp.Kind.RECEIVE) {
+      op.state = StreamOp.State.WAIT_MPI; // receives the message, so that its sender completes, then fails
+    }
     if (op.kind == StreamOp.Kind.ALL_REDUCE) {
       op.staging = pool.take(op.count * op.type.bytes());
       op.receive = op.staging;
@@ -736,7 +785,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
-  /** See {@link QueuedCollective#run}: the collective's whole life, on the queue's thread. */
+  /** See {@link QueuedOperation#run}: the collective's whole life, on the queue's thread. */
   private void runOnQueue(StreamOp op, ByteBuffer device, int bytes) {
     if (!op.claim(StreamOp.QUEUE)) {
       return;
@@ -793,6 +842,79 @@ public final class StreamOrderedMessages implements AutoCloseable {
         sleep = Math.min(sleep * 2, MPI_PARK_NANOS);
       }
     }
+  }
+
+  /** See {@link QueuedOperation#run}: copies the data and starts the send; completes it if MPI has at once. */
+  private void sendOnQueue(StreamOp op, ByteBuffer device, int bytes) {
+    if (!op.claim(StreamOp.QUEUE)) {
+      return;
+    }
+    try {
+      if (closed) {
+        throw new IllegalStateException("the helper was closed");
+      }
+      op.staging.duplicate().clear().put(device.duplicate().clear().limit(bytes));
+      op.request = comm.iSend(op.staging, op.peer, op.tag);
+      op.state = StreamOp.State.WAIT_MPI;
+      if (op.request.test()) {
+        op.mpiDone = true;
+        op.state = StreamOp.State.DONE;
+        finish(op);
+        return;
+      }
+    } catch (RuntimeException | Error e) {
+      fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+      return;
+    }
+    synchronized (ops) { // the progress thread completes it; the queue goes on, the data being copied
+      if (onQueue.remove(op)) {
+        ops.add(op);
+      }
+    }
+    LockSupport.unpark(thread);
+  }
+
+  /** See {@link QueuedOperation#run}: receives the message and copies it into the device's memory. */
+  private void receiveOnQueue(StreamOp op, ByteBuffer device, int bytes) {
+    if (!op.claim(StreamOp.QUEUE)) {
+      return;
+    }
+    try {
+      op.request = comm.iReceive(op.staging, op.peer, op.tag);
+      op.state = StreamOp.State.WAIT_MPI;
+      if (!waitOnQueue(op, () -> op.request.test(), bytes)) {
+        fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+            + "queue waited for it"));
+        return;
+      }
+      op.mpiDone = true;
+      device.duplicate().clear().put(op.staging.duplicate().clear().limit(bytes));
+      op.state = StreamOp.State.DONE;
+      finish(op);
+    } catch (RuntimeException | Error e) {
+      fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+    }
+  }
+
+  /**
+   * Tests {@code done} on the queue's thread until it says so: spins, then parks (see {@link #QUEUE_SPIN_NANOS});
+   * false if the helper was closed meanwhile.
+   */
+  private boolean waitOnQueue(StreamOp op, java.util.function.BooleanSupplier done, long bytes) {
+    long spinUntil = System.nanoTime() + queueSpinNanos(bytes);
+    long sleep = 1_000;
+    while (!done.getAsBoolean()) {
+      if (closed) {
+        return false;
+      }
+      if (System.nanoTime() - spinUntil < 0) {
+        Thread.onSpinWait();
+      } else {
+        LockSupport.parkNanos(this, sleep);
+        sleep = Math.min(sleep * 2, MPI_PARK_NANOS);
+      }
+    }
+    return true;
   }
 
   /** How long a collective of {@code bytes} on the queue spins before it parks (see {@link #QUEUE_SPIN_NANOS}). */

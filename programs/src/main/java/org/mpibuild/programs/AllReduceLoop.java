@@ -64,7 +64,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * </ul>
  *
  * Rank 0 prints where the messenger runs its collectives ({@code COLLECTIVES run=...}, see
- * {@link QueueMessenger#collectivesRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
+ * {@link QueueMessenger#operationsRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
  * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
  * over that span; P the largest CPU time of a rank's progress thread ({@code mpi-build-stream ...}) over
@@ -103,7 +103,7 @@ public final class AllReduceLoop {
       List<String> modes = first.equals("ordered") ? List.of("ordered", "manual") : List.of("manual", "ordered");
       if (rank == 0) {
         try (QueueMessenger m = QueueMessenger.open(comm, k.queue())) {
-          System.out.println("COLLECTIVES run=" + m.collectivesRun());
+          System.out.println("COLLECTIVES run=" + m.operationsRun());
         }
       }
       for (String spec : sizes) {

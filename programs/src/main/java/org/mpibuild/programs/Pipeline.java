@@ -54,7 +54,7 @@ import org.mpibuild.spi.Communicator;
  *       write with a blocking call, then enqueue.
  * </ul>
  *
- * Rank 0 prints {@code RESULT mode=M ranks=N rounds=R expected=E got=G correct=B seconds=S host_seconds=H},
+ * Rank 0 prints {@code RESULT mode=M ranks=N rounds=R expected=E got=G correct=B seconds=S host_seconds=H run=WHERE} (where the messages ran: {@link QueueMessenger#operationsRun}),
  * where S is the time until the last message arrived and H the time until the host thread was free.
  */
 public final class Pipeline {
@@ -108,7 +108,11 @@ public final class Pipeline {
     MPI.COMM_WORLD.barrier();
     long t0 = System.nanoTime();
     double hostSeconds;
+    String run = "by the program";
     try (QueueMessenger messenger = mode.equals("manual") ? null : QueueMessenger.open(comm, queue)) {
+      if (messenger != null) {
+        run = messenger.operationsRun();
+      }
       for (int round = 0; round < rounds; round++) {
         if (rank != 0 || round > 0) {
           receive(mode, messenger, comm, queue, token, bytes, prev, pending);
@@ -142,8 +146,8 @@ public final class Pipeline {
       }
       correct = wrong == 0;
       System.out.printf(Locale.ROOT, "RESULT mode=%s ranks=%d rounds=%d expected=%d got=%d wrong_elements=%d "
-          + "correct=%s seconds=%.3f host_seconds=%.3f%n", mode, size, rounds, expected, out[0], wrong, correct, seconds,
-          hostSeconds);
+          + "correct=%s seconds=%.3f host_seconds=%.3f run=%s%n", mode, size, rounds, expected, out[0], wrong, correct,
+          seconds, hostSeconds, run);
     }
     clReleaseMemObject(token);
     clReleaseMemObject(sink);

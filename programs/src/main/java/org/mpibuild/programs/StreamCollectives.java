@@ -165,7 +165,7 @@ public final class StreamCollectives {
   /** Says which collectives the messenger used: persistent ones for how many of its {@code total}. */
   private void path(String part, QueueMessenger m, int total) {
     System.out.printf(Locale.ROOT, "PATH part=%s rank=%d persistent=%d of=%d binding=%s run=%s%n", part, rank,
-        m.persistentCollectivesUsed(), total, comm.persistentCollectives(), m.collectivesRun());
+        m.persistentCollectivesUsed(), total, comm.persistentCollectives(), m.operationsRun());
     System.out.flush();
   }
 

@@ -35,7 +35,7 @@ import org.mpibuild.spi.SettingSource;
 interface QueueCommands {
   /** Whether collectives may run on the queue's own thread where the JDK and the device allow. */
   Setting<Boolean> ON_QUEUE = Setting.flag("MPI_BUILD_OPENCL_ON_QUEUE", "mpibuild.opencl.onQueue", true,
-      "run stream-ordered collectives as native kernels on the OpenCL queue itself (Java 22+ with native access "
+      "run stream-ordered messages and collectives as native kernels on the OpenCL queue itself (Java 22+ with native access "
           + "enabled, a device with native kernels such as PoCL's CPU device); `false`: on the helper's progress "
           + "thread");
 

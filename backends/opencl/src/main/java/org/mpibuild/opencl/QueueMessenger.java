@@ -96,17 +96,17 @@ public final class QueueMessenger implements AutoCloseable {
   /** The backend whose queue this is, which closes the messenger before it releases the queue; or null. */
   private final OpenClBackend owner;
   private final UseGuard.Dependent dependent = this::close;
-  /** Runs collectives on the queue itself, or null where they run on the progress thread ({@link #collectivesRun}). */
+  /** Runs operations on the queue itself, or null where they go through the progress thread ({@link #operationsRun}). */
   private final QueueCommands commands;
   private final QueueCommands.Choice choice;
-  private final String collectivesRun;
+  private final String operationsRun;
 
   private QueueMessenger(cl_command_queue queue, cl_context context, Communicator comm,
       StreamOrderedMessages messages, OpenClBackend owner) {
     QueueCommands.Choice choice = QueueCommands.forQueue(queue);
     this.choice = choice;
     this.commands = choice.commands();
-    this.collectivesRun = choice.why();
+    this.operationsRun = choice.why();
     this.queue = queue;
     this.context = context;
     this.comm = comm;
@@ -170,6 +170,10 @@ public final class QueueMessenger implements AutoCloseable {
    */
   public synchronized CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
+      if (commands != null && whole(buffer).whole()) {
+        int n = StreamOrderedMessages.messageBytes(bytes);
+        return onQueue(messages.sendOnQueue(n, dest, tag), buffer, n);
+      }
       ByteBuffer staging = staging(bytes);
       return discardingOnFailure(() -> {
         EventStep read = enqueueRead(buffer, bytes, staging);
@@ -192,6 +196,10 @@ public final class QueueMessenger implements AutoCloseable {
    */
   public synchronized CompletableFuture<Void> receiveBefore(cl_mem buffer, long bytes, int source, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
+      if (commands != null && whole(buffer).whole()) {
+        int n = StreamOrderedMessages.messageBytes(bytes);
+        return onQueue(messages.receiveOnQueue(n, source, tag), buffer, n);
+      }
       ByteBuffer staging = staging(bytes);
       return discardingOnFailure(() -> {
         GatedWrite write = enqueueGatedWrite(buffer, bytes, staging);
@@ -284,16 +292,16 @@ public final class QueueMessenger implements AutoCloseable {
   }
 
   /**
-   * Enqueues a collective that the queue runs itself (a native kernel, {@link QueueCommands}): it starts when
+   * Enqueues an operation that the queue runs itself (a native kernel, {@link QueueCommands}): it starts when
    * the work before it has finished and the work after it starts when it returns. A buffer smaller than the
-   * collective, or a command the device refuses, fails the collective on every rank.
+   * operation, or a command the device refuses, fails it (a collective on every rank).
    */
-  private CompletableFuture<Void> onQueue(StreamOrderedMessages.QueuedCollective collective, cl_mem buffer,
+  private CompletableFuture<Void> onQueue(StreamOrderedMessages.QueuedOperation collective, cl_mem buffer,
       int bytes) {
     BufferShape shape = whole(buffer);
     if (shape.error() != CL_SUCCESS || shape.bytes() < bytes) {
       collective.enqueueFailed(new DeviceFailure(shape.error() != CL_SUCCESS ? "clGetMemObjectInfo failed: "
-          + CL.stringFor_errorCode(shape.error()) : "a collective of " + bytes + " bytes on a buffer of "
+          + CL.stringFor_errorCode(shape.error()) : "an operation of " + bytes + " bytes on a buffer of "
           + shape.bytes() + " bytes", shape.error() != CL_SUCCESS ? shape.error() : CL_INVALID_VALUE));
       return collective.future();
     }
@@ -339,16 +347,17 @@ public final class QueueMessenger implements AutoCloseable {
   }
 
   /**
-   * Says where this messenger's collectives run: on the device's queue itself, as native kernels (Java 22 or
+   * Says where this messenger's operations run: on the device's queue itself, as native kernels (Java 22 or
    * later with native access enabled, a device that runs native kernels such as PoCL's CPU device, and
-   * {@code MPI_BUILD_OPENCL_ON_QUEUE} not false), or on the progress thread, and why. On the queue, the whole
-   * collective runs on the thread that runs the queue's commands, between the work queued before and after it;
-   * the two ways mix freely across ranks and messengers.
+   * {@code MPI_BUILD_OPENCL_ON_QUEUE} not false), or through the progress thread, and why. On the queue, a
+   * collective or receive runs whole on the thread that runs the queue's commands, between the work queued
+   * before and after it, and a send copies its data and starts there; the two ways mix freely across ranks and
+   * messengers.
    *
    * @return for example "on the device's queue (native kernels through the FFM API)"
    */
-  public String collectivesRun() {
-    return collectivesRun;
+  public String operationsRun() {
+    return operationsRun;
   }
 
   /** An all-reduce through two pooled staging buffers: a read before, a gated write after. */

@@ -187,7 +187,7 @@ class QueueMessengerTest {
   @Test
   void theMessengerSaysWhereItsCollectivesRun() throws Exception {
     ranks(1, all(1, true), rank -> {
-      String where = rank.messenger.collectivesRun();
+      String where = rank.messenger.operationsRun();
       if (Runtime.version().feature() < 22) {
         assertTrue(where.startsWith("on the progress thread: Java " + Runtime.version().feature()), where);
       } else {
@@ -196,7 +196,7 @@ class QueueMessengerTest {
       }
     });
     ranks(1, all(1, false), rank -> assertEquals("on the progress thread: MPI_BUILD_OPENCL_ON_QUEUE is false",
-        rank.messenger.collectivesRun()));
+        rank.messenger.operationsRun()));
   }
 
   /**
@@ -216,7 +216,7 @@ class QueueMessengerTest {
       for (int i = 0; i < units[0] + 1; i++) {
         opened.add(new Rank(world.rank(0), true));
       }
-      long onQueue = opened.stream().filter(r -> r.messenger.collectivesRun().startsWith("on the device's queue"))
+      long onQueue = opened.stream().filter(r -> r.messenger.operationsRun().startsWith("on the device's queue"))
           .count();
       if (Runtime.version().feature() < 22) {
         assertEquals(0, onQueue);
@@ -225,11 +225,11 @@ class QueueMessengerTest {
       assertEquals(units[0] - 1, onQueue, "device threads: " + units[0]);
       assertEquals("on the progress thread: " + (units[0] - 1) + " messenger(s) of this process already run "
           + "collectives on queues of this device, which runs them on " + units[0] + " thread(s); one must stay free "
-          + "for the queues' other work", opened.get(units[0]).messenger.collectivesRun());
+          + "for the queues' other work", opened.get(units[0]).messenger.operationsRun());
       opened.remove(0).close(); // gives its thread back
       Rank again = new Rank(world.rank(0), true);
       opened.add(again);
-      assertTrue(again.messenger.collectivesRun().startsWith("on the device's queue"), again.messenger.collectivesRun());
+      assertTrue(again.messenger.operationsRun().startsWith("on the device's queue"), again.messenger.operationsRun());
     } finally {
       opened.forEach(Rank::close);
     }
@@ -355,5 +355,36 @@ class QueueMessengerTest {
       CompletionException e = assertThrows(CompletionException.class, f::join);
       assertTrue(e.getCause().getMessage().contains("closed"), e.getCause().getMessage());
     }
+  }
+
+  /**
+   * A round trip between kernels: rank 0 fills, sends, receives the reply, doubles it; rank 1 receives, doubles,
+   * sends back; all enqueued without waiting, on the queue or through the progress thread on either side.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"true,true", "true,false", "false,true"})
+  void aRoundTripBetweenKernelsCarriesTheDataWhereverEachSideRunsIt(String sides) throws Exception {
+    String[] s = sides.split(",");
+    ranks(2, new boolean[] {Boolean.parseBoolean(s[0]), Boolean.parseBoolean(s[1])}, rank -> {
+      long bytes = (long) N * Sizeof.cl_int;
+      List<CompletableFuture<Void>> futures = new ArrayList<>();
+      if (rank.comm.rank() == 0) {
+        rank.fill(); // x = i + 1
+        futures.add(rank.messenger.sendAfter(rank.x, bytes, 1, 7));
+        futures.add(rank.messenger.receiveBefore(rank.x, bytes, 1, 8));
+        rank.twice(); // y = 2 * (what rank 1 sent back: 2 * (i + 1))
+      } else {
+        futures.add(rank.messenger.receiveBefore(rank.x, bytes, 0, 7));
+        rank.twice();
+        futures.add(rank.messenger.sendAfter(rank.y, bytes, 0, 8));
+      }
+      CompletableFuture.allOf(futures.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+      if (rank.comm.rank() == 0) {
+        int[] y = rank.read(rank.y);
+        for (int i = 0; i < N; i++) {
+          assertEquals(4 * (i + 1), y[i], "element " + i);
+        }
+      }
+    });
   }
 }

@@ -21,10 +21,10 @@ import org.mpibuild.support.StreamOrderedMessagesTest.Step;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
- * Collectives that the device's queue runs itself ({@link StreamOrderedMessages.QueuedCollective}), with ranks
+ * Operations that the device's queue runs itself ({@link StreamOrderedMessages.QueuedOperation}), with ranks
  * in one JVM: a thread stands for the queue's worker that runs the command.
  */
-class QueuedCollectivesTest {
+class QueuedOperationsTest {
   private final List<StreamOrderedMessages> helpers = new ArrayList<>();
 
   @AfterEach
@@ -47,7 +47,7 @@ class QueuedCollectivesTest {
   }
 
   /** The queue's worker reaching the command: runs it on a thread of its own. */
-  private static Thread runOnQueue(StreamOrderedMessages.QueuedCollective c, ByteBuffer device) {
+  private static Thread runOnQueue(StreamOrderedMessages.QueuedOperation c, ByteBuffer device) {
     Thread t = new Thread(() -> c.run(device), "queue worker");
     t.start();
     return t;
@@ -68,7 +68,7 @@ class QueuedCollectivesTest {
         written.finished = true;
         futures.add(m.allReduce(device[r], device[r], 2, Datatype.INT, ReduceOp.SUM, filled, new Gate(), written));
       } else {
-        StreamOrderedMessages.QueuedCollective c = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+        StreamOrderedMessages.QueuedOperation c = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
         c.enqueued(new Step());
         futures.add(c.future());
         workers.add(runOnQueue(c, device[r]));
@@ -91,8 +91,8 @@ class QueuedCollectivesTest {
   void aRankWhoseCommandCouldNotBeEnqueuedFailsEveryRankAndNoBufferChanges() {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     ByteBuffer device = ints(1, 2);
-    StreamOrderedMessages.QueuedCollective ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
-    StreamOrderedMessages.QueuedCollective refused = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedOperation ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedOperation refused = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
     ok.enqueued(new Step());
     refused.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5));
     runOnQueue(ok, device);
@@ -109,8 +109,8 @@ class QueuedCollectivesTest {
   void aCommandThatTheDeviceFailsBeforeItRunsIsTakenOverAndFailsEveryRank() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     ByteBuffer[] device = {ints(1, 2), ints(10, 20)};
-    StreamOrderedMessages.QueuedCollective ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
-    StreamOrderedMessages.QueuedCollective never = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedOperation ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedOperation never = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
     ok.enqueued(new Step());
     Step failedCommand = new Step();
     failedCommand.error = new DeviceFailure("a command before it failed", -9999);
@@ -132,8 +132,8 @@ class QueuedCollectivesTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 20_000);
     ByteBuffer rootData = ints(7, 8, 9);
     ByteBuffer queueReceiver = ints(0, 0, 0);
-    StreamOrderedMessages.QueuedCollective root = helper(world, 1).broadcastOnQueue(12, 1);
-    StreamOrderedMessages.QueuedCollective receiver = helper(world, 0).broadcastOnQueue(12, 1);
+    StreamOrderedMessages.QueuedOperation root = helper(world, 1).broadcastOnQueue(12, 1);
+    StreamOrderedMessages.QueuedOperation receiver = helper(world, 0).broadcastOnQueue(12, 1);
     // rank 2 receives through its progress thread, into a staging buffer behind a gate
     StreamOrderedMessages m2 = helper(world, 2);
     ByteBuffer staging = m2.staging(StreamOrderedMessages.BROADCAST_HEADER + 12);
@@ -184,7 +184,7 @@ class QueuedCollectivesTest {
       bValues.add(ints(100));
       futures.add(a.allReduce(aValues.get(r), aValues.get(r), 1, Datatype.INT, ReduceOp.SUM, filled, new Gate(),
           written));
-      StreamOrderedMessages.QueuedCollective c = b.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+      StreamOrderedMessages.QueuedOperation c = b.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
       c.enqueued(new Step());
       futures.add(c.future());
       workers.add(runOnQueue(c, bValues.get(r)));
@@ -206,7 +206,7 @@ class QueuedCollectivesTest {
   void closingFailsACollectiveTheQueueHasNotRunAndItsLateRunChangesNothing() {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     StreamOrderedMessages m = helper(world, 0);
-    StreamOrderedMessages.QueuedCollective c = m.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedOperation c = m.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
     c.enqueued(new Step());
     m.close();
     CompletionException e = assertThrows(CompletionException.class, () -> c.future().join());
@@ -214,5 +214,72 @@ class QueuedCollectivesTest {
     ByteBuffer device = ints(5);
     c.run(device); // returns at once: the other rank never came, and nothing waits for it
     assertEquals(5, device.getInt(0));
+  }
+
+  @Test
+  void messagesRunByTheQueueMeetMessagesOfTheProgressThread() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    StreamOrderedMessages zero = helper(world, 0);
+    StreamOrderedMessages one = helper(world, 1);
+    // rank 0 sends two messages from its queue; rank 1 receives the first on its queue, the second through its
+    // progress thread (behind a gate); then rank 1 sends back from its queue to a receive on rank 0's queue
+    StreamOrderedMessages.QueuedOperation s1 = zero.sendOnQueue(8, 1, 5);
+    StreamOrderedMessages.QueuedOperation s2 = zero.sendOnQueue(8, 1, 5);
+    StreamOrderedMessages.QueuedOperation r1 = one.receiveOnQueue(8, 0, 5);
+    ByteBuffer staging = one.staging(8);
+    Gate gate = new Gate();
+    Step written = new Step();
+    written.finished = true;
+    CompletableFuture<Void> r2 = one.receive(staging, 0, 5, gate, written);
+    for (StreamOrderedMessages.QueuedOperation q : List.of(s1, s2, r1)) {
+      q.enqueued(new Step());
+    }
+    ByteBuffer into = ints(0, 0);
+    Thread receiver = runOnQueue(r1, into); // waits on rank 1's queue until the message is there
+    Thread.sleep(100);
+    assertTrue(receiver.isAlive(), "the queue's receive waits for its message");
+    s1.run(ints(11, 12)); // the queue reaches the sends in order; its buffer may change once run returns
+    s2.run(ints(21, 22));
+    receiver.join(10_000);
+    assertFalse(receiver.isAlive());
+    s1.future().get(10, TimeUnit.SECONDS);
+    s2.future().get(10, TimeUnit.SECONDS);
+    r1.future().get(10, TimeUnit.SECONDS);
+    r2.get(10, TimeUnit.SECONDS);
+    assertEquals(11, into.getInt(0), "the first message, in the queue's buffer when its command returned");
+    assertEquals(12, into.getInt(4));
+    assertEquals(21, staging.getInt(0), "the second, through the progress thread");
+    assertTrue(gate.opened);
+  }
+
+  @Test
+  void aReceiveWhoseCommandFailedStillTakesItsMessageThenFails() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    StreamOrderedMessages.QueuedOperation send = helper(world, 0).sendOnQueue(8, 1, 3);
+    StreamOrderedMessages.QueuedOperation receive = helper(world, 1).receiveOnQueue(8, 0, 3);
+    send.enqueued(new Step());
+    receive.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5));
+    send.run(ints(1, 2));
+    send.future().get(10, TimeUnit.SECONDS); // the sender completes: its message was received
+    CompletionException e = assertThrows(CompletionException.class, () -> receive.future().join());
+    assertTrue(e.getCause().getMessage().contains("its command on the device's queue failed"),
+        e.getCause().getMessage());
+  }
+
+  @Test
+  void closingWhileTheQueueWaitsForAMessageReleasesTheQueue() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    StreamOrderedMessages m = helper(world, 1);
+    StreamOrderedMessages.QueuedOperation r = m.receiveOnQueue(8, 0, 3);
+    r.enqueued(new Step());
+    ByteBuffer into = ints(7, 7);
+    Thread worker = runOnQueue(r, into); // rank 0 never sends
+    Thread.sleep(100);
+    m.close();
+    worker.join(10_000);
+    assertFalse(worker.isAlive(), "the queue's thread returned once the helper closed");
+    CompletionException e = assertThrows(CompletionException.class, () -> r.future().join());
+    assertTrue(e.getCause().getMessage().contains("closed"), e.getCause().getMessage());
+    assertEquals(7, into.getInt(0));
   }
 }
