@@ -9,8 +9,9 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 
 /**
  * One stream-ordered operation of {@link StreamOrderedMessages}: what it is, its buffers and device steps, where
- * it stands, and, for a collective, its MPI requests. Touched only by the progress thread once added, except
- * {@link #beforeSignalled}.
+ * it stands, and, for a collective, its MPI requests. Touched by one thread at a time once added: the progress
+ * thread, or, for an operation of the queue's ({@link #onQueue}), whichever thread claimed it ({@link #claim});
+ * the fields guarded by this object's lock, {@link #request} and {@link #beforeSignalled} are read by others.
  */
 final class StreamOp {
   enum Kind { SEND, RECEIVE, BROADCAST, ALL_REDUCE }
@@ -37,7 +38,8 @@ final class StreamOp {
   /** Set by the device's callback (any thread) once {@link #before} has finished or failed. */
   volatile boolean beforeSignalled;
   State state;
-  Communicator.Request request;
+  /** Its MPI request once started; volatile, since the progress thread checks a queue's receive for it. */
+  volatile Communicator.Request request;
   // collectives
   long ticket = -1;
   ByteBuffer receive;
@@ -66,6 +68,10 @@ final class StreamOp {
   int driver = NOBODY;
   /** The queue's command that runs an operation of the queue's, once enqueued: polled only for its failure. */
   StreamOrderedMessages.DeviceStep command;
+  /** Whether {@link #releaseSteps} ran: a command handed over later is released at once. */
+  boolean stepsReleased;
+  /** The order the helper was asked for its operations in. */
+  long seq;
   /** Whether MPI has completed every request of this operation (nothing of MPI's uses its buffers any more). */
   boolean mpiDone;
   long startedAt;
@@ -121,6 +127,7 @@ final class StreamOp {
     synchronized (this) {
       c = command;
       command = null;
+      stepsReleased = true;
     }
     if (c != null) {
       c.release();

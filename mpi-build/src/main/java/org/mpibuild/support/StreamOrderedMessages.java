@@ -145,6 +145,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * command, and takes such a one over into {@link #ops}.
    */
   private final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
+  /** The order operations were asked for in, under the lock of {@link #ops}. */
+  private long nextSeq;
   /**
    * Operations that failed, and buffers given up, while MPI or the device may still use them (MPI cannot cancel
    * a started operation; the work behind a failed gate, or enqueued before a failure, still runs): kept
@@ -338,7 +340,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
      */
     public void enqueued(DeviceStep command) {
       synchronized (op) {
-        op.command = command;
+        if (!op.stepsReleased) {
+          op.command = command;
+          command = null;
+        }
+      }
+      if (command != null) {
+        command.release(); // the queue ran the operation to its end before the backend handed the command over
       }
     }
 
@@ -542,15 +550,22 @@ public final class StreamOrderedMessages implements AutoCloseable {
       if (op.collective()) {
         op.ticket = tickets.take(); // taken with the list's lock: one helper's collectives keep their order
       }
+      op.seq = nextSeq++;
       if (op.onQueue) {
         onQueue.addLast(op);
-        return op.future; // the progress thread has nothing to do for it
+        if (onQueue.size() > 1) {
+          return op.future; // the progress thread already sweeps the queue's operations
+        }
+        // else it may be parked for good (it had nothing to do): from now on it sweeps every SWEEP_MILLIS
+      } else {
+        ops.add(op);
       }
-      ops.add(op);
     }
     LockSupport.unpark(thread);
     return op.future;
   }
+
+
 
   /**
    * Returns the number of operations not yet complete.
@@ -669,7 +684,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
             }
             case WAIT_MPI -> {
               if (op.kind == StreamOp.Kind.RECEIVE && op.request == null) {
-                if (!earlierReceiveUnposted) {
+                if (!earlierReceiveUnposted && !earlierReceiveUnposted(op)) {
                   op.request = comm.iReceive(op.staging, op.peer, op.tag);
                   pass.moved = true;
                 }
@@ -725,7 +740,32 @@ public final class StreamOrderedMessages implements AutoCloseable {
 
 
   /**
-   * Asks the earliest collective of the queue's that has not started running whether its command failed (a
+   * Whether a receive asked for before {@code op} has not been posted yet, whichever way it runs: {@code op}, a
+   * receive, then waits, so that receives from one peer with one tag match messages in the order they were asked
+   * for. On the queue, an earlier receive not yet posted is one whose command failed: the progress thread takes
+   * it over within a sweep and posts it.
+   */
+  private boolean earlierReceiveUnposted(StreamOp op) {
+    synchronized (ops) {
+      for (StreamOp q : onQueue) {
+        if (q.seq >= op.seq) {
+          break;
+        }
+        if (q.kind == StreamOp.Kind.RECEIVE && q.request == null) {
+          return true;
+        }
+      }
+      for (StreamOp p : ops) {
+        if (p.kind == StreamOp.Kind.RECEIVE && p.seq < op.seq && p.request == null) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Asks the earliest operation of the queue's that has not started running whether its command failed (a
    * command before it failed, so the device fails it too): then the progress thread takes it over. Only that one:
    * the queue is in order, so a later command cannot fail before it.
    */
@@ -746,7 +786,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
     synchronized (next) {
       if (next.driver == StreamOp.NOBODY && next.command != null) {
         try {
-          next.command.finished();
+          if (next.command.finished()) {
+            // the command claims its operation first thing: complete without it, it failed inside (logged)
+            failed = new IllegalStateException("its command on the device's queue completed without running it");
+          }
         } catch (RuntimeException e) {
           failed = e;
         }
@@ -867,11 +910,18 @@ public final class StreamOrderedMessages implements AutoCloseable {
       return;
     }
     synchronized (ops) { // the progress thread completes it; the queue goes on, the data being copied
+      synchronized (op) {
+        op.driver = StreamOp.PROGRESS; // from now on the progress thread's, close included
+      }
       if (onQueue.remove(op)) {
         ops.add(op);
       }
     }
     LockSupport.unpark(thread);
+    if (closed && !thread.isAlive() && !op.future.isDone()) {
+      // closed meanwhile, and the progress thread has gone without seeing it
+      fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with it in flight"));
+    }
   }
 
   /** See {@link QueuedOperation#run}: receives the message and copies it into the device's memory. */
@@ -880,6 +930,12 @@ public final class StreamOrderedMessages implements AutoCloseable {
       return;
     }
     try {
+      // receives are posted in the order they were asked for: behind one the progress thread has not posted yet
+      if (!waitOnQueue(op, () -> !earlierReceiveUnposted(op), 0)) {
+        fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+            + "queue waited for it"));
+        return;
+      }
       op.request = comm.iReceive(op.staging, op.peer, op.tag);
       op.state = StreamOp.State.WAIT_MPI;
       if (!waitOnQueue(op, () -> op.request.test(), bytes)) {

@@ -282,4 +282,97 @@ class QueuedOperationsTest {
     assertTrue(e.getCause().getMessage().contains("closed"), e.getCause().getMessage());
     assertEquals(7, into.getInt(0));
   }
+
+  /** The progress thread, idle and parked for good, still sweeps a failed command of the queue's. */
+  @Test
+  void aFailedCommandIsFoundEvenWhenTheProgressThreadHadNothingToDo() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    StreamOrderedMessages zero = helper(world, 0);
+    StreamOrderedMessages one = helper(world, 1);
+    Thread.sleep(200); // both progress threads park with nothing to do
+    StreamOrderedMessages.QueuedOperation ok = zero.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    StreamOrderedMessages.QueuedOperation never = one.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    ok.enqueued(new Step());
+    Step failed = new Step();
+    failed.error = new DeviceFailure("a command before it failed", -5);
+    never.enqueued(failed);
+    runOnQueue(ok, ints(1));
+    CompletionException e = assertThrows(CompletionException.class,
+        () -> never.future().orTimeout(5, TimeUnit.SECONDS).join());
+    assertTrue(e.getCause().getMessage().contains("rank 1's device work before it failed"), e.getCause().getMessage());
+  }
+
+  /** A send that MPI has not completed at once goes to the progress thread, which fails it on close. */
+  @Test
+  void closingFailsASendTheQueueHandedToTheProgressThread() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    // a send that MPI never completes (a rendezvous whose receiver never comes)
+    org.mpibuild.spi.Communicator comm = new org.mpibuild.spi.ForwardingCommunicator(world.rank(0)) {
+      @Override
+      public Request iSend(ByteBuffer buffer, int dest, int tag) {
+        return new Request() {
+          @Override
+          public boolean test() {
+            return false;
+          }
+
+          @Override
+          public void await() {
+            throw new AssertionError("never waited for");
+          }
+        };
+      }
+    };
+    StreamOrderedMessages m = new StreamOrderedMessages(comm, "never-completing sends");
+    helpers.add(m);
+    StreamOrderedMessages.QueuedOperation send = m.sendOnQueue(8, 1, 4);
+    send.enqueued(new Step());
+    send.run(ints(1, 2)); // rank 1 never receives: the send stays in flight
+    assertFalse(send.future().isDone());
+    m.close();
+    CompletionException e = assertThrows(CompletionException.class,
+        () -> send.future().orTimeout(5, TimeUnit.SECONDS).join());
+    assertTrue(e.getCause().getMessage().contains("closed"), e.getCause().getMessage());
+  }
+
+  /** The queue may finish an operation before its backend hands the command over: it is released then. */
+  @Test
+  void aCommandHandedOverAfterItsOperationFinishedIsReleased() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(1, 20_000);
+    StreamOrderedMessages.QueuedOperation op = helper(world, 0).allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    op.run(ints(3));
+    op.future().get(5, TimeUnit.SECONDS);
+    Step late = new Step();
+    op.enqueued(late);
+    assertTrue(late.released, "a command handed over after the end is released, not kept for ever");
+  }
+
+  /**
+   * Receives from one peer with one tag match the messages in the order they were asked for, whichever way each
+   * runs: the first, whose command the device refused, is the progress thread's and must not take the message of
+   * the second, which the queue runs.
+   */
+  @Test
+  void receivesKeepTheirOrderWhenTheProgressThreadTakesOneOver() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
+    StreamOrderedMessages zero = helper(world, 0);
+    StreamOrderedMessages one = helper(world, 1);
+    StreamOrderedMessages.QueuedOperation first = one.receiveOnQueue(8, 0, 9);
+    first.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5)); // as QueueMessenger does at once
+    StreamOrderedMessages.QueuedOperation second = one.receiveOnQueue(8, 0, 9);
+    second.enqueued(new Step());
+    ByteBuffer into = ints(0, 0);
+    Thread worker = runOnQueue(second, into);
+    Thread.sleep(50);
+    StreamOrderedMessages.QueuedOperation m1 = zero.sendOnQueue(8, 1, 9);
+    StreamOrderedMessages.QueuedOperation m2 = zero.sendOnQueue(8, 1, 9);
+    m1.enqueued(new Step());
+    m2.enqueued(new Step());
+    m1.run(ints(1, 1));
+    m2.run(ints(2, 2));
+    worker.join(10_000);
+    second.future().get(10, TimeUnit.SECONDS);
+    assertEquals(2, into.getInt(0), "the second receive has the second message");
+    assertThrows(CompletionException.class, () -> first.future().orTimeout(5, TimeUnit.SECONDS).join());
+  }
 }

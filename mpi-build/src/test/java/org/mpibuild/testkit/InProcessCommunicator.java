@@ -9,7 +9,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
@@ -46,7 +45,7 @@ public final class InProcessCommunicator implements Communicator {
     private int[] topRankOf;
     private volatile String abortMessage;
     private volatile ThreadLevel threadLevel = ThreadLevel.MULTIPLE;
-    private final ConcurrentHashMap<String, LinkedBlockingQueue<byte[]>>
+    private final ConcurrentHashMap<String, Mailbox>
         mailboxes = new ConcurrentHashMap<>();
     private final List<String> threadViolations = Collections.synchronizedList(new ArrayList<>());
 
@@ -113,9 +112,8 @@ public final class InProcessCommunicator implements Communicator {
       }
     }
 
-    private LinkedBlockingQueue<byte[]> mailbox(int source, int dest, int tag) {
-      return mailboxes.computeIfAbsent(source + ">" + dest + "#" + tag,
-          k -> new LinkedBlockingQueue<>());
+    private Mailbox mailbox(int source, int dest, int tag) {
+      return mailboxes.computeIfAbsent(source + ">" + dest + "#" + tag, k -> new Mailbox());
     }
 
     /** The message of the first abort, or null. */
@@ -437,57 +435,119 @@ public final class InProcessCommunicator implements Communicator {
     checkThread("MPI_Isend");
     byte[] bytes = new byte[buffer.remaining()];
     buffer.duplicate().get(bytes);
-    world.mailbox(rank, dest, tag).add(bytes);
+    Mailbox box = world.mailbox(rank, dest, tag);
+    synchronized (box) {
+      box.messages.add(bytes);
+      box.notifyAll();
+    }
     return Request.COMPLETED;
+  }
+
+  /**
+   * The messages from one rank to another with one tag, and the receives posted for them: as in MPI, messages
+   * match receives in the order the receives were posted, not the order they are tested in.
+   */
+  static final class Mailbox {
+    final java.util.ArrayDeque<byte[]> messages = new java.util.ArrayDeque<>();
+    final java.util.ArrayDeque<Posted> posted = new java.util.ArrayDeque<>();
+
+    /** Gives waiting messages to the earliest posted receives. Holds this object's lock. */
+    void deliver() {
+      while (!posted.isEmpty() && !messages.isEmpty()) {
+        posted.poll().take(messages.poll());
+      }
+    }
+  }
+
+  /** A posted receive. */
+  private static final class Posted {
+    final ByteBuffer buffer;
+    final int rank;
+    final int source;
+    boolean done;
+    RuntimeException error;
+
+    Posted(ByteBuffer buffer, int rank, int source) {
+      this.buffer = buffer;
+      this.rank = rank;
+      this.source = source;
+    }
+
+    void take(byte[] m) {
+      if (m.length != buffer.remaining()) {
+        error = new IllegalStateException("MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining()
+            + " bytes, rank " + source + " sent " + m.length);
+      } else {
+        buffer.duplicate().put(m);
+      }
+      done = true;
+    }
   }
 
   @Override
   public Request iReceive(ByteBuffer buffer, int source, int tag) {
     checkThread("MPI_Irecv");
-    LinkedBlockingQueue<byte[]> box = world.mailbox(source, rank, tag);
+    Mailbox box = world.mailbox(source, rank, tag);
+    Posted posted = new Posted(buffer, rank, source);
+    synchronized (box) {
+      box.posted.add(posted);
+      box.deliver();
+    }
     return new Request() {
-      private boolean done;
-
-      private boolean take(byte[] m) {
-        if (m == null) {
-          return false;
+      private boolean finish() {
+        if (posted.error != null) {
+          throw posted.error;
         }
-        if (m.length != buffer.remaining()) {
-          throw new IllegalStateException("MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining()
-              + " bytes, rank " + source + " sent " + m.length);
-        }
-        buffer.duplicate().put(m);
-        done = true;
-        return true;
+        return posted.done;
       }
 
       @Override
-      public synchronized boolean test() {
+      public boolean test() {
         checkThread("MPI_Test");
-        return done || take(box.poll());
-      }
-
-      @Override
-      public synchronized boolean await(long nanos) {
-        checkThread("MPI_Test");
-        try {
-          return done || take(box.poll(nanos, TimeUnit.NANOSECONDS));
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException("interrupted in a receive", e);
+        synchronized (box) {
+          box.deliver();
+          return finish();
         }
       }
 
       @Override
-      public synchronized void await() {
-        checkThread("MPI_Wait");
-        try {
-          if (!done) {
-            take(box.take());
+      public boolean await(long nanos) {
+        checkThread("MPI_Test");
+        long until = System.nanoTime() + nanos;
+        synchronized (box) {
+          try {
+            box.deliver();
+            while (!posted.done) {
+              long left = until - System.nanoTime();
+              if (left <= 0) {
+                return false;
+              }
+              TimeUnit.NANOSECONDS.timedWait(box, left);
+              box.deliver();
+            }
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted in a receive", e);
           }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          throw new IllegalStateException("interrupted in a receive", e);
+          return finish();
+        }
+      }
+
+      @Override
+      public void await() {
+        checkThread("MPI_Wait");
+        synchronized (box) {
+          try {
+            box.deliver();
+            while (!posted.done) {
+              box.wait();
+              box.deliver();
+            }
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted in a receive", e);
+          }
+          finish();
         }
       }
     };

@@ -25,7 +25,7 @@ import org.mpibuild.spi.SettingSource;
  * Java code run by an OpenCL queue itself, as a command in its order: a native kernel
  * ({@code clEnqueueNativeKernel}) whose function is a Java upcall. It lets {@link QueueMessenger} run a
  * collective on the thread that runs the queue's commands, between the work queued before and after it, with
- * no progress thread, callback or user event in between (see {@code docs/stream.md}).
+ * no progress thread, callback or user event in between (see {@code docs/streams.md}).
  *
  * <p>JOCL's own {@code clEnqueueNativeKernel} waits for the command to finish, and its callbacks attach and
  * detach the driver's thread for every call; this goes through Java's FFM API instead (an upcall stays
@@ -41,16 +41,18 @@ interface QueueCommands {
 
   /**
    * Enqueues, behind the work already on {@code queue}, a command that calls {@code body} on the thread that
-   * runs the queue's commands, with the memory of the first {@code bytes} of {@code buffer}. Never waits.
+   * runs the queue's commands, with the memory of {@code bytes} of {@code buffer} from {@code offset}. Never
+   * waits.
    *
    * @param queue the in-order queue
-   * @param buffer the device buffer
-   * @param bytes how many bytes of it {@code body} sees
+   * @param buffer the device buffer (not a sub-buffer: its parent, with the sub-buffer's offset)
+   * @param offset where in it {@code body}'s memory starts
+   * @param bytes how many bytes {@code body} sees
    * @param body what the command runs; it must not throw (what it throws is logged and dropped)
    * @return the command's event, which the caller releases, and its id for {@link #forget}
    * @throws org.mpibuild.support.DeviceFailure if the device refuses the command
    */
-  Enqueued enqueue(cl_command_queue queue, cl_mem buffer, int bytes, Consumer<ByteBuffer> body);
+  Enqueued enqueue(cl_command_queue queue, cl_mem buffer, long offset, int bytes, Consumer<ByteBuffer> body);
 
   /**
    * Drops what a command would run, once it is known never to run it (the collective ended without it).

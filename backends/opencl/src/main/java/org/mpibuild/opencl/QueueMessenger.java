@@ -7,6 +7,7 @@ import static org.jocl.CL.CL_INVALID_OPERATION;
 import static org.jocl.CL.CL_INVALID_VALUE;
 import static org.jocl.CL.CL_MAP_READ;
 import static org.jocl.CL.CL_MEM_ASSOCIATED_MEMOBJECT;
+import static org.jocl.CL.CL_MEM_OFFSET;
 import static org.jocl.CL.CL_MEM_SIZE;
 import static org.jocl.CL.CL_MAP_WRITE;
 import static org.jocl.CL.CL_QUEUE_CONTEXT;
@@ -55,6 +56,15 @@ import org.mpibuild.support.StreamOrderedMessages;
  *   clEnqueueNDRangeKernel(queue, consume, ...);
  * }
  * }</pre>
+ *
+ * <p><b>On the queue itself.</b> On Java 22 or later with native access enabled, on a device that runs native
+ * kernels (PoCL's CPU device), every call enqueues one native kernel whose function is a Java upcall (FFM API):
+ * when the queue reaches it, the operation runs on the thread that runs the queue's commands, between the work
+ * queued before and after it, with nothing else in between. {@link #operationsRun()} says whether a messenger
+ * does, and why not where it does not (at most the device's compute units less one messengers of a process do:
+ * a waiting operation holds a device thread). {@code MPI_BUILD_OPENCL_ON_QUEUE=false} turns it off. Elsewhere
+ * (GPUs, Java 17), the calls work through the progress thread, as follows; the two ways mix freely across
+ * ranks and messengers.
  *
  * <p>{@link #sendAfter} enqueues a non-blocking read of the buffer into a direct staging buffer behind the
  * work already on the queue; a progress thread waits for that read (by polling its event, never in a
@@ -170,7 +180,7 @@ public final class QueueMessenger implements AutoCloseable {
    */
   public synchronized CompletableFuture<Void> sendAfter(cl_mem buffer, long bytes, int dest, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
-      if (commands != null && whole(buffer).whole()) {
+      if (commands != null) {
         int n = StreamOrderedMessages.messageBytes(bytes);
         return onQueue(messages.sendOnQueue(n, dest, tag), buffer, n);
       }
@@ -196,7 +206,7 @@ public final class QueueMessenger implements AutoCloseable {
    */
   public synchronized CompletableFuture<Void> receiveBefore(cl_mem buffer, long bytes, int source, int tag) {
     try (UseGuard.Use ignored = guard.enter()) {
-      if (commands != null && whole(buffer).whole()) {
+      if (commands != null) {
         int n = StreamOrderedMessages.messageBytes(bytes);
         return onQueue(messages.receiveOnQueue(n, source, tag), buffer, n);
       }
@@ -229,7 +239,7 @@ public final class QueueMessenger implements AutoCloseable {
       if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
         throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
       }
-      if (commands != null && whole(buffer).whole()) {
+      if (commands != null) {
         return onQueue(messages.broadcastOnQueue(n, root), buffer, n);
       }
       ByteBuffer staging = messages.staging(StreamOrderedMessages.BROADCAST_HEADER + n);
@@ -267,7 +277,7 @@ public final class QueueMessenger implements AutoCloseable {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");
       }
       long bytes = StreamOrderedMessages.messageBytes((long) count * type.bytes());
-      if (commands != null && whole(buffer).whole()) {
+      if (commands != null) {
         return onQueue(messages.allReduceOnQueue(count, type, op), buffer, (int) bytes);
       }
       MappedRegion region;
@@ -298,7 +308,7 @@ public final class QueueMessenger implements AutoCloseable {
    */
   private CompletableFuture<Void> onQueue(StreamOrderedMessages.QueuedOperation collective, cl_mem buffer,
       int bytes) {
-    BufferShape shape = whole(buffer);
+    BufferShape shape = shape(buffer);
     if (shape.error() != CL_SUCCESS || shape.bytes() < bytes) {
       collective.enqueueFailed(new DeviceFailure(shape.error() != CL_SUCCESS ? "clGetMemObjectInfo failed: "
           + CL.stringFor_errorCode(shape.error()) : "an operation of " + bytes + " bytes on a buffer of "
@@ -307,7 +317,9 @@ public final class QueueMessenger implements AutoCloseable {
     }
     QueueCommands.Enqueued command;
     try {
-      command = commands.enqueue(queue, buffer, bytes, collective::run);
+      // a sub-buffer runs on its parent, at its offset: a native kernel sees a buffer's memory from its start
+      command = commands.enqueue(queue, shape.parent() != null ? shape.parent() : buffer, shape.offset(), bytes,
+          collective::run);
     } catch (DeviceFailure e) {
       collective.enqueueFailed(e);
       return collective.future();
@@ -318,28 +330,33 @@ public final class QueueMessenger implements AutoCloseable {
     return collective.future();
   }
 
-  /** A buffer's size, whether it is a whole buffer, and the error of asking, if any. */
-  private record BufferShape(cl_mem buffer, long bytes, boolean whole, int error) {}
+  /** A buffer's size, its parent and offset in it if it is a sub-buffer, and the error of asking, if any. */
+  private record BufferShape(cl_mem buffer, long bytes, cl_mem parent, long offset, int error) {}
 
   /** The shape of the buffer last asked about: a loop passes the same one every time. */
   private BufferShape lastShape;
 
   /**
-   * The size of a buffer and whether it is a whole buffer, not a sub-buffer (whose memory a native kernel may
-   * not see at its offset); asked of the device once for the buffer of the previous call.
+   * The size of a buffer, and its parent and offset if it is a sub-buffer; asked of the device once for the
+   * buffer of the previous call.
    */
-  private BufferShape whole(cl_mem buffer) {
+  private BufferShape shape(cl_mem buffer) {
     BufferShape last = lastShape;
     if (last != null && last.buffer() == buffer) {
       return last;
     }
     long[] size = new long[1];
+    long[] offset = new long[1];
     cl_mem parent = new cl_mem();
     int rc = clGetMemObjectInfo(buffer, CL_MEM_SIZE, Sizeof.size_t, Pointer.to(size), null);
     if (rc == CL_SUCCESS) {
       rc = clGetMemObjectInfo(buffer, CL_MEM_ASSOCIATED_MEMOBJECT, Sizeof.cl_mem, Pointer.to(parent), null);
     }
-    BufferShape shape = new BufferShape(buffer, size[0], rc == CL_SUCCESS && parent.equals(new cl_mem()), rc);
+    boolean sub = rc == CL_SUCCESS && !parent.equals(new cl_mem());
+    if (sub) {
+      rc = clGetMemObjectInfo(buffer, CL_MEM_OFFSET, Sizeof.size_t, Pointer.to(offset), null);
+    }
+    BufferShape shape = new BufferShape(buffer, size[0], sub ? parent : null, offset[0], rc);
     if (rc == CL_SUCCESS) {
       lastShape = shape;
     }

@@ -43,7 +43,7 @@ final class NativeQueueCommands implements QueueCommands {
   private static final Map<Long, Pending> PENDING = new ConcurrentHashMap<>();
   private static volatile Object instance;
 
-  private record Pending(int bytes, Consumer<ByteBuffer> body) {}
+  private record Pending(long offset, int bytes, Consumer<ByteBuffer> body) {}
 
   /** The native memory of one call, reused by the thread that enqueues (the device copies what it keeps). */
   private static final class CallMemory {
@@ -122,9 +122,9 @@ final class NativeQueueCommands implements QueueCommands {
   }
 
   @Override
-  public Enqueued enqueue(cl_command_queue queue, cl_mem buffer, int bytes, Consumer<ByteBuffer> body) {
+  public Enqueued enqueue(cl_command_queue queue, cl_mem buffer, long offset, int bytes, Consumer<ByteBuffer> body) {
     long id = IDS.incrementAndGet();
-    PENDING.put(id, new Pending(bytes, body));
+    PENDING.put(id, new Pending(offset, bytes, body));
     int rc;
     long event;
     try {
@@ -174,7 +174,8 @@ final class NativeQueueCommands implements QueueCommands {
       MemorySegment a = args.reinterpret(ARGS_BYTES);
       Pending p = PENDING.remove(a.get(JAVA_LONG, 0));
       if (p != null) {
-        p.body.accept(a.get(ADDRESS, MEMORY_OFFSET).reinterpret(p.bytes).asByteBuffer());
+        MemorySegment memory = MemorySegment.ofAddress(a.get(ADDRESS, MEMORY_OFFSET).address() + p.offset);
+        p.body.accept(memory.reinterpret(p.bytes).asByteBuffer());
       }
     } catch (Throwable t) {
       try {

@@ -387,4 +387,28 @@ class QueueMessengerTest {
       }
     });
   }
+
+  /** A sub-buffer runs on its parent at its offset: only its part of the parent changes, on every rank. */
+  @Test
+  void anAllReduceOnASubBufferChangesOnlyThatPartOfItsParent() throws Exception {
+    ranks(2, all(2, true), rank -> {
+      int r = rank.comm.rank();
+      rank.fill(); // x[i] = (r + 1) * (i + 1)
+      org.jocl.cl_buffer_region region = new org.jocl.cl_buffer_region(512, 256); // ints 128 to 191
+      int[] err = new int[1];
+      cl_mem sub = org.jocl.CL.clCreateSubBuffer(rank.x, CL_MEM_READ_WRITE, org.jocl.CL.CL_BUFFER_CREATE_TYPE_REGION,
+          region, err);
+      check(err[0]);
+      try {
+        rank.messenger.allreduceAfter(sub, 64, Datatype.INT, ReduceOp.SUM).get(30, TimeUnit.SECONDS);
+        int[] x = rank.read(rank.x);
+        for (int i = 0; i < N; i++) {
+          int expected = i >= 128 && i < 192 ? 3 * (i + 1) : (r + 1) * (i + 1);
+          assertEquals(expected, x[i], "rank " + r + ", element " + i);
+        }
+      } finally {
+        clReleaseMemObject(sub);
+      }
+    });
+  }
 }
