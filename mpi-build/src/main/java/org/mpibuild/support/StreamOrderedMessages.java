@@ -140,9 +140,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final CollectiveSteps collectives;
   private final List<StreamOp> ops = new ArrayList<>();
   /**
-   * The collectives that the device's queue runs itself ({@link QueuedOperation}), in queue order (which is the
-   * order they complete in), under the lock of {@link #ops}: the progress thread only sweeps them for a failed
-   * command, and takes such a one over into {@link #ops}.
+   * The operations that the device's queue runs itself ({@link QueuedOperation}), in queue order, under the lock
+   * of {@link #ops}, until they end or move to {@link #ops}: a send that MPI did not complete at once, or an
+   * operation whose command failed, which the progress thread takes over (it sweeps them for that).
    */
   private final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
   /** The order operations were asked for in, under the lock of {@link #ops}. */
@@ -326,8 +326,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
     /**
      * Returns the future of the collective.
      *
-     * @return completes when the results are on the device (on the thread that ran them, the device's: actions
-     *     that may block belong in the {@code *Async} forms); fails as the progress thread's collectives do
+     * @return completes when the operation is done (a collective's results or a received message on the device,
+     *     a send handed to MPI and completed), often on the thread that ran it, the device's: actions that may
+     *     block belong in the {@code *Async} forms; fails as the progress thread's operations do
      */
     public CompletableFuture<Void> future() {
       return op.future;
@@ -362,12 +363,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
 
     /**
-     * Runs the collective on the calling thread, the queue's: returns when it is done or has failed. Does
-     * nothing if the progress thread took it over first (its command failed, or the helper was closed).
+     * Runs the operation on the calling thread, the queue's: returns when a collective or receive is done or has
+     * failed, and once a send has copied its data and started. Does nothing if the progress thread took it over
+     * first (its command failed, or the helper was closed).
      *
-     * @param device the device buffer's memory, at least the collective's bytes; an all-reduce reduces it in
-     *     place (MPI works on copies; it keeps its values if the collective fails), a broadcast's root sends
-     *     from it and the other ranks receive into it
+     * @param device the device buffer's memory, at least the operation's bytes; an all-reduce reduces it in
+     *     place (MPI works on copies; it keeps its values if the collective fails), a broadcast's root and a send
+     *     send from it, the other ranks and a receive receive into it
      */
     public void run(ByteBuffer device) {
       switch (op.kind) {
@@ -766,7 +768,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
 
   /**
    * Asks the earliest operation of the queue's that has not started running whether its command failed (a
-   * command before it failed, so the device fails it too): then the progress thread takes it over. Only that one:
+   * command before it failed, so the device fails it too), or completed without running it: then the progress
+   * thread takes it over. Only that one:
    * the queue is in order, so a later command cannot fail before it.
    */
   private void sweepOnQueue() {
@@ -957,17 +960,22 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * false if the helper was closed meanwhile.
    */
   private boolean waitOnQueue(StreamOp op, java.util.function.BooleanSupplier done, long bytes) {
-    long spinUntil = System.nanoTime() + queueSpinNanos(bytes);
+    long start = System.nanoTime();
+    long spinUntil = start + queueSpinNanos(bytes);
     long sleep = 1_000;
     while (!done.getAsBoolean()) {
       if (closed) {
         return false;
       }
-      if (System.nanoTime() - spinUntil < 0) {
+      long now = System.nanoTime();
+      if (now - spinUntil < 0) {
         Thread.onSpinWait();
       } else {
         LockSupport.parkNanos(this, sleep);
-        sleep = Math.min(sleep * 2, MPI_PARK_NANOS);
+        // a message whose sender is busy for long (a kernel on its queue) is tested a thousand times a second
+        // once MPI_IDLE_NANOS have passed, as the progress thread does, which leaves the cores to the device
+        long cap = now - start > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS;
+        sleep = Math.min(sleep * 2, cap);
       }
     }
     return true;
