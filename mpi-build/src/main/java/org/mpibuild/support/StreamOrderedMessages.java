@@ -44,8 +44,9 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *
  * <p>Inside, by role: this class holds the API, the progress thread and point-to-point messages; the
  * package-private {@code CollectiveSteps} the collectives (turns, status word, deadline, persistent
- * requests), {@code StreamOp} one operation, {@code ProgressPass} what one pass over them saw, and
- * {@code StagingPool} the reused staging buffers.
+ * requests), {@code QueueRuns} what a device queue's own thread does for an operation it runs
+ * ({@link QueuedOperation}), {@code StreamOp} one operation, {@code ProgressPass} what one pass over them saw,
+ * and {@code StagingPool} the reused staging buffers.
  */
 public final class StreamOrderedMessages implements AutoCloseable {
   /** The bytes before the data in a broadcast's staging buffer: the root's status word. */
@@ -57,19 +58,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** The exit status of the abort at a missed deadline. */
   public static final int ABORT_CODE = 4;
   /** How long the progress thread spins, testing MPI, after something moved, before it parks. */
-  private static final long SPIN_NANOS = 20_000;
-  /**
-   * How long a collective that the device's queue runs ({@link QueuedOperation}) spins, testing MPI, after it
-   * last moved, before it parks, plus a nanosecond per byte of its data ({@link #queueSpinNanos}): the queue
-   * waits for it anyway, as it would for a blocking MPI call, which MPI spins in for ever; bounded here so that a
-   * rank far behind costs the others no core. A large message moves inside MPI, in fragments that need both
-   * ranks' tests, without completing a request: hence the time a transfer takes at 1 GB/s. Measured with
-   * {@code make bench-allreduce}: at 20 us the parks (about 60 us each on Linux) made the 4 KiB loop several
-   * times slower than the manual pattern.
-   */
-  private static final long QUEUE_SPIN_NANOS = 200_000;
+  static final long SPIN_NANOS = 20_000;
   /** The longest park while MPI operations are in flight (MPI moves only when tested). */
-  private static final long MPI_PARK_NANOS = 100_000;
+  static final long MPI_PARK_NANOS = 100_000;
   /**
    * How long nothing must have moved, point-to-point messages in flight and no collective, before the park
    * may grow past {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a receive whose sender is busy with a
@@ -77,9 +68,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * the device (a CPU device shares them). A collective, whose rounds advance only when tested, keeps the
    * short parks.
    */
-  private static final long MPI_IDLE_NANOS = 20_000_000;
+  static final long MPI_IDLE_NANOS = 20_000_000;
   /** The longest park while device work that cannot wake the thread is awaited. */
-  private static final long POLL_PARK_NANOS = 1_000_000;
+  static final long POLL_PARK_NANOS = 1_000_000;
   /** How often the progress thread asks every device step, woken or not (a safety net). */
   static final int SWEEP_MILLIS = 20;
   /** The longest park while only device work that wakes the thread is awaited (a safety net). */
@@ -138,13 +129,15 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final CollectiveTickets tickets;
   private final StagingPool pool = new StagingPool(STAGING_POOL_BYTES);
   private final CollectiveSteps collectives;
-  private final List<StreamOp> ops = new ArrayList<>();
+  /** The operations' lives on the queue's thread ({@link QueuedOperation}). */
+  private final QueueRuns queueRuns;
+  final List<StreamOp> ops = new ArrayList<>();
   /**
    * The operations that the device's queue runs itself ({@link QueuedOperation}), in queue order, under the lock
    * of {@link #ops}, until they end or move to {@link #ops}: a send that MPI did not complete at once, or an
    * operation whose command failed, which the progress thread takes over (it sweeps them for that).
    */
-  private final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
+  final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
   /** The order operations were asked for in, under the lock of {@link #ops}. */
   private long nextSeq;
   /**
@@ -153,9 +146,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * reachable, so that the garbage collector never frees memory in use, for as long as the helper is.
    */
   private final List<Object> retained = new ArrayList<>();
-  private final Thread thread;
+  final Thread thread;
   private final Runnable wake;
-  private volatile boolean closed;
+  volatile boolean closed;
 
   /**
    * Starts the progress thread, with collectives' deadline {@link #DEFAULT_DEADLINE} and device error codes
@@ -193,6 +186,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     this.name = name;
     this.tickets = CollectiveTickets.of(comm);
     this.collectives = new CollectiveSteps(comm, deadline, deviceCodes, tickets, pool, this::fail);
+    this.queueRuns = new QueueRuns(this, comm, collectives);
     this.thread = new Thread(this::run, "mpi-build-stream " + name);
     this.thread.setDaemon(true);
     Thread t = this.thread;
@@ -372,11 +366,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
      *     send from it, the other ranks and a receive receive into it
      */
     public void run(ByteBuffer device) {
-      switch (op.kind) {
-        case SEND -> sendOnQueue(op, device, bytes);
-        case RECEIVE -> receiveOnQueue(op, device, bytes);
-        default -> runOnQueue(op, device, bytes);
-      }
+      queueRuns.run(op, device, bytes);
     }
   }
 
@@ -747,7 +737,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * for. On the queue, an earlier receive not yet posted is one whose command failed: the progress thread takes
    * it over within a sweep and posts it.
    */
-  private boolean earlierReceiveUnposted(StreamOp op) {
+  boolean earlierReceiveUnposted(StreamOp op) {
     synchronized (ops) {
       for (StreamOp q : onQueue) {
         if (q.seq >= op.seq) {
@@ -831,162 +821,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
-  /** See {@link QueuedOperation#run}: the collective's whole life, on the queue's thread. */
-  private void runOnQueue(StreamOp op, ByteBuffer device, int bytes) {
-    if (!op.claim(StreamOp.QUEUE)) {
-      return;
-    }
-    ByteBuffer memory = device.duplicate().clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
-    if (op.kind == StreamOp.Kind.ALL_REDUCE) {
-      op.staging = memory; // in place: MPI gets pooled copies (CollectiveSteps.startData)
-      op.receive = memory;
-    } else if (comm.rank() == op.peer) {
-      op.staging.duplicate().position(BROADCAST_HEADER).put(memory.duplicate());
-    }
-    long spin = queueSpinNanos(bytes);
-    long spinUntil = System.nanoTime() + spin;
-    long sleep = 1_000;
-    while (true) {
-      if (closed) {
-        fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's queue "
-            + "ran it"));
-        return;
-      }
-      ProgressPass pass = new ProgressPass(true);
-      try {
-        collectives.step(op, pass);
-      } catch (RuntimeException | Error e) {
-        if (op.state != StreamOp.State.DONE) {
-          fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
-        }
-        return;
-      }
-      if (op.state == StreamOp.State.DONE) {
-        if (!op.future.isDone()) {
-          if (op.kind == StreamOp.Kind.BROADCAST && comm.rank() != op.peer) {
-            memory.duplicate().put(op.staging.duplicate().position(BROADCAST_HEADER));
-          }
-          finish(op);
-        }
-        return;
-      }
-      long now = System.nanoTime();
-      if (pass.moved) {
-        spinUntil = now + spin;
-        sleep = 1_000;
-      } else if (now - spinUntil < 0) {
-        Thread.onSpinWait(); // MPI moves only when tested: a short spin right after progress
-      } else {
-        // the queue waits for this collective anyway: short parks, so that MPI is tested often, without
-        // holding a core that the other ranks' work (a CPU device shares them) may need
-        long park = Math.min(sleep, MPI_PARK_NANOS);
-        long deadline = collectives.deadlineOf(op);
-        if (deadline != Long.MAX_VALUE) {
-          park = Math.max(1_000, Math.min(park, deadline - now));
-        }
-        LockSupport.parkNanos(this, park);
-        sleep = Math.min(sleep * 2, MPI_PARK_NANOS);
-      }
-    }
-  }
-
-  /** See {@link QueuedOperation#run}: copies the data and starts the send; completes it if MPI has at once. */
-  private void sendOnQueue(StreamOp op, ByteBuffer device, int bytes) {
-    if (!op.claim(StreamOp.QUEUE)) {
-      return;
-    }
-    try {
-      if (closed) {
-        throw new IllegalStateException("the helper was closed");
-      }
-      op.staging.duplicate().clear().put(device.duplicate().clear().limit(bytes));
-      op.request = comm.iSend(op.staging, op.peer, op.tag);
-      op.state = StreamOp.State.WAIT_MPI;
-      if (op.request.test()) {
-        op.mpiDone = true;
-        op.state = StreamOp.State.DONE;
-        finish(op);
-        return;
-      }
-    } catch (RuntimeException | Error e) {
-      fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
-      return;
-    }
-    synchronized (ops) { // the progress thread completes it; the queue goes on, the data being copied
-      synchronized (op) {
-        op.driver = StreamOp.PROGRESS; // from now on the progress thread's, close included
-      }
-      if (onQueue.remove(op)) {
-        ops.add(op);
-      }
-    }
-    LockSupport.unpark(thread);
-    if (closed && !thread.isAlive() && !op.future.isDone()) {
-      // closed meanwhile, and the progress thread has gone without seeing it
-      fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with it in flight"));
-    }
-  }
-
-  /** See {@link QueuedOperation#run}: receives the message and copies it into the device's memory. */
-  private void receiveOnQueue(StreamOp op, ByteBuffer device, int bytes) {
-    if (!op.claim(StreamOp.QUEUE)) {
-      return;
-    }
-    try {
-      // receives are posted in the order they were asked for: behind one the progress thread has not posted yet
-      if (!waitOnQueue(op, () -> !earlierReceiveUnposted(op), 0)) {
-        fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
-            + "queue waited for it"));
-        return;
-      }
-      op.request = comm.iReceive(op.staging, op.peer, op.tag);
-      op.state = StreamOp.State.WAIT_MPI;
-      if (!waitOnQueue(op, () -> op.request.test(), bytes)) {
-        fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
-            + "queue waited for it"));
-        return;
-      }
-      op.mpiDone = true;
-      device.duplicate().clear().put(op.staging.duplicate().clear().limit(bytes));
-      op.state = StreamOp.State.DONE;
-      finish(op);
-    } catch (RuntimeException | Error e) {
-      fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
-    }
-  }
-
-  /**
-   * Tests {@code done} on the queue's thread until it says so: spins, then parks (see {@link #QUEUE_SPIN_NANOS});
-   * false if the helper was closed meanwhile.
-   */
-  private boolean waitOnQueue(StreamOp op, java.util.function.BooleanSupplier done, long bytes) {
-    long start = System.nanoTime();
-    long spinUntil = start + queueSpinNanos(bytes);
-    long sleep = 1_000;
-    while (!done.getAsBoolean()) {
-      if (closed) {
-        return false;
-      }
-      long now = System.nanoTime();
-      if (now - spinUntil < 0) {
-        Thread.onSpinWait();
-      } else {
-        LockSupport.parkNanos(this, sleep);
-        // a message whose sender is busy for long (a kernel on its queue) is tested a thousand times a second
-        // once MPI_IDLE_NANOS have passed, as the progress thread does, which leaves the cores to the device
-        long cap = now - start > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS;
-        sleep = Math.min(sleep * 2, cap);
-      }
-    }
-    return true;
-  }
-
-  /** How long a collective of {@code bytes} on the queue spins before it parks (see {@link #QUEUE_SPIN_NANOS}). */
-  static long queueSpinNanos(long bytes) {
-    return QUEUE_SPIN_NANOS + bytes;
-  }
-
-  private void finish(StreamOp op) {
+  void finish(StreamOp op) {
     forget(op);
     op.releaseSteps();
     pool.give(op.staging); // neither MPI nor the device touches them any more
@@ -994,7 +829,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     op.future.complete(null);
   }
 
-  private void fail(StreamOp op, RuntimeException why) {
+  void fail(StreamOp op, RuntimeException why) {
     forget(op);
     boolean gateFails = op.gate != null && op.state != StreamOp.State.WAIT_WRITE;
     if (op.state == StreamOp.State.WAIT_MPI && !op.mpiDone || gateFails) {

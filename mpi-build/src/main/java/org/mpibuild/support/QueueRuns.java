@@ -1,0 +1,202 @@
+package org.mpibuild.support;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.locks.LockSupport;
+import org.mpibuild.spi.Communicator;
+
+/**
+ * The life of a {@link StreamOrderedMessages.QueuedOperation} on the device queue's own thread: a collective run
+ * whole through {@link CollectiveSteps}, a receive waited for, a send started (and handed to the progress thread
+ * if MPI does not complete it at once). The engine keeps the lists, the progress thread, and failing and
+ * finishing operations; this class only what the queue's thread does between claiming an operation and
+ * returning from it.
+ */
+final class QueueRuns {
+  /**
+   * How long a collective or receive that the device's queue runs spins, testing MPI, after it last moved (a
+   * receive: after it was posted), before it parks, plus a nanosecond per byte of its data
+   * ({@link #queueSpinNanos}): the queue
+   * waits for it anyway, as it would for a blocking MPI call, which MPI spins in for ever; bounded here so that a
+   * rank far behind costs the others no core. A large message moves inside MPI, in fragments that need both
+   * ranks' tests, without completing a request: hence the time a transfer takes at 1 GB/s. Measured with
+   * {@code make bench-allreduce}: at 20 us the parks (about 60 us each on Linux) made the 4 KiB loop several
+   * times slower than the manual pattern.
+   */
+  static final long QUEUE_SPIN_NANOS = 200_000;
+
+  private final StreamOrderedMessages engine;
+  private final Communicator comm;
+  private final CollectiveSteps collectives;
+
+  QueueRuns(StreamOrderedMessages engine, Communicator comm, CollectiveSteps collectives) {
+    this.engine = engine;
+    this.comm = comm;
+    this.collectives = collectives;
+  }
+
+  /** Runs {@code op} on the calling thread, the queue's, on {@code bytes} of {@code device}. */
+  void run(StreamOp op, ByteBuffer device, int bytes) {
+    switch (op.kind) {
+      case SEND -> send(op, device, bytes);
+      case RECEIVE -> receive(op, device, bytes);
+      default -> collective(op, device, bytes);
+    }
+  }
+
+  /** A collective: its whole life, through the same steps as the progress thread's. */
+  private void collective(StreamOp op, ByteBuffer device, int bytes) {
+    if (!op.claim(StreamOp.QUEUE)) {
+      return;
+    }
+    ByteBuffer memory = device.duplicate().clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
+    if (op.kind == StreamOp.Kind.ALL_REDUCE) {
+      op.staging = memory; // in place: MPI gets pooled copies (CollectiveSteps.startData)
+      op.receive = memory;
+    } else if (comm.rank() == op.peer) {
+      op.staging.duplicate().position(StreamOrderedMessages.BROADCAST_HEADER).put(memory.duplicate());
+    }
+    long spin = queueSpinNanos(bytes);
+    long spinUntil = System.nanoTime() + spin;
+    long sleep = 1_000;
+    while (true) {
+      if (engine.closed) {
+        engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+            + "queue ran it"));
+        return;
+      }
+      ProgressPass pass = new ProgressPass(true);
+      try {
+        collectives.step(op, pass);
+      } catch (RuntimeException | Error e) {
+        if (op.state != StreamOp.State.DONE) {
+          engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+        }
+        return;
+      }
+      if (op.state == StreamOp.State.DONE) {
+        if (!op.future.isDone()) {
+          if (op.kind == StreamOp.Kind.BROADCAST && comm.rank() != op.peer) {
+            memory.duplicate().put(op.staging.duplicate().position(StreamOrderedMessages.BROADCAST_HEADER));
+          }
+          engine.finish(op);
+        }
+        return;
+      }
+      long now = System.nanoTime();
+      if (pass.moved) {
+        spinUntil = now + spin;
+        sleep = 1_000;
+      } else if (now - spinUntil < 0) {
+        Thread.onSpinWait(); // MPI moves only when tested: a short spin right after progress
+      } else {
+        // the queue waits for this collective anyway: short parks, so that MPI is tested often, without
+        // holding a core that the other ranks' work (a CPU device shares them) may need
+        long park = Math.min(sleep, StreamOrderedMessages.MPI_PARK_NANOS);
+        long deadline = collectives.deadlineOf(op);
+        if (deadline != Long.MAX_VALUE) {
+          park = Math.max(1_000, Math.min(park, deadline - now));
+        }
+        LockSupport.parkNanos(engine, park);
+        sleep = Math.min(sleep * 2, StreamOrderedMessages.MPI_PARK_NANOS);
+      }
+    }
+  }
+
+  /** A send: copies the data and starts it; completes it if MPI has at once, else hands it over. */
+  private void send(StreamOp op, ByteBuffer device, int bytes) {
+    if (!op.claim(StreamOp.QUEUE)) {
+      return;
+    }
+    try {
+      if (engine.closed) {
+        throw new IllegalStateException("the helper was closed");
+      }
+      op.staging.duplicate().clear().put(device.duplicate().clear().limit(bytes));
+      op.request = comm.iSend(op.staging, op.peer, op.tag);
+      op.state = StreamOp.State.WAIT_MPI;
+      if (op.request.test()) {
+        op.mpiDone = true;
+        op.state = StreamOp.State.DONE;
+        engine.finish(op);
+        return;
+      }
+    } catch (RuntimeException | Error e) {
+      engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+      return;
+    }
+    synchronized (engine.ops) { // the progress thread completes it; the queue goes on, the data being copied
+      synchronized (op) {
+        op.driver = StreamOp.PROGRESS; // from now on the progress thread's, close included
+      }
+      if (engine.onQueue.remove(op)) {
+        engine.ops.add(op);
+      }
+    }
+    LockSupport.unpark(engine.thread);
+    if (engine.closed && !engine.thread.isAlive() && !op.future.isDone()) {
+      // closed meanwhile, and the progress thread has gone without seeing it
+      engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with it in flight"));
+    }
+  }
+
+  /** A receive: posts it in its turn, waits, and copies the message into the device's memory. */
+  private void receive(StreamOp op, ByteBuffer device, int bytes) {
+    if (!op.claim(StreamOp.QUEUE)) {
+      return;
+    }
+    try {
+      // receives are posted in the order they were asked for: behind one the progress thread has not posted yet
+      if (!waitFor(op, () -> !engine.earlierReceiveUnposted(op), 0)) {
+        engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+            + "queue waited for it"));
+        return;
+      }
+      op.request = comm.iReceive(op.staging, op.peer, op.tag);
+      op.state = StreamOp.State.WAIT_MPI;
+      if (!waitFor(op, () -> op.request.test(), bytes)) {
+        engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+            + "queue waited for it"));
+        return;
+      }
+      op.mpiDone = true;
+      device.duplicate().clear().put(op.staging.duplicate().clear().limit(bytes));
+      op.state = StreamOp.State.DONE;
+      engine.finish(op);
+    } catch (RuntimeException | Error e) {
+      engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+    }
+  }
+
+  /**
+   * Tests {@code done} on the queue's thread until it says so: spins, then parks (see {@link #QUEUE_SPIN_NANOS});
+   * false if the helper was closed meanwhile.
+   */
+  private boolean waitFor(StreamOp op, java.util.function.BooleanSupplier done, long bytes) {
+    long start = System.nanoTime();
+    long spinUntil = start + queueSpinNanos(bytes);
+    long sleep = 1_000;
+    while (!done.getAsBoolean()) {
+      if (engine.closed) {
+        return false;
+      }
+      long now = System.nanoTime();
+      if (now - spinUntil < 0) {
+        Thread.onSpinWait();
+      } else {
+        LockSupport.parkNanos(engine, sleep);
+        // a message whose sender is busy for long (a kernel on its queue) is tested a thousand times a second once
+        // MPI_IDLE_NANOS have passed, as the progress thread does, which leaves the cores to the device
+        long cap = now - start > StreamOrderedMessages.MPI_IDLE_NANOS ? StreamOrderedMessages.POLL_PARK_NANOS
+            : StreamOrderedMessages.MPI_PARK_NANOS;
+        sleep = Math.min(sleep * 2, cap);
+      }
+    }
+    return true;
+  }
+
+  /** How long a collective of {@code bytes} on the queue spins before it parks (see {@link #QUEUE_SPIN_NANOS}). */
+  static long queueSpinNanos(long bytes) {
+    return QUEUE_SPIN_NANOS + bytes;
+  }
+}
