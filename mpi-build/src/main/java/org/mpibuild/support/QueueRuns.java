@@ -56,9 +56,7 @@ final class QueueRuns {
     } else if (comm.rank() == op.peer) {
       op.staging.duplicate().position(StreamOrderedMessages.BROADCAST_HEADER).put(memory.duplicate());
     }
-    long spin = queueSpinNanos(bytes);
-    long spinUntil = System.nanoTime() + spin;
-    long sleep = 1_000;
+    Backoff backoff = new Backoff(bytes, false);
     while (true) {
       if (engine.closed) {
         engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
@@ -83,22 +81,10 @@ final class QueueRuns {
         }
         return;
       }
-      long now = System.nanoTime();
       if (pass.moved) {
-        spinUntil = now + spin;
-        sleep = 1_000;
-      } else if (now - spinUntil < 0) {
-        Thread.onSpinWait(); // MPI moves only when tested: a short spin right after progress
+        backoff.moved();
       } else {
-        // the queue waits for this collective anyway: short parks, so that MPI is tested often, without
-        // holding a core that the other ranks' work (a CPU device shares them) may need
-        long park = Math.min(sleep, StreamOrderedMessages.MPI_PARK_NANOS);
-        long deadline = collectives.deadlineOf(op);
-        if (deadline != Long.MAX_VALUE) {
-          park = Math.max(1_000, Math.min(park, deadline - now));
-        }
-        LockSupport.parkNanos(engine, park);
-        sleep = Math.min(sleep * 2, StreamOrderedMessages.MPI_PARK_NANOS);
+        backoff.pause(collectives.deadlineOf(op));
       }
     }
   }
@@ -173,26 +159,59 @@ final class QueueRuns {
    * false if the helper was closed meanwhile.
    */
   private boolean waitFor(StreamOp op, java.util.function.BooleanSupplier done, long bytes) {
-    long start = System.nanoTime();
-    long spinUntil = start + queueSpinNanos(bytes);
-    long sleep = 1_000;
+    Backoff backoff = new Backoff(bytes, true);
     while (!done.getAsBoolean()) {
       if (engine.closed) {
         return false;
       }
+      backoff.pause(Long.MAX_VALUE);
+    }
+    return true;
+  }
+
+  /**
+   * The wait between two MPI tests on the queue's thread: a spin of {@link #queueSpinNanos} from the start or the
+   * last movement (MPI moves only when tested, and the queue waits for this operation anyway), then parks from
+   * 1 us growing to {@code MPI_PARK_NANOS}, short enough that MPI is tested often without holding a core that the
+   * other ranks' work (a CPU device shares them) may need. A receive's wait grows to {@code POLL_PARK_NANOS} after
+   * {@code MPI_IDLE_NANOS}, as the progress thread's does: a sender busy for long (a kernel on its queue) is then
+   * tested a thousand times a second; a collective, whose rounds move only when tested, keeps the short parks.
+   */
+  private final class Backoff {
+    private final long spin;
+    private final boolean idleGrows;
+    private final long start = System.nanoTime();
+    private long spinUntil;
+    private long sleep = 1_000;
+
+    Backoff(long bytes, boolean idleGrows) {
+      this.spin = queueSpinNanos(bytes);
+      this.idleGrows = idleGrows;
+      this.spinUntil = start + spin;
+    }
+
+    /** MPI moved: spin again. */
+    void moved() {
+      spinUntil = System.nanoTime() + spin;
+      sleep = 1_000;
+    }
+
+    /** Spins or parks once, never past {@code deadline} (System.nanoTime, or Long.MAX_VALUE). */
+    void pause(long deadline) {
       long now = System.nanoTime();
       if (now - spinUntil < 0) {
         Thread.onSpinWait();
-      } else {
-        LockSupport.parkNanos(engine, sleep);
-        // a message whose sender is busy for long (a kernel on its queue) is tested a thousand times a second once
-        // MPI_IDLE_NANOS have passed, as the progress thread does, which leaves the cores to the device
-        long cap = now - start > StreamOrderedMessages.MPI_IDLE_NANOS ? StreamOrderedMessages.POLL_PARK_NANOS
-            : StreamOrderedMessages.MPI_PARK_NANOS;
-        sleep = Math.min(sleep * 2, cap);
+        return;
       }
+      long cap = idleGrows && now - start > StreamOrderedMessages.MPI_IDLE_NANOS
+          ? StreamOrderedMessages.POLL_PARK_NANOS : StreamOrderedMessages.MPI_PARK_NANOS;
+      long park = Math.min(sleep, cap);
+      if (deadline != Long.MAX_VALUE) {
+        park = Math.max(1_000, Math.min(park, deadline - now));
+      }
+      LockSupport.parkNanos(engine, park);
+      sleep = Math.min(sleep * 2, cap);
     }
-    return true;
   }
 
   /** How long a collective of {@code bytes} on the queue spins before it parks (see {@link #QUEUE_SPIN_NANOS}). */
