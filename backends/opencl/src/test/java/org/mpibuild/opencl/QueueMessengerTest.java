@@ -147,35 +147,13 @@ class QueueMessengerTest {
     void run(Rank rank) throws Exception;
   }
 
-  /** Runs every rank on its own thread; rank r runs its collectives on its queue where {@code onQueue[r]}. */
+  /** Runs every rank on its own thread; rank r runs its operations on its queue where {@code onQueue[r]}. */
   static void ranks(int n, boolean[] onQueue, RankBody body) throws Exception {
-    InProcessCommunicator.World world = new InProcessCommunicator.World(n, 30_000);
-    List<Throwable> errors = new ArrayList<>();
-    List<Thread> threads = new ArrayList<>();
-    for (int r = 0; r < n; r++) {
-      Communicator comm = world.rank(r);
-      boolean q = onQueue[r];
-      Thread t = new Thread(() -> {
-        try (Rank rank = new Rank(comm, q)) {
-          body.run(rank);
-        } catch (Throwable e) {
-          synchronized (errors) {
-            errors.add(new AssertionError("rank " + comm.rank() + ": " + e, e));
-          }
-        }
-      });
-      threads.add(t);
-      t.start();
-    }
-    for (Thread t : threads) {
-      t.join(60_000);
-      assertFalse(t.isAlive(), "a rank hung");
-    }
-    if (!errors.isEmpty()) {
-      AssertionError all = new AssertionError(errors.size() + " rank(s) failed: " + errors);
-      errors.forEach(all::addSuppressed);
-      throw all;
-    }
+    StreamOrderedCollectivesTest.ranks(n, comm -> {
+      try (Rank rank = new Rank(comm, onQueue[comm.rank()])) {
+        body.run(rank);
+      }
+    });
   }
 
   static boolean[] all(int n, boolean onQueue) {
