@@ -280,7 +280,8 @@ public final class BenchReport {
    * time until the last message arrived and until the host was free, and the median of the per-pair ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
-    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+) run=(.*)");
+    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+)");
+    Pattern run = Pattern.compile("RUN (.*)");
     Map<String, List<Double>> total = new TreeMap<>();
     Map<String, List<Double>> host = new TreeMap<>();
     List<Double> ratios = new ArrayList<>();
@@ -296,8 +297,9 @@ public final class BenchReport {
         if (!m.find()) {
           throw new IllegalStateException("Pipeline " + mode + " printed no correct result:\n" + output);
         }
-        if (mode.equals("ordered")) {
-          where = m.group(3).trim();
+        Matcher r = run.matcher(output);
+        if (mode.equals("ordered") && r.find()) {
+          where = r.group(1).trim();
         }
         pair.put(mode, Double.parseDouble(m.group(1)));
         total.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(1)));
