@@ -111,19 +111,7 @@ final class QueueRuns {
       engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
       return;
     }
-    synchronized (engine.ops) { // the progress thread completes it; the queue goes on, the data being copied
-      synchronized (op) {
-        op.driver = StreamOp.PROGRESS; // from now on the progress thread's, close included
-      }
-      if (engine.onQueue.remove(op)) {
-        engine.ops.add(op);
-      }
-    }
-    LockSupport.unpark(engine.thread);
-    if (engine.closed && !engine.thread.isAlive() && !op.future.isDone()) {
-      // closed meanwhile, and the progress thread has gone without seeing it
-      engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with it in flight"));
-    }
+    engine.handOver(op); // the progress thread completes it; the queue goes on, the data being copied
   }
 
   /** A receive: posts it in its turn, waits, and copies the message into the device's memory. */

@@ -131,13 +131,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final CollectiveSteps collectives;
   /** The operations' lives on the queue's thread ({@link QueuedOperation}). */
   private final QueueRuns queueRuns;
-  final List<StreamOp> ops = new ArrayList<>();
+  private final List<StreamOp> ops = new ArrayList<>();
   /**
    * The operations that the device's queue runs itself ({@link QueuedOperation}), in queue order, under the lock
    * of {@link #ops}, until they end or move to {@link #ops}: a send that MPI did not complete at once, or an
    * operation whose command failed, which the progress thread takes over (it sweeps them for that).
    */
-  final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
+  private final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
   /** The order operations were asked for in, under the lock of {@link #ops}. */
   private long nextSeq;
   /**
@@ -146,7 +146,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * reachable, so that the garbage collector never frees memory in use, for as long as the helper is.
    */
   private final List<Object> retained = new ArrayList<>();
-  final Thread thread;
+  private final Thread thread;
   private final Runnable wake;
   volatile boolean closed;
 
@@ -353,7 +353,6 @@ public final class StreamOrderedMessages implements AutoCloseable {
      */
     public void enqueueFailed(RuntimeException why) {
       takeOver(op, why);
-      LockSupport.unpark(thread);
     }
 
     /**
@@ -381,10 +380,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public QueuedOperation sendOnQueue(int bytes, int dest, int tag) {
     check(dest, tag);
-    StreamOp o = new StreamOp(StreamOp.Kind.SEND, pool.take(messageBytes(bytes)), dest, tag, null, null, null);
-    o.onQueue = true;
-    add(o);
-    return new QueuedOperation(o, bytes);
+    return queued(new StreamOp(StreamOp.Kind.SEND, pool.take(messageBytes(bytes)), dest, tag, null, null, null),
+        bytes);
   }
 
   /**
@@ -398,10 +395,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public QueuedOperation receiveOnQueue(int bytes, int source, int tag) {
     check(source, tag);
-    StreamOp o = new StreamOp(StreamOp.Kind.RECEIVE, pool.take(messageBytes(bytes)), source, tag, null, null, null);
-    o.onQueue = true;
-    add(o);
-    return new QueuedOperation(o, bytes);
+    return queued(new StreamOp(StreamOp.Kind.RECEIVE, pool.take(messageBytes(bytes)), source, tag, null, null,
+        null), bytes);
   }
 
   /**
@@ -422,9 +417,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     o.count = count;
     o.type = type;
     o.reduceOp = op;
-    o.onQueue = true;
-    add(o);
-    return new QueuedOperation(o, bytes);
+    return queued(o, bytes);
   }
 
   /**
@@ -443,9 +436,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
     StreamOp o = new StreamOp(StreamOp.Kind.BROADCAST, pool.take(BROADCAST_HEADER + bytes), root, -1, null, null,
         null);
-    o.onQueue = true;
-    add(o);
-    return new QueuedOperation(o, bytes);
+    return queued(o, bytes);
+  }
+
+  /** Adds an operation that the device's queue runs itself, taking its place in the order (and its ticket). */
+  private QueuedOperation queued(StreamOp op, int bytes) {
+    op.onQueue = true;
+    add(op);
+    return new QueuedOperation(op, bytes);
   }
 
   /**
@@ -814,10 +812,25 @@ public final class StreamOrderedMessages implements AutoCloseable {
       op.staging = pool.take(op.count * op.type.bytes());
       op.receive = op.staging;
     }
+    handOver(op);
+  }
+
+  /**
+   * Makes an operation of the queue's the progress thread's from now on (close included): it moves to the end of
+   * {@link #ops}, and the thread is woken. A helper closed meanwhile, whose thread has gone, fails it here.
+   */
+  void handOver(StreamOp op) {
     synchronized (ops) {
-      if (onQueue.remove(op)) {
-        ops.add(op); // from now on the progress thread steps it, in the order it was enqueued among its ops
+      synchronized (op) {
+        op.driver = StreamOp.PROGRESS;
       }
+      if (onQueue.remove(op)) {
+        ops.add(op);
+      }
+    }
+    LockSupport.unpark(thread);
+    if (closed && !thread.isAlive() && !op.future.isDone()) {
+      fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with it in flight"));
     }
   }
 

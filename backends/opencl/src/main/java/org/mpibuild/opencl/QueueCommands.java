@@ -55,7 +55,8 @@ interface QueueCommands {
   Enqueued enqueue(cl_command_queue queue, cl_mem buffer, long offset, int bytes, Consumer<ByteBuffer> body);
 
   /**
-   * Drops what a command would run, once it is known never to run it (the collective ended without it).
+   * Drops what a command would run, once its operation has ended (a command that never ran keeps nothing).
+   * Called for every command; one that ran has dropped it already.
    *
    * @param id the command's id
    */

@@ -306,28 +306,45 @@ public final class QueueMessenger implements AutoCloseable {
    * the work before it has finished and the work after it starts when it returns. A buffer smaller than the
    * operation, or a command the device refuses, fails it (a collective on every rank).
    */
-  private CompletableFuture<Void> onQueue(StreamOrderedMessages.QueuedOperation collective, cl_mem buffer,
+  private CompletableFuture<Void> onQueue(StreamOrderedMessages.QueuedOperation operation, cl_mem buffer,
       int bytes) {
     BufferShape shape = shape(buffer);
     if (shape.error() != CL_SUCCESS || shape.bytes() < bytes) {
-      collective.enqueueFailed(new DeviceFailure(shape.error() != CL_SUCCESS ? "clGetMemObjectInfo failed: "
+      operation.enqueueFailed(new DeviceFailure(shape.error() != CL_SUCCESS ? "clGetMemObjectInfo failed: "
           + CL.stringFor_errorCode(shape.error()) : "an operation of " + bytes + " bytes on a buffer of "
           + shape.bytes() + " bytes", shape.error() != CL_SUCCESS ? shape.error() : CL_INVALID_VALUE));
-      return collective.future();
+      return operation.future();
     }
     QueueCommands.Enqueued command;
     try {
       // a sub-buffer runs on its parent, at its offset: a native kernel sees a buffer's memory from its start
       command = commands.enqueue(queue, shape.parent() != null ? shape.parent() : buffer, shape.offset(), bytes,
-          collective::run);
+          operation::run);
     } catch (DeviceFailure e) {
-      collective.enqueueFailed(e);
-      return collective.future();
+      operation.enqueueFailed(e);
+      return operation.future();
     }
-    collective.enqueued(new EventStep(command.event()));
-    collective.future().whenComplete((v, e) -> commands.forget(command.id()));
-    clFlush(queue); // the command is queued whatever the flush says: the collective goes on
-    return collective.future();
+    operation.enqueued(new QueueCommandStep(new EventStep(command.event()), commands, command.id()));
+    clFlush(queue); // the command is queued whatever the flush says: the operation goes on
+    return operation.future();
+  }
+
+  /**
+   * The native kernel of an operation on the queue: its event, and, once the engine releases it (the operation
+   * ended, whichever way), what the kernel would have run is dropped too, for a kernel that never ran.
+   */
+  private record QueueCommandStep(EventStep event, QueueCommands commands, long id)
+      implements StreamOrderedMessages.DeviceStep {
+    @Override
+    public boolean finished() {
+      return event.finished();
+    }
+
+    @Override
+    public void release() {
+      event.release();
+      commands.forget(id);
+    }
   }
 
   /** A buffer's size, its parent and offset in it if it is a sub-buffer, and the error of asking, if any. */
