@@ -43,14 +43,15 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * ({@link QueueMessenger#allreduceAfter}) against the manual pattern, for the benchmark ({@code make
  * bench-allreduce}).
  *
- * <pre>AllReduceLoop ITERATIONS:BYTES[:WARMUP],... FIRST_MODE [WARMUP]</pre>
+ * <pre>AllReduceLoop ITERATIONS:BYTES[:WARMUP],... MODE[,MODE...] [WARMUP]</pre>
  *
- * For example {@code AllReduceLoop 1000:4096:2000,10:16777216:20 ordered}: for each size (bytes of floats) the
- * given number of iterations, both modes, {@code FIRST_MODE} first, so that a repetition is one job and its pair
- * is measured under the same conditions; each mode first runs {@code WARMUP} iterations unmeasured (the size's,
- * else the last argument's, else 3), so that the JIT has compiled what each runs. Then, per size, a third loop
- * {@code kernels}: the same two kernels without any all-reduce, whose host CPU time is what the program thread
- * spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
+ * For example {@code AllReduceLoop 1000:4096:2000,10:16777216:20 ordered,kernels}: for each size (bytes of
+ * floats) the given number of iterations of each mode, in the order given. Each mode first runs {@code WARMUP}
+ * iterations unmeasured (the size's, else the last argument's, else 3), and the whole list runs once unmeasured
+ * before the measured pass, so that the JIT has compiled what the job runs before anything is measured. The
+ * benchmark runs each mode in a job of its own, so that one mode's threads, JIT work and MPI state never slow
+ * the other's measurement. The third mode, {@code kernels}, runs the same two kernels without any all-reduce:
+ * its host CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
  * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
  * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
  * checks every element against the sum it must be, and the job fails if any rank's is wrong.
@@ -59,11 +60,11 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *   <li>{@code ordered}: produce, {@code allreduceAfter}, consume, all enqueued without waiting; at the end
  *       one {@code clFinish} and a wait for the futures.
  *   <li>{@code manual}: produce, {@code clFinish}, a blocking read into a direct buffer, a blocking
- *       all-reduce ({@code iAllReduce} then {@code await}), a blocking write, consume; at the end
+ *       all-reduce ({@code MPI_Allreduce} through mpi.jar), a blocking write, consume; at the end
  *       {@code clFinish}. Its staging buffers are allocated once per size, outside the timed loop.
  * </ul>
  *
- * Rank 0 prints where the messenger runs its collectives ({@code COLLECTIVES run=...}, see
+ * Where it runs {@code ordered}, rank 0 prints where the messenger runs its collectives ({@code COLLECTIVES run=...}, see
  * {@link QueueMessenger#operationsRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
  * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
@@ -87,10 +88,12 @@ public final class AllReduceLoop {
 
   public static void main(String[] args) throws Exception {
     String[] sizes = args[0].split(",");
-    String first = args[1];
+    List<String> modes = List.of(args[1].split(","));
     int warmup = args.length > 2 ? Integer.parseInt(args[2]) : 3;
-    if (!first.equals("ordered") && !first.equals("manual")) {
-      throw new IllegalArgumentException("FIRST_MODE is ordered or manual, not " + first);
+    for (String mode : modes) {
+      if (!List.of("ordered", "manual", "kernels").contains(mode)) {
+        throw new IllegalArgumentException("a MODE is ordered, manual or kernels, not '" + mode + "'");
+      }
     }
     MPI.InitThread(args, MPI.THREAD_MULTIPLE);
     int rank = MPI.COMM_WORLD.getRank();
@@ -100,20 +103,23 @@ public final class AllReduceLoop {
         MpiBuild build = MpiBuild.builder().backend("opencl").build();
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("produce", "consume"), 0)) {
       OpenClKernel k = kernel.as(OpenClKernel.class);
-      List<String> modes = first.equals("ordered") ? List.of("ordered", "manual") : List.of("manual", "ordered");
-      if (rank == 0) {
+      if (rank == 0 && modes.contains("ordered")) {
         try (QueueMessenger m = QueueMessenger.open(comm, k.queue())) {
           System.out.println("COLLECTIVES run=" + m.operationsRun());
         }
       }
-      for (String spec : sizes) {
-        String[] p = spec.split(":");
-        int iterations = Integer.parseInt(p[0]);
-        int bytes = Integer.parseInt(p[1]);
-        int warm = p.length > 2 ? Integer.parseInt(p[2]) : warmup;
-        for (String mode : List.of(modes.get(0), modes.get(1), "kernels")) {
-          allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, false, rank, size, comm, k);
-          allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, true, rank, size, comm, k);
+      // pass 0 runs everything once unmeasured: the JIT is still compiling (on the same 2 cores) long after a
+      // size's own warm-up loop, and what it compiles for one mode slows the next one measured
+      for (int pass = 0; pass < 2; pass++) {
+        for (String spec : sizes) {
+          String[] p = spec.split(":");
+          int iterations = Integer.parseInt(p[0]);
+          int bytes = Integer.parseInt(p[1]);
+          int warm = p.length > 2 ? Integer.parseInt(p[2]) : warmup;
+          for (String mode : modes) {
+            allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, false, rank, size, comm, k);
+            allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, pass == 1, rank, size, comm, k);
+          }
         }
       }
     }
@@ -166,7 +172,7 @@ public final class AllReduceLoop {
         } else {
           check(clFinish(queue));
           check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
-          comm.iAllReduce(send, receive, count, Datatype.FLOAT, ReduceOp.SUM).await();
+          MPI.COMM_WORLD.allReduce(send, receive, count, MPI.FLOAT, MPI.SUM);
           check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
         }
         clSetKernelArg(consume, 0, Sizeof.cl_mem, Pointer.to(x));
