@@ -105,6 +105,26 @@ public interface Communicator extends AutoCloseable {
   }
 
   /**
+   * Reduces like {@link #iAllReduce} and returns once the results are in {@code receive}
+   * ({@code MPI_Allreduce}). A blocking collective: MPI matches it only with the blocking all-reduce on the
+   * other ranks, never with {@link #iAllReduce} or a persistent request, so every rank must choose it for the
+   * same collective. By default {@link #iAllReduce} then {@link Request#await}, which the same default on the
+   * other ranks matches.
+   *
+   * @param send a direct buffer holding this rank's {@code count} values from its position, in native byte
+   *     order
+   * @param receive a direct buffer receiving the {@code count} results from its position; not {@code send}
+   * @param count how many values, 1 or more, the same on every rank
+   * @param type their element type
+   * @param op the reduction
+   * @throws IllegalArgumentException as {@link #iAllReduce}
+   * @throws UnsupportedOperationException if this binding has no typed reductions
+   */
+  default void allReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    iAllReduce(send, receive, count, type, op).await();
+  }
+
+  /**
    * Prepares a broadcast like {@link #broadcast} that is then started any number of times
    * ({@code MPI_Bcast_init} of MPI 4.0): each {@link PersistentRequest#start} broadcasts what the root's
    * buffer holds at that moment. Collective and possibly blocking until every rank has called it: every rank

@@ -240,7 +240,8 @@ public final class InProcessCommunicator implements Communicator {
 
   /**
    * Joins this rank's next collective on this communicator, as MPI matches collectives: by their order.
-   * It completes when the last rank joins, whichever call (blocking or not) each rank made.
+   * It completes when the last rank joins; a blocking call where another rank made a non-blocking one (their
+   * names differ) fails it for every rank as mismatched, as MPI does not match them (MPI 4.0, section 6.12).
    */
   private Collective join(String operation, Object mine, Consumer<Object[]> during,
       Function<Object[], Object> combine) {
@@ -300,19 +301,19 @@ public final class InProcessCommunicator implements Communicator {
   public Request iBroadcast(ByteBuffer buffer, int root) {
     checkThread("MPI_Ibcast");
     String[] truncated = {null};
-    return request(joinBroadcast(buffer, root, truncated), all -> failIfTruncated(truncated));
+    return request(joinBroadcast("broadcast", buffer, root, truncated), all -> failIfTruncated(truncated));
   }
 
   @Override
   public void broadcast(ByteBuffer buffer, int root) {
     checkThread("MPI_Bcast");
     String[] truncated = {null};
-    world.await(joinBroadcast(buffer, root, truncated));
+    world.await(joinBroadcast("blocking broadcast", buffer, root, truncated));
     failIfTruncated(truncated);
   }
 
   /** Joins a broadcast whose receivers copy the root's bytes as it completes; a size mismatch lands in truncated. */
-  private Collective joinBroadcast(ByteBuffer buffer, int root, String[] truncated) {
+  private Collective joinBroadcast(String operation, ByteBuffer buffer, int root, String[] truncated) {
     if (!buffer.isDirect()) {
       throw new IllegalArgumentException("broadcast needs a direct buffer");
     }
@@ -321,8 +322,8 @@ public final class InProcessCommunicator implements Communicator {
       throw new org.mpibuild.CommunicationException("MPI_ERR_ROOT: root " + root + " used in a broadcast of "
           + world.size + " ranks", null);
     }
-    world.record(rank, "broadcast", root, buffer.remaining());
-    return join("broadcast", rank == root ? buffer.duplicate() : null, all -> {
+    world.record(rank, "broadcast", root, buffer.remaining()); // recorded alike: tests count broadcasts of both kinds
+    return join(operation, rank == root ? buffer.duplicate() : null, all -> {
       ByteBuffer src = ((ByteBuffer) all[root]).duplicate();
       if (src.remaining() != buffer.remaining()) {
         truncated[0] = "MPI_ERR_TRUNCATE: rank " + rank + " posted " + buffer.remaining() + " bytes, root " + root
@@ -372,13 +373,26 @@ public final class InProcessCommunicator implements Communicator {
   @Override
   public Request iAllReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
     checkThread("MPI_Iallreduce");
+    Collective c = joinAllReduce("allReduce(" + type + ", " + op + ")", send, count, type, op, receive);
+    return request(c, all -> receive.duplicate().put((byte[]) c.combined));
+  }
+
+  /** Blocking: matches only the blocking all-reduce on the other ranks (a mix fails as mismatched), as in MPI. */
+  @Override
+  public void allReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    checkThread("MPI_Allreduce");
+    Collective c = joinAllReduce("blocking allReduce(" + type + ", " + op + ")", send, count, type, op, receive);
+    world.await(c);
+    receive.duplicate().put((byte[]) c.combined);
+  }
+
+  private Collective joinAllReduce(String operation, ByteBuffer send, int count, Datatype type, ReduceOp op,
+      ByteBuffer receive) {
     int bytes = Communicator.reductionBytes(send, receive, count, type);
-    world.record(rank, "allReduce(" + type + ", " + op + ")", -1, bytes);
+    world.record(rank, operation, -1, bytes);
     byte[] mine = new byte[bytes];
     send.duplicate().get(mine);
-    Collective c = join("allReduce(" + type + ", " + op + ")", mine, null,
-        all -> Reductions.reduce(all, count, type, op));
-    return request(c, all -> receive.duplicate().put((byte[]) c.combined));
+    return join(operation, mine, null, all -> Reductions.reduce(all, count, type, op));
   }
 
   @Override

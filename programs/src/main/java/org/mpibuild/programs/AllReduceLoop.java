@@ -21,8 +21,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
-import mpi.MPI;
-import mpi.MPIException;
 import org.jocl.Pointer;
 import org.jocl.Sizeof;
 import org.jocl.cl_command_queue;
@@ -31,7 +29,6 @@ import org.jocl.cl_mem;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.opencl.QueueMessenger;
 import org.mpibuild.spi.Communicator;
@@ -60,10 +57,11 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *   <li>{@code ordered}: produce, {@code allreduceAfter}, consume, all enqueued without waiting; at the end
  *       one {@code clFinish} and a wait for the futures.
  *   <li>{@code manual}: produce, {@code clFinish}, a blocking read into a direct buffer, a blocking
- *       all-reduce ({@code MPI_Allreduce} through mpi.jar), a blocking write, consume; at the end
+ *       all-reduce ({@code MPI_Allreduce}, {@code Communicator.allReduce}), a blocking write, consume; at the end
  *       {@code clFinish}. Its staging buffers are allocated once per size, outside the timed loop.
  * </ul>
  *
+ * The binding is mpi.jar's, or the FFM binding's where {@code MPI_BUILD_BINDING=ffm} ({@link ProgramWorld}).
  * Where it runs {@code ordered}, rank 0 prints where the messenger runs its collectives ({@code COLLECTIVES run=...}, see
  * {@link QueueMessenger#operationsRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
  * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
@@ -95,14 +93,14 @@ public final class AllReduceLoop {
         throw new IllegalArgumentException("a MODE is ordered, manual or kernels, not '" + mode + "'");
       }
     }
-    MPI.InitThread(args, MPI.THREAD_MULTIPLE);
-    int rank = MPI.COMM_WORLD.getRank();
-    int size = MPI.COMM_WORLD.getSize();
     boolean allCorrect = true;
-    try (Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
+    int failedRanks;
+    try (Communicator comm = ProgramWorld.open(args);
         MpiBuild build = MpiBuild.builder().backend("opencl").build();
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("produce", "consume"), 0)) {
       OpenClKernel k = kernel.as(OpenClKernel.class);
+      int rank = comm.rank();
+      int size = comm.size();
       if (rank == 0 && modes.contains("ordered")) {
         try (QueueMessenger m = QueueMessenger.open(comm, k.queue())) {
           System.out.println("COLLECTIVES run=" + m.operationsRun());
@@ -122,18 +120,17 @@ public final class AllReduceLoop {
           }
         }
       }
+      failedRanks = comm.allReduceMax(new int[] {allCorrect ? 0 : 1})[0];
     }
-    int[] ok = {allCorrect ? 1 : 0};
-    MPI.COMM_WORLD.allReduce(ok, 1, MPI.INT, MPI.MIN);
-    MPI.Finalize();
-    if (ok[0] != 1) {
+    ProgramWorld.finish();
+    if (failedRanks != 0) {
       System.err.println("AllReduceLoop: WRONG RESULT on some rank");
     }
-    System.exit(ok[0] == 1 ? 0 : 1);
+    System.exit(failedRanks == 0 ? 0 : 1);
   }
 
   private static boolean run(String mode, int count, int iterations, boolean report, int rank, int size,
-      Communicator comm, OpenClKernel k) throws MPIException {
+      Communicator comm, OpenClKernel k) {
     cl_command_queue queue = k.queue();
     long bytes = (long) count * Sizeof.cl_float;
     int[] err = new int[1];
@@ -156,7 +153,7 @@ public final class AllReduceLoop {
     double progressCpu = 0;
     try (QueueMessenger messenger = mode.equals("ordered") ? QueueMessenger.open(comm, queue) : null) {
       long progressId = mode.equals("ordered") ? progressThread() : -1;
-      MPI.COMM_WORLD.barrier();
+      comm.allReduceMax(new int[1]); // a barrier
       long progress0 = progressId < 0 ? 0 : threads.getThreadCpuTime(progressId);
       long cpu0 = threads.getCurrentThreadCpuTime();
       long t0 = System.nanoTime();
@@ -172,7 +169,7 @@ public final class AllReduceLoop {
         } else {
           check(clFinish(queue));
           check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
-          MPI.COMM_WORLD.allReduce(send, receive, count, MPI.FLOAT, MPI.SUM);
+          comm.allReduce(send, receive, count, Datatype.FLOAT, ReduceOp.SUM); // MPI_Allreduce
           check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
         }
         clSetKernelArg(consume, 0, Sizeof.cl_mem, Pointer.to(x));
@@ -216,18 +213,21 @@ public final class AllReduceLoop {
           + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong), (float) byPhase[firstWrong & 7]);
     }
     double[] figures = {seconds, hostCpu, progressCpu, hostFree};
+    ByteBuffer mine = ByteBuffer.allocateDirect(4 * Double.BYTES).order(ByteOrder.nativeOrder());
+    mine.asDoubleBuffer().put(figures);
+    ByteBuffer largest = ByteBuffer.allocateDirect(4 * Double.BYTES).order(ByteOrder.nativeOrder());
+    comm.allReduce(mine, largest, 4, Datatype.DOUBLE, ReduceOp.MAX);
     double[] max = new double[4];
-    MPI.COMM_WORLD.allReduce(figures, max, 4, MPI.DOUBLE, MPI.MAX);
-    int[] ok = {correct ? 1 : 0};
-    MPI.COMM_WORLD.allReduce(ok, 1, MPI.INT, MPI.MIN);
+    largest.asDoubleBuffer().get(max);
+    boolean everyRankCorrect = comm.allReduceMax(new int[] {correct ? 0 : 1})[0] == 0;
     if (rank == 0 && report) {
       System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
           + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations, size,
-          ok[0] == 1, max[0], max[1], max[2], max[3]);
+          everyRankCorrect, max[0], max[1], max[2], max[3]);
     }
     clReleaseMemObject(x);
     clReleaseMemObject(acc);
-    return ok[0] == 1;
+    return everyRankCorrect;
   }
 
   /** The id of the newest live thread named {@code mpi-build-stream ...}: the messenger just opened. */

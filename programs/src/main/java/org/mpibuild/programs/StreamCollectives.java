@@ -34,7 +34,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import mpi.MPI;
 import mpi.MPIException;
 import org.jocl.CL;
 import org.jocl.Pointer;
@@ -47,13 +46,11 @@ import org.jocl.cl_queue_properties;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
-import org.mpibuild.mpijava.MpiJava;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.opencl.QueueMessenger;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
-import org.mpibuild.spi.MpiBinding;
 
 /**
  * Stream-ordered collectives under mpirun with OpenCL on PoCL ({@link QueueMessenger#bcastAfter},
@@ -130,12 +127,8 @@ public final class StreamCollectives {
     int rounds = Integer.parseInt(args[1]);
     int spin = args.length > 2 ? Integer.parseInt(args[2]) : 20000;
     long seed = args.length > 3 ? Long.parseLong(args[3]) : 1;
-    boolean ffm = "ffm".equals(System.getenv("MPI_BUILD_BINDING"));
-    if (!ffm) {
-      MPI.InitThread(args, MPI.THREAD_MULTIPLE);
-    }
     boolean ok = true;
-    try (Communicator comm = ffm ? ffmWorld() : MpiJava.communicator(MPI.COMM_WORLD);
+    try (Communicator comm = ProgramWorld.open(args);
         MpiBuild build = MpiBuild.builder().backend("opencl").build();
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels("delay", "verify"), 0)) {
       StreamCollectives run = new StreamCollectives(comm, kernel.as(OpenClKernel.class), spin, seed);
@@ -146,20 +139,8 @@ public final class StreamCollectives {
       clReleaseMemObject(run.sink);
       comm.allReduceMax(new int[1]);
     }
-    if (!ffm) {
-      MPI.Finalize(); // the FFM binding finalizes at exit
-    }
+    ProgramWorld.finish();
     System.exit(ok ? 0 : 1);
-  }
-
-  /** The FFM binding's world (MPI_THREAD_MULTIPLE), initializing MPI. */
-  private static Communicator ffmWorld() {
-    MpiBinding binding = MpiBinding.find("ffm");
-    if (binding == null || binding.unavailable() != null) {
-      throw new IllegalStateException("the FFM binding cannot run: "
-          + (binding == null ? "not on the class path" : binding.unavailable()));
-    }
-    return binding.openWorld(true);
   }
 
   /** Says which collectives the messenger used: persistent ones for how many of its {@code total}. */

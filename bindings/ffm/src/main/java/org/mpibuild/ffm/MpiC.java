@@ -150,6 +150,7 @@ final class MpiC {
   private MethodHandle bcast;
   private MethodHandle ibcast;
   private MethodHandle iallreduce;
+  private MethodHandle allreduce;
   private MethodHandle isend;
   private MethodHandle irecv;
   private MethodHandle send;
@@ -194,6 +195,7 @@ final class MpiC {
     bcast = exact("MPI_Bcast", ADDRESS, JAVA_INT, null, JAVA_INT, null);
     ibcast = exact("MPI_Ibcast", ADDRESS, JAVA_INT, null, JAVA_INT, null, ADDRESS);
     iallreduce = exact("MPI_Iallreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null, ADDRESS);
+    allreduce = exact("MPI_Allreduce", ADDRESS, ADDRESS, JAVA_INT, null, null, null);
     isend = exact("MPI_Isend", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     irecv = exact("MPI_Irecv", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null, ADDRESS);
     send = exact("MPI_Send", ADDRESS, JAVA_INT, null, JAVA_INT, JAVA_INT, null);
@@ -321,6 +323,14 @@ final class MpiC {
       return (int) iallreduce.invokeExact(in, out, count, type, op, comm, request);
     } catch (Throwable t) {
       throw rethrow("MPI_Iallreduce", t);
+    }
+  }
+
+  int allreduce(MemorySegment in, MemorySegment out, int count, long type, long op, long comm) {
+    try {
+      return (int) allreduce.invokeExact(in, out, count, type, op, comm);
+    } catch (Throwable t) {
+      throw rethrow("MPI_Allreduce", t);
     }
   }
 

@@ -136,6 +136,17 @@ public final class MpiJavaCommunicator implements Communicator {
     }
   }
 
+  @Override
+  public void allReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    Communicator.reductionBytes(send, receive, count, type);
+    try {
+      // slices that start at the buffers' positions, as for iAllReduce
+      comm.allReduce(send.slice(), receive.slice(), count, datatype(type), op(op));
+    } catch (MPIException e) {
+      throw fail("MPI_Allreduce(" + op + ") of " + count + " " + type, e);
+    }
+  }
+
   /**
    * mpi.jar's datatype for the SPI's: Open MPI's Java bindings map {@code MPI.INT} to {@code MPI_INT32_T} and
    * {@code MPI.LONG} to {@code MPI_INT64_T} (ompi/mpi/java/c/mpi_Datatype.c, {@code Dts[]}, v4.1.4); mpi.jar
