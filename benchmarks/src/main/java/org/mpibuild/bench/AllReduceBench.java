@@ -133,8 +133,8 @@ final class AllReduceBench {
   }
 
   /** The report: a table and the {@code bench:} line with both goals' verdicts. */
-  static String report(List<Row> rows, int reps, String operationsRun) {
-    StringBuilder md = new StringBuilder("Kernel, all-reduce (float, sum), kernel on 2 ranks, stream-ordered "
+  static String report(List<Row> rows, int reps, String operationsRun, String binding) {
+    StringBuilder md = new StringBuilder("The " + label(binding) + ". Kernel, all-reduce (float, sum), kernel on 2 ranks, stream-ordered "
         + "(`allreduceAfter`) against the manual pattern (`clFinish`, blocking read, `MPI_Allreduce`, "
         + "blocking write), paired per repetition; ").append(reps)
         .append(" repetitions, each of two jobs, one per mode, their order alternating; each mode after its warm-up loop, in a job "
@@ -149,7 +149,7 @@ final class AllReduceBench {
             + "| host CPU ordered / manual | host CPU kernels only s | host CPU beyond kernels, ordered / manual "
             + "| progress thread CPU s (ordered) | host free after, ordered s | host free after, manual s |\n"
             + "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    StringBuilder line = new StringBuilder("bench: allreduce ranks=2 reps=" + reps);
+    StringBuilder line = new StringBuilder("bench: allreduce binding=" + binding + " ranks=2 reps=" + reps);
     boolean totalMet = true;
     boolean hostMet = true;
     for (Row r : rows) {
@@ -216,9 +216,49 @@ final class AllReduceBench {
    * processes (why was not found: the JIT was still compiling, and the messenger's threads had run); each mode
    * in processes of its own rules that out.
    */
-  static void run(Path repo, Path out, int reps, String sizes) throws Exception {
+  static void run(Path repo, Path out, int reps, String sizes, List<String> bindings) throws Exception {
+    StringBuilder md = new StringBuilder();
+    List<Object> raw = new ArrayList<>();
+    for (String binding : bindings) {
+      md.append(run(repo, reps, sizes, binding, raw)).append('\n');
+    }
+    String costOutput = BenchReport.run(List.of("java", "-cp", System.getProperty("java.class.path"),
+        "org.mpibuild.programs.EventCallbackCost", Integer.toString(Math.max(reps, 7))), Map.of(), 300);
+    List<CallbackCost> costs = parseCallbackCosts(costOutput);
+    if (costs.isEmpty()) {
+      throw new IllegalStateException("EventCallbackCost printed no result:\n" + costOutput);
+    }
+    md.append(callbackReport(costs));
+    Files.writeString(out.resolve("allreduce.md"), md);
+    List<Object> rawCosts = new ArrayList<>();
+    for (CallbackCost c : costs) {
+      rawCosts.add(BenchJson.object("plain_us", c.plainMicros(), "callback_us", c.callbackMicros()));
+    }
+    Files.writeString(out.resolve("allreduce.json"), BenchJson.pretty(BenchJson.object("sizes", sizes, "reps", reps,
+        "bindings", new ArrayList<Object>(bindings), "runs", raw, "event_callback_cost", rawCosts)));
+    System.out.println();
+    System.out.println(md);
+  }
+
+  /** "mpi.jar binding", "FFM binding": how the report names a binding. */
+  static String label(String binding) {
+    return switch (binding) {
+      case "mpijava" -> "mpi.jar binding";
+      case "ffm" -> "FFM binding";
+      default -> throw new IllegalArgumentException("a binding is mpijava or ffm, not '" + binding + "'");
+    };
+  }
+
+  /** The repetitions on one binding: its report, and its raw results added to {@code raw}. */
+  private static String run(Path repo, int reps, String sizes, String binding, List<Object> raw) throws Exception {
     List<List<Result>> all = new ArrayList<>();
     String operationsRun = "where the messenger did not say";
+    Map<String, String> env = new java.util.HashMap<>(Map.of("MPI_BUILD_CACHE", "off",
+        "MPI_BUILD_JAVA", BenchReport.ffmJava(repo),
+        "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g --enable-native-access=ALL-UNNAMED"));
+    if (binding.equals("ffm")) {
+      env.put("MPI_BUILD_BINDING", "ffm");
+    }
     for (int rep = 0; rep < reps; rep++) {
       String first = rep % 2 == 0 ? "ordered" : "manual";
       List<String> jobs = rep % 2 == 0 ? List.of("ordered,kernels", "manual") : List.of("manual", "ordered,kernels");
@@ -226,10 +266,7 @@ final class AllReduceBench {
       for (String modes : jobs) {
         // On the FFM binding's JDK (mpi.jar runs there too), with native access: collectives run on the queue
         String output = BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp",
-            System.getProperty("java.class.path"), "org.mpibuild.programs.AllReduceLoop", sizes, modes),
-            Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_JAVA", BenchReport.ffmJava(repo),
-                "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g "
-                    + "--enable-native-access=ALL-UNNAMED"), 900);
+            System.getProperty("java.class.path"), "org.mpibuild.programs.AllReduceLoop", sizes, modes), env, 900);
         Matcher where = COLLECTIVES.matcher(output);
         if (where.find()) {
           operationsRun = where.group(1).trim();
@@ -242,34 +279,19 @@ final class AllReduceBench {
       }
       all.add(results);
       for (Result r : results) {
-        System.out.printf(Locale.ROOT, "bench allreduce: repetition %d (%s first), %s %s: %.3f s, host CPU %.3f s, "
-            + "progress thread CPU %.3f s, host free after %.3f s%n", rep + 1, first, size(r.bytes()), r.mode(), r.seconds(),
-            r.hostCpu(), r.progressCpu(), r.hostFree());
+        System.out.printf(Locale.ROOT, "bench allreduce: %s, repetition %d (%s first), %s %s: %.3f s, host CPU %.3f s, "
+            + "progress thread CPU %.3f s, host free after %.3f s%n", binding, rep + 1, first, size(r.bytes()), r.mode(),
+            r.seconds(), r.hostCpu(), r.progressCpu(), r.hostFree());
       }
-    }
-    String costOutput = BenchReport.run(List.of("java", "-cp", System.getProperty("java.class.path"),
-        "org.mpibuild.programs.EventCallbackCost", Integer.toString(Math.max(reps, 7))), Map.of(), 300);
-    List<CallbackCost> costs = parseCallbackCosts(costOutput);
-    if (costs.isEmpty()) {
-      throw new IllegalStateException("EventCallbackCost printed no result:\n" + costOutput);
     }
     List<Row> rows = rows(all);
-    String md = report(rows, reps, operationsRun) + "\n" + callbackReport(costs);
-    Files.writeString(out.resolve("allreduce.md"), md);
-    List<Object> raw = new ArrayList<>();
     for (int rep = 0; rep < all.size(); rep++) {
       for (Result r : all.get(rep)) {
-        raw.add(BenchJson.object("rep", rep + 1, "mode", r.mode(), "bytes", r.bytes(), "iterations", r.iterations(),
-            "seconds", r.seconds(), "host_cpu_seconds", r.hostCpu(), "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree()));
+        raw.add(BenchJson.object("binding", binding, "rep", rep + 1, "mode", r.mode(), "bytes", r.bytes(),
+            "iterations", r.iterations(), "seconds", r.seconds(), "host_cpu_seconds", r.hostCpu(),
+            "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree()));
       }
     }
-    List<Object> rawCosts = new ArrayList<>();
-    for (CallbackCost c : costs) {
-      rawCosts.add(BenchJson.object("plain_us", c.plainMicros(), "callback_us", c.callbackMicros()));
-    }
-    Files.writeString(out.resolve("allreduce.json"), BenchJson.pretty(BenchJson.object("sizes", sizes, "reps", reps,
-        "runs", raw, "event_callback_cost", rawCosts)));
-    System.out.println();
-    System.out.println(md);
+    return report(rows, reps, operationsRun, binding);
   }
 }

@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * stream-ordered messages, the FFM binding's broadcast and the cost of signed cache entries.
  *
  * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|allreduce|ffm|ffm-abi|signing|generic [ranks=1,2,4] [reps=N] [program=NAME]
- * (generic: [reps=N] [n=ORDER] [program=NAME]; allreduce: [reps=N] [sizes=ITERATIONS:BYTES,...], see
+ * (generic: [reps=N] [n=ORDER] [program=NAME]; allreduce: [reps=N] [sizes=ITERATIONS:BYTES,...] [bindings=mpijava,ffm], see
  * {@link AllReduceBench})
  */
 public final class BenchReport {
@@ -55,15 +55,18 @@ public final class BenchReport {
     }
     if (args.length > 1 && args[1].equals("allreduce")) {
       Map<String, String> kv = new TreeMap<>(Map.of("reps", Integer.toString(AllReduceBench.DEFAULT_REPS),
-          "sizes", AllReduceBench.DEFAULT_SIZES));
+          "sizes", AllReduceBench.DEFAULT_SIZES, "bindings", "mpijava,ffm"));
       for (String a : Arrays.asList(args).subList(2, args.length)) {
         String[] p = a.split("=", 2);
         if (p.length != 2 || !kv.containsKey(p[0])) {
-          throw new IllegalArgumentException("allreduce takes reps=N and sizes=ITERATIONS:BYTES,..., not '" + a + "'");
+          throw new IllegalArgumentException("allreduce takes reps=N, sizes=ITERATIONS:BYTES,... and "
+              + "bindings=mpijava,ffm, not '" + a + "'");
         }
         kv.put(p[0], p[1]);
       }
-      AllReduceBench.run(repo, out, Integer.parseInt(kv.get("reps")), kv.get("sizes"));
+      List<String> bindings = List.of(kv.get("bindings").split(","));
+      bindings.forEach(AllReduceBench::label); // an unknown binding fails here, before any job
+      AllReduceBench.run(repo, out, Integer.parseInt(kv.get("reps")), kv.get("sizes"), bindings);
       return;
     }
     if (args.length > 1 && args[1].equals("generic")) {

@@ -44,8 +44,8 @@ class AllReduceBenchTest {
     assertEquals(List.of(0.1, 0.05), rows.get(0).hostRatio());
     assertEquals(List.of(1.0, 0.5), rows.get(1).totalRatio());
     assertEquals(List.of(1.0, 2.0), rows.get(0).manualFree());
-    String md = AllReduceBench.report(rows, 2, "on the device's queue");
-    assertTrue(md.contains("bench: allreduce ranks=2 reps=2 total_4KiB=0.50 host_4KiB=0.075 total_16MiB=0.75 "
+    String md = AllReduceBench.report(rows, 2, "on the device's queue", "mpijava");
+    assertTrue(md.contains("bench: allreduce binding=mpijava ranks=2 reps=2 total_4KiB=0.50 host_4KiB=0.075 total_16MiB=0.75 "
         + "host_16MiB=0.075 goal_total_le_1.0=met goal_host_le_0.10=met"), md);
   }
 
@@ -60,7 +60,7 @@ class AllReduceBenchTest {
     assertEquals(List.of(0.2, 0.1), row.kernelsHost());
     assertEquals(0.1, row.beyondKernelsRatio().get(0), 1e-9, "(0.3 - 0.2) / (1.2 - 0.2)");
     assertEquals(0.15, row.beyondKernelsRatio().get(1), 1e-9, "(0.4 - 0.1) / (2.1 - 0.1)");
-    String md = AllReduceBench.report(List.of(row), 2, "on the device's queue");
+    String md = AllReduceBench.report(List.of(row), 2, "on the device's queue", "mpijava");
     assertTrue(md.contains(" host_beyond_kernels_4KiB=0.125 "), md);
     assertTrue(md.contains("Collectives ran on the device's queue."), md);
   }
@@ -69,7 +69,7 @@ class AllReduceBenchTest {
   void aGoalMissedAtOneSizeIsMissed() {
     List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1.1, 0.5, 0)
         + line("manual", 4096, 1, 1, 0) + line("ordered", 65536, 0.5, 0.01, 0) + line("manual", 65536, 1, 1, 0)));
-    String md = AllReduceBench.report(AllReduceBench.rows(reps), 1, "on the progress thread");
+    String md = AllReduceBench.report(AllReduceBench.rows(reps), 1, "on the progress thread", "ffm");
     assertTrue(md.contains("goal_total_le_1.0=missed goal_host_le_0.10=missed"), md);
   }
 

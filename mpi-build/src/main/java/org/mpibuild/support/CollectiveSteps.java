@@ -12,17 +12,10 @@ import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 
 /**
- * The collectives' half of {@link StreamOrderedMessages}, on its progress thread or a device queue's own: a
- * collective starts at its ticket's turn once its device step has finished (or failed), with an arrival
- * message for the deadline and a status exchange, which gives every rank one verdict before any data moves:
- * whether some rank's device work failed (then nothing is exchanged, and every rank fails with the same
- * message), and whether every rank runs the collective on its device's queue. Then the data moves by a
- * persistent request where the communicator offers them and the collective's signature repeats; else, where
- * every rank runs it on its queue, in one blocking call on the queue's thread, on the device's memory
- * ({@link #runBlocking}): the queue waits anyway, every rank has come, and a blocking collective needs no
- * request (MPI's non-blocking ones run a schedule that is tested forward); else by a non-blocking collective.
- * The turn is held from the status exchange until the data has started (or, blocking, moved), so that the data
- * collectives start in ticket order too.
+ * The collectives' half of {@link StreamOrderedMessages}, on its progress thread: a collective starts at its
+ * ticket's turn once its device step has finished (or failed: its status then travels with it), with an
+ * arrival message for the deadline and, where the communicator offers them and its signature repeats, a
+ * persistent request; it ends when data, status and arrivals are in, with one verdict on every rank.
  */
 final class CollectiveSteps {
   /** How the helper fails an operation: removes it, releases what it holds, fails its future. */
@@ -63,8 +56,7 @@ final class CollectiveSteps {
 
   /** When a started collective's deadline passes (System.nanoTime), or Long.MAX_VALUE without one. */
   long deadlineOf(StreamOp op) {
-    return (op.state == StreamOp.State.WAIT_STATUS || op.state == StreamOp.State.WAIT_MPI) && deadline.toNanos() > 0
-        ? op.startedAt + limit() : Long.MAX_VALUE;
+    return op.state == StreamOp.State.WAIT_MPI && deadline.toNanos() > 0 ? op.startedAt + limit() : Long.MAX_VALUE;
   }
 
   /**
@@ -77,9 +69,7 @@ final class CollectiveSteps {
       op.entry.release(op);
       op.entry = null;
     }
-    if (op.holdsTurn) {
-      releaseTurn(op);
-    } else if (op.state == StreamOp.State.WAIT_DEVICE && op.ticket >= 0) {
+    if (op.state == StreamOp.State.WAIT_DEVICE && op.ticket >= 0) {
       tickets.abandon(op.ticket);
     }
     pool.forget(op.results);
@@ -108,49 +98,28 @@ final class CollectiveSteps {
           }
         }
         if (ready && tickets.isTurn(op.ticket) && persistentAvailable(op, pass)) {
-          startStatus(op);
-          op.state = StreamOp.State.WAIT_STATUS;
-          pass.moved = true;
-        }
-      }
-      case WAIT_STATUS -> {
-        // arrivals too: a failed collective gives their bytes back, so MPI must be done with them
-        if (op.statusRequest.test() && arrived(op)) {
-          long word = op.statusIn.getLong(0);
-          boolean everyRankOnQueue = op.statusIn.getLong(Long.BYTES) == 0;
-          pool.give(op.statusOut);
-          pool.give(op.statusIn);
-          op.statusOut = null;
-          op.statusIn = null;
-          op.statusRequest = null;
-          pass.moved = true;
-          if (word != 0) {
-            // no data has moved: an all-reduce's device buffer keeps its values
-            releaseTurn(op);
-            releaseResults(op);
-            failer.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
-            return;
-          }
-          // the same decisions on every rank: the same status, the same count of this signature's uses
-          PersistentCollectives.Entry e = persistentOffered ? tickets.persistent.use(comm, op.key()) : null;
-          if (e == null && everyRankOnQueue) {
-            op.state = StreamOp.State.BLOCKING; // the queue's thread moves the data (runBlocking), holding the turn
-            return;
-          }
           try {
-            op.request = startData(op, e);
+            start(op);
           } finally {
-            releaseTurn(op);
+            tickets.advance();
           }
           op.state = StreamOp.State.WAIT_MPI;
-        } else if (deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0) {
-          missedDeadline(op);
           pass.moved = true;
         }
       }
       case WAIT_MPI -> {
-        if (op.request.test()) {
+        // one test at a time, in order: each MPI test moves every request, so the later ones are asked only
+        // once the earlier have completed (a test costs a call into MPI, for the queue's thread in its loop)
+        if (op.request.test() && (op.statusRequest == null || op.statusRequest.test()) && arrived(op)) {
           op.mpiDone = true;
+          long word = statusWord(op);
+          if (word != 0) {
+            // nothing reaches the operation's own buffers: an all-reduce's device buffer keeps its values
+            releaseResults(op);
+            failer.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
+            pass.moved = true;
+            return;
+          }
           copyOut(op);
           if (op.gate != null) {
             op.gate.open();
@@ -166,74 +135,6 @@ final class CollectiveSteps {
       }
       case WAIT_WRITE -> pass.awaitWrite(op);
       default -> { }
-    }
-  }
-
-  /**
-   * Moves the data of a collective that every rank runs on its device's queue ({@link StreamOp.State#BLOCKING}),
-   * on the queue's thread: one blocking MPI call, which the same call on every other rank matches, on the
-   * device's memory. A broadcast moves in place; an all-reduce reads the device's memory and writes its results
-   * into a pooled buffer, copied back once MPI has returned (MPI takes no aliased buffers, and
-   * {@code MPI_IN_PLACE} differs between libraries). Every rank has come (the status exchange completed), so
-   * the call waits only for the data to move; a rank that dies inside it takes the job down with it. Gives the
-   * turn back when the call returns, whatever it did.
-   *
-   * @param op the collective, in state {@code BLOCKING}, run by the calling thread
-   * @param memory the device's memory, from its start, its limit the operation's bytes, in native order
-   */
-  void runBlocking(StreamOp op, ByteBuffer memory) {
-    op.blockingSince = System.nanoTime();
-    try {
-      if (op.kind == StreamOp.Kind.BROADCAST) {
-        comm.broadcast(memory, op.peer);
-      } else {
-        int bytes = op.count * op.type.bytes();
-        ByteBuffer results = pool.take(bytes);
-        try {
-          comm.allReduce(memory.duplicate().limit(bytes), results, op.count, op.type, op.reduceOp);
-          memory.duplicate().put(results.duplicate().limit(bytes));
-        } finally {
-          pool.give(results);
-        }
-      }
-    } finally {
-      op.blockingSince = 0;
-      releaseTurn(op);
-    }
-    op.mpiDone = true;
-    op.blocking = true;
-    op.state = StreamOp.State.DONE;
-    releaseResults(op);
-  }
-
-  /**
-   * The progress thread's watch over a collective whose data the queue's thread moves in a blocking call
-   * ({@link #runBlocking}): past the deadline, a rank that took part in the status exchange has not joined the
-   * call (its helper was closed in between, or it died), and no rank can leave a blocking collective, so the job
-   * is aborted, once, saying so.
-   */
-  void watchBlocking(StreamOp op) {
-    long since = op.blockingSince;
-    if (since == 0 || op.blockingAborted || deadline.toNanos() <= 0 || System.nanoTime() - (since + limit()) <= 0) {
-      return;
-    }
-    op.blockingAborted = true;
-    String message = op.describe() + ": rank " + comm.rank() + " waited more than " + limit() / 1_000_000
-        + " ms in its blocking data exchange, which every rank agreed to in the status exchange; a rank has not "
-        + "joined it since (its helper was closed in between, or it died)";
-    try {
-      comm.abort("mpi-build: " + message + "; aborting the job, since no rank can leave a blocking collective",
-          StreamOrderedMessages.ABORT_CODE);
-    } catch (RuntimeException e) {
-      // an abort that returns (in-process tests)
-    }
-  }
-
-  /** Gives the turn to the next collective, once, if {@code op} holds it. */
-  private void releaseTurn(StreamOp op) {
-    if (op.holdsTurn) {
-      op.holdsTurn = false;
-      tickets.advance();
     }
   }
 
@@ -254,6 +155,15 @@ final class CollectiveSteps {
     return false;
   }
 
+  /** The status word of a completed collective: the root's header of a broadcast, or the all-reduce MAX. */
+  private static long statusWord(StreamOp op) {
+    if (op.kind != StreamOp.Kind.BROADCAST) {
+      return op.statusIn.getLong(0);
+    }
+    ByteBuffer header = op.entry != null ? op.entry.send : op.staging;
+    return header.getLong(op.entry != null ? 0 : op.staging.position());
+  }
+
   /** Frees what a completed collective holds from MPI (its persistent request, its in-place copies). */
   private void releaseResults(StreamOp op) {
     if (op.entry != null) {
@@ -264,7 +174,7 @@ final class CollectiveSteps {
     pool.give(op.sent);
     op.results = null;
     op.sent = null;
-    // every request of the collective has completed (status and arrivals, and data if it started)
+    // every request of the collective has completed (data, status, arrivals)
     pool.give(op.statusOut);
     pool.give(op.statusIn);
     pool.give(op.arrivalBytes);
@@ -289,15 +199,11 @@ final class CollectiveSteps {
   }
 
   /**
-   * Starts the operation's data collective: the persistent request {@code e} where {@link PersistentCollectives}
-   * gave one for its signature (the same decision on every rank), else a non-blocking collective.
+   * Starts the operation's data collective: a persistent request when the communicator offers them and its
+   * signature repeats (the same decision on every rank, see {@link PersistentCollectives}), else non-blocking.
    */
-  private Communicator.Request startData(StreamOp op, PersistentCollectives.Entry e) {
-    if (op.kind == StreamOp.Kind.BROADCAST && op.device != null && comm.rank() == op.peer) {
-      // a broadcast's root run by its queue: the device's memory goes behind the header only now that it is needed
-      op.staging.duplicate().position(op.staging.position() + StreamOrderedMessages.BROADCAST_HEADER)
-          .put(op.device.duplicate());
-    }
+  private Communicator.Request startData(StreamOp op) {
+    PersistentCollectives.Entry e = persistentOffered ? tickets.persistent.use(comm, op.key()) : null;
     if (e == null) {
       if (op.kind == StreamOp.Kind.BROADCAST) {
         return comm.iBroadcast(op.staging, op.peer);
@@ -328,25 +234,26 @@ final class CollectiveSteps {
     return r;
   }
 
-  /**
-   * At a collective's turn: its arrival message and its status exchange, a MAX over two longs. The first is 0,
-   * or for a rank whose device work before the collective failed, its rank + 1 in the high half and the
-   * device's error code in the low; the highest failed rank is named. The second is 1 where the rank runs the
-   * collective on its progress thread, 0 on its device's queue. Takes the turn, held until the data has started.
-   */
-  private void startStatus(StreamOp op) {
+  /** Starts the arrival message and the MPI operations of a collective whose turn it is. */
+  private void start(StreamOp op) {
     long word = 0;
     if (op.localFailure != null) {
       int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
       word = ((long) (comm.rank() + 1) << 32) | (code & 0xffffffffL);
     }
-    boolean onQueue = op.onQueue && op.driver() == StreamOp.QUEUE;
-    op.holdsTurn = true;
     op.arrivals = announce(op);
     op.startedAt = System.nanoTime();
-    op.statusOut = pool.take(2 * Long.BYTES).putLong(0, word).putLong(Long.BYTES, onQueue ? 0 : 1);
-    op.statusIn = pool.take(2 * Long.BYTES);
-    op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 2, Datatype.LONG, ReduceOp.MAX);
+    if (op.kind == StreamOp.Kind.BROADCAST) {
+      if (comm.rank() == op.peer) {
+        op.staging.putLong(op.staging.position(), word);
+      }
+      op.request = startData(op);
+    } else {
+      op.request = startData(op);
+      op.statusOut = pool.take(Long.BYTES).putLong(0, word);
+      op.statusIn = pool.take(Long.BYTES);
+      op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
+    }
   }
 
   /** The status word, read the same way on every rank, as a message. */

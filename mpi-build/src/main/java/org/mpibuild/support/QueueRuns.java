@@ -51,23 +51,14 @@ final class QueueRuns {
     }
     ByteBuffer memory = device.duplicate().clear().limit(bytes).slice().order(ByteOrder.nativeOrder());
     if (op.kind == StreamOp.Kind.ALL_REDUCE) {
-      op.staging = memory; // in place: a non-blocking collective gets pooled copies (CollectiveSteps.startData)
+      op.staging = memory; // in place: MPI gets pooled copies (CollectiveSteps.startData)
       op.receive = memory;
-    } else {
-      op.device = memory;
+    } else if (comm.rank() == op.peer) {
+      op.staging.duplicate().position(StreamOrderedMessages.BROADCAST_HEADER).put(memory.duplicate());
     }
     Backoff backoff = new Backoff(bytes, false);
     while (true) {
-      if (op.state == StreamOp.State.BLOCKING) {
-        // every rank has agreed to the blocking call, and waits in it for this one: made even if closed meanwhile
-        try {
-          collectives.runBlocking(op, memory);
-        } catch (RuntimeException | Error e) {
-          engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
-          return;
-        }
-      }
-      if (engine.closed && op.state != StreamOp.State.DONE) {
+      if (engine.closed) {
         engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
             + "queue ran it"));
         return;
@@ -83,7 +74,7 @@ final class QueueRuns {
       }
       if (op.state == StreamOp.State.DONE) {
         if (!op.future.isDone()) {
-          if (op.kind == StreamOp.Kind.BROADCAST && comm.rank() != op.peer && !op.blocking) {
+          if (op.kind == StreamOp.Kind.BROADCAST && comm.rank() != op.peer) {
             memory.duplicate().put(op.staging.duplicate().position(StreamOrderedMessages.BROADCAST_HEADER));
           }
           engine.finish(op);

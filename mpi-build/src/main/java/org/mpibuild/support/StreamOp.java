@@ -16,14 +16,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 final class StreamOp {
   enum Kind { SEND, RECEIVE, BROADCAST, ALL_REDUCE }
 
-  /**
-   * Where an operation stands. A collective: {@code WAIT_DEVICE} until its device step has finished and its turn
-   * has come; {@code WAIT_STATUS} while every rank's status is exchanged; then {@code BLOCKING} where every rank
-   * runs it on its device's queue (the queue's thread moves the data in one blocking call), else
-   * {@code WAIT_MPI} while a non-blocking or persistent collective moves it; {@code WAIT_WRITE} while the
-   * results are written to the device; {@code DONE}.
-   */
-  enum State { WAIT_DEVICE, WAIT_STATUS, BLOCKING, WAIT_MPI, WAIT_WRITE, DONE }
+  enum State { WAIT_DEVICE, WAIT_MPI, WAIT_WRITE, DONE }
 
   /** Who runs an operation of the queue's ({@link #onQueue}): nobody yet, the queue's thread, the progress thread. */
   static final int NOBODY = 0;
@@ -66,16 +59,6 @@ final class StreamOp {
   /** The persistent request this collective started, owned until its results are copied out; or null. */
   PersistentCollectives.Entry entry;
   RuntimeException localFailure;
-  /** Whether this collective holds the turn ({@link CollectiveTickets}): from its status exchange until its data has started. */
-  boolean holdsTurn;
-  /** Whether its data moved in one blocking call on the queue's thread ({@link CollectiveSteps#runBlocking}). */
-  boolean blocking;
-  /** When the queue's thread entered the blocking call (System.nanoTime), or 0: watched by the progress thread. */
-  volatile long blockingSince;
-  /** Whether the progress thread has aborted the job over this operation's blocking call (once). */
-  boolean blockingAborted;
-  /** A broadcast run by its queue: the device's memory, copied into {@link #staging} only if the data moves by a non-blocking collective. */
-  ByteBuffer device;
   /**
    * Run by the device's own queue (see {@link StreamOrderedMessages.QueuedOperation}), on the thread that runs
    * its commands, rather than by the progress thread; set before the operation is added.

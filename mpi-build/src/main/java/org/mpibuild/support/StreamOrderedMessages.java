@@ -49,10 +49,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * and {@code StagingPool} the reused staging buffers.
  */
 public final class StreamOrderedMessages implements AutoCloseable {
-  /**
-   * The bytes before the data in a broadcast's staging buffer, reserved: the root's status travels in the
-   * collective's status exchange, with every other rank's, before any data moves.
-   */
+  /** The bytes before the data in a broadcast's staging buffer: the root's status word. */
   public static final int BROADCAST_HEADER = 8;
   /** The tag of the arrival messages of collectives, reserved on the helper's communicator. */
   public static final int ARRIVAL_TAG = 32_765;
@@ -231,10 +228,10 @@ public final class StreamOrderedMessages implements AutoCloseable {
 
   /**
    * Broadcasts from {@code root} in ticket order (see the class comment). {@code staging} holds
-   * {@link #BROADCAST_HEADER} reserved bytes, then the data. On the root, {@code filled} copies the device
-   * buffer into the data part and the collective starts when it has finished (or failed: the failure then
-   * travels in the status exchange, and no data moves); elsewhere the collective starts at its turn, then
-   * {@code gate} opens and {@code written} copies the data part to the device.
+   * {@link #BROADCAST_HEADER} bytes for the root's status, then the data. On the root, {@code filled} copies
+   * the device buffer into the data part and the collective starts when it has finished (or failed: the
+   * failure then travels in the header); elsewhere the collective starts at its turn, then {@code gate}
+   * opens and {@code written} copies the data part to the device.
    *
    * @param staging header and data, direct, equal in size on every rank
    * @param root the rank whose data is sent
@@ -710,12 +707,12 @@ public final class StreamOrderedMessages implements AutoCloseable {
         earlierReceiveUnposted = true;
       }
       switch (op.state) {
-        case WAIT_STATUS, WAIT_MPI -> pass.mpi = true;
+        case WAIT_MPI -> pass.mpi = true;
         default -> { }
       }
       if (op.collective()) {
         pass.nextDeadline = Math.min(pass.nextDeadline, collectives.deadlineOf(op));
-        pass.collectiveMpi |= op.state == StreamOp.State.WAIT_STATUS || op.state == StreamOp.State.WAIT_MPI;
+        pass.collectiveMpi |= op.state == StreamOp.State.WAIT_MPI;
       }
       if (op.state == StreamOp.State.DONE && !op.future.isDone()) {
         if (op.onQueue && op.localFailure != null) {
@@ -765,20 +762,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   private void sweepOnQueue() {
     StreamOp next = null;
-    StreamOp blocked = null;
     synchronized (ops) {
       for (StreamOp op : onQueue) {
-        if (blocked == null && op.blockingSince != 0) {
-          blocked = op;
-        }
         if (op.driver() == StreamOp.NOBODY) {
           next = op;
           break;
         }
       }
-    }
-    if (blocked != null) {
-      collectives.watchBlocking(blocked);
     }
     if (next == null) {
       return;
@@ -859,8 +849,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       retain(op);
     }
     if (gateFails) {
-      if (op.kind == StreamOp.Kind.ALL_REDUCE && op.localFailure == null
-          && (op.state == StreamOp.State.WAIT_STATUS || op.state == StreamOp.State.WAIT_MPI)
+      if (op.kind == StreamOp.Kind.ALL_REDUCE && op.state == StreamOp.State.WAIT_MPI && op.localFailure == null
           && op.receive != op.staging) {
         // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
         op.receive.duplicate().put(op.staging.duplicate());

@@ -85,78 +85,6 @@ class QueuedOperationsTest {
       assertEquals(111, device[r].getInt(0), "rank " + r);
       assertEquals(222, device[r].getInt(4), "rank " + r);
     }
-    assertEquals(3, dataCalls(world, "allReduce(INT, SUM)"), "a rank on its progress thread: non-blocking, on every rank");
-    assertEquals(0, dataCalls(world, "blocking allReduce(INT, SUM)"));
-  }
-
-  /** How many calls of {@code operation} the ranks made (every rank's, together). */
-  private static long dataCalls(InProcessCommunicator.World world, String operation) {
-    return world.calls().stream().filter(c -> c.operation().equals(operation)).count();
-  }
-
-  @Test
-  void whenEveryRankRunsACollectiveOnItsQueueItsDataMovesInOneBlockingCallInPlace() throws Exception {
-    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 20_000);
-    ByteBuffer[] device = {ints(1, 2), ints(10, 20), ints(100, 200)};
-    ByteBuffer[] received = {ints(0, 0), ints(5, 6), ints(0, 0)};
-    List<CompletableFuture<Void>> futures = new ArrayList<>();
-    List<Thread> workers = new ArrayList<>();
-    for (int r = 0; r < 3; r++) {
-      StreamOrderedMessages m = helper(world, r);
-      StreamOrderedMessages.QueuedOperation sum = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
-      StreamOrderedMessages.QueuedOperation bcast = m.broadcastOnQueue(8, 1);
-      sum.enqueued(new Step());
-      bcast.enqueued(new Step());
-      futures.add(sum.future());
-      futures.add(bcast.future());
-      ByteBuffer reduced = device[r];
-      ByteBuffer broadcast = received[r];
-      Thread t = new Thread(() -> {
-        sum.run(reduced); // in order, as the queue runs its commands
-        bcast.run(broadcast);
-      }, "queue worker " + r);
-      t.start();
-      workers.add(t);
-    }
-    for (Thread t : workers) {
-      t.join(10_000);
-      assertFalse(t.isAlive(), "the queue's worker returned");
-    }
-    for (CompletableFuture<Void> f : futures) {
-      f.get(10, TimeUnit.SECONDS);
-    }
-    for (int r = 0; r < 3; r++) {
-      assertEquals(111, device[r].getInt(0), "rank " + r);
-      assertEquals(222, device[r].getInt(4), "rank " + r);
-      assertEquals(5, received[r].getInt(0), "rank " + r + " has the root's data, in its device's memory");
-      assertEquals(6, received[r].getInt(4), "rank " + r);
-    }
-    assertEquals(3, dataCalls(world, "blocking allReduce(INT, SUM)"), "one blocking all-reduce per rank");
-    assertEquals(0, dataCalls(world, "allReduce(INT, SUM)"), "no non-blocking one");
-    assertEquals(6, dataCalls(world, "allReduce(LONG, MAX)"), "one status exchange per collective and rank");
-  }
-
-  @Test
-  void aRankThatLeavesBetweenTheStatusExchangeAndTheBlockingCallAbortsTheJobAtTheDeadline() throws Exception {
-    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 3_000);
-    StreamOrderedMessages m = new StreamOrderedMessages(world.rank(0), "rank 0", java.time.Duration.ofMillis(200),
-        code -> "error " + code);
-    helpers.add(m);
-    StreamOrderedMessages.QueuedOperation sum = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
-    sum.enqueued(new Step());
-    Thread worker = runOnQueue(sum, ints(1, 2));
-    // rank 1 takes part in the arrival and the status exchange as a queue's rank would, then never joins the data
-    org.mpibuild.spi.Communicator one = world.rank(1);
-    one.iSend(ByteBuffer.allocateDirect(1), 0, StreamOrderedMessages.ARRIVAL_TAG).await();
-    ByteBuffer status = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
-    one.iAllReduce(status, ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder()), 2, Datatype.LONG,
-        ReduceOp.MAX).await();
-    worker.join(10_000);
-    assertFalse(worker.isAlive(), "the blocking call ends (here: the in-process collective's own timeout)");
-    String abort = world.abortMessage();
-    assertTrue(abort != null && abort.contains("waited more than 200 ms in its blocking data exchange")
-        && abort.contains("a rank has not joined it since"), String.valueOf(abort));
-    assertThrows(CompletionException.class, () -> sum.future().orTimeout(5, TimeUnit.SECONDS).join());
   }
 
   @Test
@@ -175,8 +103,6 @@ class QueuedOperationsTest {
     }
     assertEquals(1, device.getInt(0), "rank 0's device buffer keeps its values");
     assertEquals(2, device.getInt(4));
-    assertEquals(0, dataCalls(world, "allReduce(INT, SUM)") + dataCalls(world, "blocking allReduce(INT, SUM)"),
-        "the status exchange comes first: no data moves once a rank has failed");
   }
 
   @Test
