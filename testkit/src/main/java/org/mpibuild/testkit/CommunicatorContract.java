@@ -203,6 +203,7 @@ public final class CommunicatorContract {
     heapBuffersAreRefused();
     nonBlockingBroadcastsAndAllReduces();
     typedAllReducesOfEveryTypeAndOperation();
+    blockingTypedAllReducesOfEveryTypeAndOperation();
     typedAllReducesRefuseWhatMpiWouldOverrun();
     aTypedAllReduceOverlapsABroadcast();
     persistentCollectives();
@@ -470,6 +471,25 @@ public final class CommunicatorContract {
     }
   }
 
+  /**
+   * The blocking all-reduce ({@code MPI_Allreduce}) of every type with every operation, on other values than
+   * the non-blocking ones': each result right, in the receive buffer's window only, the send buffer as it was.
+   */
+  private void blockingTypedAllReducesOfEveryTypeAndOperation() {
+    int count = 3;
+    for (Communicator.Datatype type : Communicator.Datatype.values()) {
+      for (Communicator.ReduceOp op : Communicator.ReduceOp.values()) {
+        byte[] mine = typedValues(rank, count, type, 1);
+        ByteBuffer send = typedBuffer(mine);
+        ByteBuffer receive = typedBuffer(new byte[mine.length]);
+        comm.allReduce(send, receive, count, type, op);
+        String what = op + " of " + count + " " + type;
+        checkTyped(receive, typedExpected(count, type, op, 1), "allReduce", what);
+        checkTyped(send, mine, "allReduce", what + " (the send buffer)");
+      }
+    }
+  }
+
   /** Heap buffers, and counts beyond a buffer's remaining bytes, are refused on every rank before any call. */
   private void typedAllReducesRefuseWhatMpiWouldOverrun() {
     ByteBuffer direct = ByteBuffer.allocateDirect(16).order(ByteOrder.nativeOrder());
@@ -482,6 +502,11 @@ public final class CommunicatorContract {
         "3 longs in 16-byte buffers");
     refused(() -> comm.iAllReduce(direct, other.position(12), 2, Communicator.Datatype.INT,
         Communicator.ReduceOp.MAX), "2 ints into 4 remaining bytes");
+    other.position(0);
+    refused(() -> comm.allReduce(ByteBuffer.allocate(16), other, 2, Communicator.Datatype.LONG,
+        Communicator.ReduceOp.SUM), "a heap send buffer (blocking)");
+    refused(() -> comm.allReduce(direct, other, 3, Communicator.Datatype.LONG, Communicator.ReduceOp.SUM),
+        "3 longs in 16-byte buffers (blocking)");
   }
 
   private void refused(Runnable call, String what) {
