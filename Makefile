@@ -93,9 +93,9 @@ bench-stream: build ## stream-ordered messages against the manual pattern (about
 
 # Stream-ordered all-reduce against the manual pattern: kernel, all-reduce of 4 KiB to 16 MiB, kernel on 2
 # ranks, 7 repetitions of two jobs each (one per mode, order alternating), on the mpi.jar and the FFM binding
-# (about 5 minutes). ALLREDUCE_ARGS narrows it,
+# (about 4 minutes). ALLREDUCE_ARGS narrows it,
 # for example ALLREDUCE_ARGS="reps=3 sizes=200:4096,10:16777216" (ITERATIONS:BYTES per size).
-bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 5 minutes)
+bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 4 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce $(ALLREDUCE_ARGS)
 
 # What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).

@@ -211,7 +211,8 @@ final class AllReduceBench {
 
   /**
    * Runs {@code reps} repetitions and writes allreduce.md and allreduce.json. A repetition is two jobs, one per
-   * mode (the kernels-only loop in the ordered one), the order alternating from one repetition to the next: in
+   * mode, the order alternating from one repetition to the next (the kernels-only loop runs in the ordered job,
+   * after the ordered loops: its host CPU time is that of JOCL's kernel launches alone): in
    * one job of both modes, the manual pattern's loop ran markedly slower once the ordered mode had run in the same
    * processes (why was not found: the JIT was still compiling, and the messenger's threads had run); each mode
    * in processes of its own rules that out.
@@ -256,9 +257,7 @@ final class AllReduceBench {
     Map<String, String> env = new java.util.HashMap<>(Map.of("MPI_BUILD_CACHE", "off",
         "MPI_BUILD_JAVA", BenchReport.ffmJava(repo),
         "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g --enable-native-access=ALL-UNNAMED"));
-    if (binding.equals("ffm")) {
-      env.put("MPI_BUILD_BINDING", "ffm");
-    }
+    env.put("MPI_BUILD_BINDING", binding); // set either way: a caller's own setting must not choose it
     for (int rep = 0; rep < reps; rep++) {
       String first = rep % 2 == 0 ? "ordered" : "manual";
       List<String> jobs = rep % 2 == 0 ? List.of("ordered,kernels", "manual") : List.of("manual", "ordered,kernels");

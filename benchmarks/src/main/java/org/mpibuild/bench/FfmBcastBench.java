@@ -4,8 +4,8 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.mpibuild.programs.ProgramWorld;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.MpiBinding;
 
 /**
  * {@code MPI_Bcast} through the library's MPI interface on the binding {@code MPI_BUILD_BINDING} names
@@ -34,13 +34,7 @@ public final class FfmBcastBench {
 
   /** The world communicator of the binding {@code MPI_BUILD_BINDING} names (default {@code ffm}), initializing MPI. */
   static Communicator openWorld() {
-    String id = System.getenv().getOrDefault("MPI_BUILD_BINDING", "ffm");
-    MpiBinding binding = MpiBinding.find(id);
-    if (binding == null || binding.unavailable() != null) {
-      throw new IllegalStateException("MPI binding '" + id + "' cannot run: "
-          + (binding == null ? "not on the class path" : binding.unavailable()));
-    }
-    return binding.openWorld(true);
+    return ProgramWorld.openBinding(System.getenv().getOrDefault("MPI_BUILD_BINDING", "ffm"));
   }
 
   /** Warms up the JIT on the call path (C has none to warm): steady-state calls are what is compared. */

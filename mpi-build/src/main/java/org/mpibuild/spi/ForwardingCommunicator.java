@@ -60,6 +60,11 @@ public abstract class ForwardingCommunicator implements Communicator {
   }
 
   @Override
+  public void allReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
+    inner.allReduce(send, receive, count, type, op);
+  }
+
+  @Override
   public PersistentRequest broadcastInit(ByteBuffer buffer, int root) {
     return inner.broadcastInit(buffer, root);
   }

@@ -48,8 +48,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * floats) the given number of iterations of each mode, in the order given. Each mode first runs {@code WARMUP}
  * iterations unmeasured (the size's, else the last argument's, else 3), and the whole list runs once unmeasured
  * before the measured pass, so that the JIT has compiled what the job runs before anything is measured. The
- * benchmark runs each mode in a job of its own, so that one mode's threads, JIT work and MPI state never slow
- * the other's measurement. The third mode, {@code kernels}, runs the same two kernels without any all-reduce:
+ * benchmark runs the stream-ordered and the manual mode in jobs of their own, so that one's threads, JIT work
+ * and MPI state never slow the other's measurement (the {@code kernels} loop runs after the stream-ordered one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce:
  * its host CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
  * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
  * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
@@ -59,7 +59,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *   <li>{@code ordered}: produce, {@code allreduceAfter}, consume, all enqueued without waiting; at the end
  *       one {@code clFinish} and a wait for the futures.
  *   <li>{@code manual}: produce, {@code clFinish}, a blocking read into a direct buffer, a blocking
- *       all-reduce ({@code MPI_Allreduce}, {@code Communicator.allReduce}), a blocking write, consume; at the end
+ *       all-reduce ({@code MPI_Allreduce}: see {@link Mpi}), a blocking write, consume; at the end
  *       {@code clFinish}. Its staging buffers are allocated once per size, outside the timed loop.
  * </ul>
  *
