@@ -134,11 +134,11 @@ final class AllReduceBench {
 
   /** The report: a table and the {@code bench:} line with both goals' verdicts. */
   static String report(List<Row> rows, int reps, String operationsRun, String binding) {
-    StringBuilder md = new StringBuilder("The " + label(binding) + ". Kernel, all-reduce (float, sum), kernel on 2 ranks, stream-ordered "
-        + "(`allreduceAfter`) against the manual pattern (`clFinish`, blocking read, `MPI_Allreduce`, "
-        + "blocking write), paired per repetition; ").append(reps)
-        .append(" repetitions, each of two jobs, one per mode, their order alternating; each mode after its warm-up loop, in a job "
-            + "that first ran every size once unmeasured. Median [95% interval, or the range below 6 "
+    StringBuilder md = new StringBuilder("The " + label(binding) + ". Kernel, all-reduce (float, sum), kernel on 2 "
+        + "ranks, stream-ordered (`allreduceAfter`) against the manual pattern (`clFinish`, blocking read, "
+        + "`MPI_Allreduce`, blocking write), paired per repetition; ").append(reps)
+        .append(" repetitions, each of two jobs, one per mode, their order alternating; each mode after its warm-up "
+            + "loop, in a job that first ran every size once unmeasured. Median [95% interval, or the range below 6 "
             + "repetitions]; times are per loop, host = the program thread's CPU time (the slowest rank's), progress = "
             + "the messenger's progress thread's CPU time, not included in host; host free = wall time until the "
             + "program thread had enqueued (ordered) or done (manual) the loop; kernels = the host CPU time of the same "
@@ -254,13 +254,13 @@ final class AllReduceBench {
   private static String run(Path repo, int reps, String sizes, String binding, List<Object> raw) throws Exception {
     List<List<Result>> all = new ArrayList<>();
     String operationsRun = "where the messenger did not say";
-    Map<String, String> env = new java.util.HashMap<>(Map.of("MPI_BUILD_CACHE", "off",
+    // the binding set either way: a caller's own MPI_BUILD_BINDING must not choose it
+    Map<String, String> env = Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_BINDING", binding,
         "MPI_BUILD_JAVA", BenchReport.ffmJava(repo),
-        "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g --enable-native-access=ALL-UNNAMED"));
-    env.put("MPI_BUILD_BINDING", binding); // set either way: a caller's own setting must not choose it
+        "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g --enable-native-access=ALL-UNNAMED");
     for (int rep = 0; rep < reps; rep++) {
-      String first = rep % 2 == 0 ? "ordered" : "manual";
       List<String> jobs = rep % 2 == 0 ? List.of("ordered,kernels", "manual") : List.of("manual", "ordered,kernels");
+      String first = jobs.get(0).split(",")[0];
       List<Result> results = new ArrayList<>();
       for (String modes : jobs) {
         // On the FFM binding's JDK (mpi.jar runs there too), with native access: collectives run on the queue

@@ -49,8 +49,9 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * iterations unmeasured (the size's, else the last argument's, else 3), and the whole list runs once unmeasured
  * before the measured pass, so that the JIT has compiled what the job runs before anything is measured. The
  * benchmark runs the stream-ordered and the manual mode in jobs of their own, so that one's threads, JIT work
- * and MPI state never slow the other's measurement (the {@code kernels} loop runs after the stream-ordered one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce:
- * its host CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
+ * and MPI state never slow the other's measurement (the {@code kernels} loop runs after the stream-ordered
+ * one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce: its host CPU time is
+ * what the program thread spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
  * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
  * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
  * checks every element against the sum it must be, and the job fails if any rank's is wrong.
@@ -64,7 +65,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * </ul>
  *
  * The binding is mpi.jar's, or the FFM binding's where {@code MPI_BUILD_BINDING=ffm} ({@link ProgramWorld}).
- * Where it runs {@code ordered}, rank 0 prints where the messenger runs its collectives ({@code COLLECTIVES run=...}, see
+ * Where it runs {@code ordered}, rank 0 prints where the messenger runs its collectives
+ * ({@code COLLECTIVES run=...}, see
  * {@link QueueMessenger#operationsRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
  * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
@@ -103,6 +105,7 @@ public final class AllReduceLoop {
       OpenClKernel k = kernel.as(OpenClKernel.class);
       int rank = comm.rank();
       int size = comm.size();
+      Mpi mpi = ProgramWorld.ffm() ? new SpiMpi(comm) : new MpiJar();
       if (rank == 0 && modes.contains("ordered")) {
         try (QueueMessenger m = QueueMessenger.open(comm, k.queue())) {
           System.out.println("COLLECTIVES run=" + m.operationsRun());
@@ -117,8 +120,8 @@ public final class AllReduceLoop {
           int bytes = Integer.parseInt(p[1]);
           int warm = p.length > 2 ? Integer.parseInt(p[2]) : warmup;
           for (String mode : modes) {
-            allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, false, rank, size, comm, k);
-            allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, pass == 1, rank, size, comm, k);
+            allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, false, rank, size, comm, mpi, k);
+            allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, pass == 1, rank, size, comm, mpi, k);
           }
         }
       }
@@ -132,8 +135,7 @@ public final class AllReduceLoop {
   }
 
   private static boolean run(String mode, int count, int iterations, boolean report, int rank, int size,
-      Communicator comm, OpenClKernel k) throws MPIException {
-    Mpi mpi = ProgramWorld.ffm() ? new SpiMpi(comm) : new MpiJar();
+      Communicator comm, Mpi mpi, OpenClKernel k) throws MPIException {
     cl_command_queue queue = k.queue();
     long bytes = (long) count * Sizeof.cl_float;
     int[] err = new int[1];

@@ -116,8 +116,8 @@ final class FfmCommunicator implements Communicator {
   @Override
   public void allReduce(ByteBuffer send, ByteBuffer receive, int count, Datatype type, ReduceOp op) {
     Communicator.reductionBytes(send, receive, count, type);
-    int rc = mpi.allreduce(MemorySegment.ofBuffer(send), MemorySegment.ofBuffer(receive), count, mpi.table.datatype(type),
-        mpi.table.op(op), comm);
+    int rc = mpi.allreduce(MemorySegment.ofBuffer(send), MemorySegment.ofBuffer(receive), count,
+        mpi.table.datatype(type), mpi.table.op(op), comm);
     if (rc != MpiC.SUCCESS) {
       check(rc, "MPI_Allreduce(" + op + ") of " + count + " " + type);
     }
