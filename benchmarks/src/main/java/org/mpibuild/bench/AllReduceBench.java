@@ -209,6 +209,74 @@ final class AllReduceBench {
         Stats.median(plain), Stats.median(callback), Stats.median(added));
   }
 
+  /** One measurement of {@code allreduce_kinds.c}: a kind of MPI call at a size in one repetition. */
+  record KindTime(long bytes, int rep, String kind, int iterations, double seconds) {}
+
+  private static final Pattern KINDS = Pattern.compile(
+      "KINDS bytes=(\\d+) rep=(\\d+) kind=(blocking|nonblocking|persistent) iterations=(\\d+) seconds=([0-9.]+)");
+
+  /** The measurements {@code allreduce_kinds} printed. */
+  static List<KindTime> parseKinds(String output) {
+    List<KindTime> out = new ArrayList<>();
+    Matcher m = KINDS.matcher(output);
+    while (m.find()) {
+      out.add(new KindTime(Long.parseLong(m.group(1)), Integer.parseInt(m.group(2)), m.group(3),
+          Integer.parseInt(m.group(4)), Double.parseDouble(m.group(5))));
+    }
+    return out;
+  }
+
+  /**
+   * The paragraph, table and {@code bench:} line on what the MPI gives each kind of all-reduce call: per size,
+   * the blocking call's time and, paired per repetition, the non-blocking and persistent calls' times over it.
+   */
+  static String kindsReport(List<KindTime> times) {
+    Map<Long, Map<Integer, Map<String, KindTime>>> bySize = new TreeMap<>();
+    for (KindTime t : times) {
+      bySize.computeIfAbsent(t.bytes(), b -> new TreeMap<>()).computeIfAbsent(t.rep(), r -> new TreeMap<>())
+          .put(t.kind(), t);
+    }
+    StringBuilder md = new StringBuilder("| size | iterations | blocking s | non-blocking / blocking | "
+        + "persistent / blocking |\n|---|---|---|---|---|\n");
+    StringBuilder line = new StringBuilder("bench: allreduce_mpi_kinds ranks=2");
+    int reps = 0;
+    for (Map.Entry<Long, Map<Integer, Map<String, KindTime>>> size : bySize.entrySet()) {
+      List<Double> blocking = new ArrayList<>();
+      List<Double> nonblocking = new ArrayList<>();
+      List<Double> persistent = new ArrayList<>();
+      int iterations = 0;
+      for (Map<String, KindTime> rep : size.getValue().values()) {
+        KindTime b = rep.get("blocking");
+        KindTime n = rep.get("nonblocking");
+        if (b == null || n == null) {
+          throw new IllegalArgumentException("a repetition at " + size.getKey() + " bytes lacks the blocking or the "
+              + "non-blocking call: " + rep.keySet());
+        }
+        iterations = b.iterations();
+        blocking.add(b.seconds());
+        nonblocking.add(n.seconds() / b.seconds());
+        KindTime p = rep.get("persistent");
+        if (p != null) {
+          persistent.add(p.seconds() / b.seconds());
+        }
+      }
+      reps = blocking.size();
+      String name = size(size.getKey());
+      md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s |%n", name, iterations, cell(blocking, 4),
+          cell(nonblocking, 2), persistent.isEmpty() ? "none (the MPI has no persistent collectives)"
+              : cell(persistent, 2)));
+      line.append(String.format(Locale.ROOT, " nonblocking_%s=%.2f", name, Stats.median(nonblocking)));
+      if (!persistent.isEmpty()) {
+        line.append(String.format(Locale.ROOT, " persistent_%s=%.2f", name, Stats.median(persistent)));
+      }
+    }
+    return String.format(Locale.ROOT, "What the MPI itself gives each kind of all-reduce call (`allreduce_kinds.c`, "
+        + "C, 2 ranks, one job, the order of the kinds rotating per repetition, %d repetitions; median [95%% "
+        + "interval, or the range below 6 repetitions] of the per-repetition ratios). The manual pattern uses the "
+        + "blocking `MPI_Allreduce`; the stream-ordered all-reduce a non-blocking or persistent request, tested until "
+        + "it completes, as here.%n%n%s%n%s reps=%d%n", reps, md, line, reps);
+  }
+
   /**
    * Runs {@code reps} repetitions and writes allreduce.md and allreduce.json. A repetition is two jobs, one per
    * mode, the order alternating from one repetition to the next (the kernels-only loop runs in the ordered job,
@@ -230,15 +298,56 @@ final class AllReduceBench {
       throw new IllegalStateException("EventCallbackCost printed no result:\n" + costOutput);
     }
     md.append(callbackReport(costs));
+    List<KindTime> kinds = mpiKinds(repo, out, Math.max(reps, 7), sizes, md);
     Files.writeString(out.resolve("allreduce.md"), md);
     List<Object> rawCosts = new ArrayList<>();
     for (CallbackCost c : costs) {
       rawCosts.add(BenchJson.object("plain_us", c.plainMicros(), "callback_us", c.callbackMicros()));
     }
     Files.writeString(out.resolve("allreduce.json"), BenchJson.pretty(BenchJson.object("sizes", sizes, "reps", reps,
-        "bindings", new ArrayList<Object>(bindings), "runs", raw, "event_callback_cost", rawCosts)));
+        "bindings", new ArrayList<Object>(bindings), "runs", raw, "event_callback_cost", rawCosts,
+        "mpi_kinds", rawKinds(kinds))));
     System.out.println();
     System.out.println(md);
+  }
+
+  /**
+   * Builds {@code allreduce_kinds.c} with {@code mpicc} and runs it on 2 ranks at the bench's sizes, appending
+   * its report to {@code md}; where {@code mpicc} cannot be started, says so in the report instead.
+   */
+  private static List<KindTime> mpiKinds(Path repo, Path out, int reps, String sizes, StringBuilder md)
+      throws Exception {
+    Path program = out.resolve("allreduce_kinds");
+    try {
+      BenchReport.run(List.of("mpicc", "-O2", "-o", program.toString(),
+          repo.resolve("benchmarks/src/main/c/allreduce_kinds.c").toString()), Map.of(), 120);
+    } catch (java.io.IOException e) { // no mpicc to start
+      md.append(String.format(Locale.ROOT, "%nWhat the MPI gives each kind of all-reduce call: not measured (%s).%n",
+          e.getMessage()));
+      return List.of();
+    }
+    List<String> plain = new ArrayList<>();
+    for (String size : sizes.split(",")) {
+      String[] parts = size.split(":");
+      plain.add(parts[0] + ":" + parts[1]); // no warm-up: the program runs every kind once unmeasured first
+    }
+    String output = BenchReport.run(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+        program.toString(), Integer.toString(reps), String.join(",", plain)), Map.of(), 600);
+    List<KindTime> kinds = parseKinds(output);
+    if (kinds.isEmpty()) {
+      throw new IllegalStateException("allreduce_kinds printed no result:\n" + output);
+    }
+    md.append('\n').append(kindsReport(kinds));
+    return kinds;
+  }
+
+  private static List<Object> rawKinds(List<KindTime> kinds) {
+    List<Object> raw = new ArrayList<>();
+    for (KindTime k : kinds) {
+      raw.add(BenchJson.object("bytes", k.bytes(), "rep", k.rep(), "kind", k.kind(), "iterations", k.iterations(),
+          "seconds", k.seconds()));
+    }
+    return raw;
   }
 
   /** "mpi.jar binding", "FFM binding": how the report names a binding. */

@@ -105,4 +105,38 @@ class AllReduceBenchTest {
     assertTrue(report.contains("bench: allreduce_callback reps=3 plain_us=4.00 callback_us=90.00 added_us=86.00"),
         report);
   }
+  @Test
+  void theMpiKindsArePairedPerRepetitionAgainstTheBlockingCall() {
+    String out = "noise\n"
+        + "KINDS bytes=4096 rep=1 kind=blocking iterations=10 seconds=0.002000\n"
+        + "KINDS bytes=4096 rep=1 kind=nonblocking iterations=10 seconds=0.006000\n"
+        + "KINDS bytes=4096 rep=1 kind=persistent iterations=10 seconds=0.005000\n"
+        + "KINDS bytes=4096 rep=2 kind=nonblocking iterations=10 seconds=0.004000\n"
+        + "KINDS bytes=4096 rep=2 kind=persistent iterations=10 seconds=0.008000\n"
+        + "KINDS bytes=4096 rep=2 kind=blocking iterations=10 seconds=0.004000\n"
+        + "KINDS bytes=4096 rep=3 kind=persistent iterations=10 seconds=0.009000\n"
+        + "KINDS bytes=4096 rep=3 kind=blocking iterations=10 seconds=0.003000\n"
+        + "KINDS bytes=4096 rep=3 kind=nonblocking iterations=10 seconds=0.015000\n";
+    List<AllReduceBench.KindTime> kinds = AllReduceBench.parseKinds(out);
+    assertEquals(9, kinds.size());
+    assertEquals(new AllReduceBench.KindTime(4096, 2, "persistent", 10, 0.008), kinds.get(4));
+    String report = AllReduceBench.kindsReport(kinds);
+    // per repetition: non-blocking 3, 1, 5 (median 3; the ratio of medians, 0.006 / 0.003, would be 2);
+    // persistent 2.5, 2, 3
+    assertTrue(report.contains("bench: allreduce_mpi_kinds ranks=2 nonblocking_4KiB=3.00 persistent_4KiB=2.50 reps=3"),
+        report);
+    assertTrue(report.contains("| 4KiB | 10 | 0.0030 [0.0020-0.0040] | 3.00 [1.00-5.00] | 2.50 [2.00-3.00] |"), report);
+  }
+
+  @Test
+  void anMpiWithoutPersistentCollectivesSaysSoAndARepetitionWithoutBothCallsIsRefused() {
+    String report = AllReduceBench.kindsReport(AllReduceBench.parseKinds(
+        "KINDS bytes=1048576 rep=1 kind=blocking iterations=5 seconds=0.010000\n"
+            + "KINDS bytes=1048576 rep=1 kind=nonblocking iterations=5 seconds=0.015000\n"));
+    assertTrue(report.contains("| 1MiB | 5 | 0.0100 [0.0100-0.0100] | 1.50 [1.50-1.50] | none"), report);
+    assertTrue(report.contains("bench: allreduce_mpi_kinds ranks=2 nonblocking_1MiB=1.50 reps=1"), report);
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AllReduceBench.kindsReport(
+        AllReduceBench.parseKinds("KINDS bytes=64 rep=1 kind=blocking iterations=5 seconds=0.010000\n")));
+    assertTrue(e.getMessage().contains("64 bytes"), e.getMessage());
+  }
 }
