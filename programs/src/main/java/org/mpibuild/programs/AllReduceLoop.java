@@ -46,8 +46,10 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *
  * For example {@code AllReduceLoop 1000:4096:2000,10:16777216:20 ordered,kernels}: for each size (bytes of
  * floats) the given number of iterations of each mode, in the order given. Each mode first runs {@code WARMUP}
- * iterations unmeasured (the size's, else the last argument's, else 3), and the whole list runs once unmeasured
- * before the measured pass, so that the JIT has compiled what the job runs before anything is measured. The
+ * iterations unmeasured (the size's, else the last argument's, else 3) on the same buffers and, stream-ordered, the
+ * same messenger as its measured loop (the messenger makes its staging buffers and persistent requests at its
+ * first operations, as the manual pattern allocates its staging buffers before its loop), and the whole list runs
+ * once unmeasured before the measured pass, so that the JIT has compiled what the job runs before anything is measured. The
  * benchmark runs the stream-ordered and the manual mode in jobs of their own, so that one's threads, JIT work
  * and MPI state never slow the other's measurement (the {@code kernels} loop runs after the stream-ordered
  * one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce: its host CPU time is
@@ -120,8 +122,7 @@ public final class AllReduceLoop {
           int bytes = Integer.parseInt(p[1]);
           int warm = p.length > 2 ? Integer.parseInt(p[2]) : warmup;
           for (String mode : modes) {
-            allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, false, rank, size, comm, mpi, k);
-            allCorrect &= run(mode, bytes / Sizeof.cl_float, iterations, pass == 1, rank, size, comm, mpi, k);
+            allCorrect &= run(mode, bytes / Sizeof.cl_float, warm, iterations, pass == 1, rank, size, comm, mpi, k);
           }
         }
       }
@@ -134,29 +135,45 @@ public final class AllReduceLoop {
     System.exit(failedRanks == 0 ? 0 : 1);
   }
 
-  private static boolean run(String mode, int count, int iterations, boolean report, int rank, int size,
-      Communicator comm, Mpi mpi, OpenClKernel k) throws MPIException {
-    cl_command_queue queue = k.queue();
+  /**
+   * One mode at one size: its warm-up loop, then its measured loop, on the same buffers and (ordered) the same
+   * messenger, so that what either mode sets up once (the manual pattern's staging buffers; the messenger's
+   * staging pool and persistent requests, made at its first operations) is set up before the measured loop.
+   */
+  private static boolean run(String mode, int count, int warmup, int iterations, boolean report, int rank,
+      int size, Communicator comm, Mpi mpi, OpenClKernel k) throws MPIException {
     long bytes = (long) count * Sizeof.cl_float;
     int[] err = new int[1];
     cl_mem x = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, bytes, null, err);
     check(err[0]);
     cl_mem acc = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, bytes, null, err);
     check(err[0]);
-    check(clEnqueueFillBuffer(queue, acc, Pointer.to(new float[] {0f}), Sizeof.cl_float, 0, bytes, 0, null, null));
-    check(clFinish(queue));
-    cl_kernel produce = k.kernel("produce");
-    cl_kernel consume = k.kernel("consume");
-    long[] global = {count};
     ByteBuffer send = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
     ByteBuffer receive = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
-    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
-    List<CompletableFuture<Void>> pending = new ArrayList<>();
-    double seconds;
-    double hostCpu;
-    double hostFree;
-    double progressCpu = 0;
-    try (QueueMessenger messenger = mode.equals("ordered") ? QueueMessenger.open(comm, queue) : null) {
+    try (QueueMessenger messenger = mode.equals("ordered") ? QueueMessenger.open(comm, k.queue()) : null) {
+      Loop loop = new Loop(mode, count, rank, size, mpi, k, messenger, x, acc, send, receive);
+      return loop.run(warmup, false) & loop.run(iterations, report);
+    } finally {
+      clReleaseMemObject(x);
+      clReleaseMemObject(acc);
+    }
+  }
+
+  /** The buffers, kernels and messenger of one mode at one size; {@link #run} times one loop on them. */
+  private record Loop(String mode, int count, int rank, int size, Mpi mpi, OpenClKernel k, QueueMessenger messenger,
+      cl_mem x, cl_mem acc, ByteBuffer send, ByteBuffer receive) {
+
+    /** Runs {@code iterations} iterations from a zero accumulator, checks it, and prints its RESULT if asked. */
+    boolean run(int iterations, boolean report) throws MPIException {
+      cl_command_queue queue = k.queue();
+      long bytes = (long) count * Sizeof.cl_float;
+      check(clEnqueueFillBuffer(queue, acc, Pointer.to(new float[] {0f}), Sizeof.cl_float, 0, bytes, 0, null, null));
+      check(clFinish(queue));
+      cl_kernel produce = k.kernel("produce");
+      cl_kernel consume = k.kernel("consume");
+      long[] global = {count};
+      ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+      List<CompletableFuture<Void>> pending = new ArrayList<>();
       long progressId = mode.equals("ordered") ? progressThread() : -1;
       mpi.barrier();
       long progress0 = progressId < 0 ? 0 : threads.getThreadCpuTime(progressId);
@@ -181,53 +198,52 @@ public final class AllReduceLoop {
         clSetKernelArg(consume, 1, Sizeof.cl_mem, Pointer.to(acc));
         check(clEnqueueNDRangeKernel(queue, consume, 1, null, global, null, 0, null, null));
       }
-      hostFree = (System.nanoTime() - t0) / 1e9; // until the program thread was free to do other work
+      double hostFree = (System.nanoTime() - t0) / 1e9; // until the program thread was free to do other work
       check(clFinish(queue));
       for (CompletableFuture<Void> f : pending) {
         f.join();
       }
-      seconds = (System.nanoTime() - t0) / 1e9;
-      hostCpu = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
+      double seconds = (System.nanoTime() - t0) / 1e9;
+      double hostCpu = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
+      double progressCpu = 0;
       if (progressId >= 0) {
         long p1 = threads.getThreadCpuTime(progressId);
         progressCpu = p1 < 0 ? -1 : (p1 - progress0) / 1e9;
       }
-    }
-    // every rank checks its own accumulator: acc[i] = sum over it of sum over ranks of (r + 1 + ((i + it) & 7))
-    FloatBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder()).asFloatBuffer();
-    check(clEnqueueReadBuffer(queue, acc, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null));
-    double[] byPhase = new double[8];
-    for (int ph = 0; ph < 8; ph++) {
-      for (int it = 0; it < iterations; it++) {
-        byPhase[ph] += mode.equals("kernels") ? rank + 1 + ((ph + it) & 7)
-            : (double) size * (size + 1) / 2 + (double) size * ((ph + it) & 7);
-      }
-    }
-    int wrong = 0;
-    int firstWrong = -1;
-    for (int i = 0; i < count; i++) {
-      if (out.get(i) != (float) byPhase[i & 7]) {
-        if (wrong++ == 0) {
-          firstWrong = i;
+      // every rank checks its own accumulator: acc[i] = sum over it of sum over ranks of (r + 1 + ((i + it) & 7))
+      FloatBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder()).asFloatBuffer();
+      check(clEnqueueReadBuffer(queue, acc, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null));
+      double[] byPhase = new double[8];
+      for (int ph = 0; ph < 8; ph++) {
+        for (int it = 0; it < iterations; it++) {
+          byPhase[ph] += mode.equals("kernels") ? rank + 1 + ((ph + it) & 7)
+              : (double) size * (size + 1) / 2 + (double) size * ((ph + it) & 7);
         }
       }
+      int wrong = 0;
+      int firstWrong = -1;
+      for (int i = 0; i < count; i++) {
+        if (out.get(i) != (float) byPhase[i & 7]) {
+          if (wrong++ == 0) {
+            firstWrong = i;
+          }
+        }
+      }
+      boolean correct = wrong == 0;
+      if (!correct) {
+        System.err.printf(Locale.ROOT, "AllReduceLoop: rank %d, %s, %d bytes: %d wrong elements, element %d is %s, "
+            + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong), (float) byPhase[firstWrong & 7]);
+      }
+      double[] figures = {seconds, hostCpu, progressCpu, hostFree};
+      double[] max = mpi.max(figures);
+      boolean everyRankCorrect = mpi.everyRank(correct);
+      if (rank == 0 && report) {
+        System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
+            + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations, size,
+            everyRankCorrect, max[0], max[1], max[2], max[3]);
+      }
+      return everyRankCorrect;
     }
-    boolean correct = wrong == 0;
-    if (!correct) {
-      System.err.printf(Locale.ROOT, "AllReduceLoop: rank %d, %s, %d bytes: %d wrong elements, element %d is %s, "
-          + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong), (float) byPhase[firstWrong & 7]);
-    }
-    double[] figures = {seconds, hostCpu, progressCpu, hostFree};
-    double[] max = mpi.max(figures);
-    boolean everyRankCorrect = mpi.everyRank(correct);
-    if (rank == 0 && report) {
-      System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
-          + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations, size,
-          everyRankCorrect, max[0], max[1], max[2], max[3]);
-    }
-    clReleaseMemObject(x);
-    clReleaseMemObject(acc);
-    return everyRankCorrect;
   }
 
   /**
