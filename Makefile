@@ -95,7 +95,7 @@ bench-stream: build ## stream-ordered messages against the manual pattern (about
 # ranks, 7 repetitions of two jobs each (one per mode, order alternating), on the mpi.jar and the FFM binding
 # (about 4 minutes). ALLREDUCE_ARGS narrows it,
 # for example ALLREDUCE_ARGS="reps=3 sizes=200:4096,10:16777216" (ITERATIONS:BYTES per size).
-bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 4 minutes)
+bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 3 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce $(ALLREDUCE_ARGS)
 
 # What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).

@@ -209,6 +209,12 @@ final class AllReduceBench {
         Stats.median(plain), Stats.median(callback), Stats.median(added));
   }
 
+  /**
+   * The repetitions of {@code allreduce_kinds.c} are a multiple of this, so that each of its kinds (3, or 2
+   * without persistent collectives) comes first in as many of them.
+   */
+  static final int KIND_ROTATION = 6;
+
   /** One measurement of {@code allreduce_kinds.c}: a kind of MPI call at a size in one repetition. */
   record KindTime(long bytes, int rep, String kind, int iterations, double seconds) {}
 
@@ -227,14 +233,20 @@ final class AllReduceBench {
   }
 
   /**
-   * The paragraph, table and {@code bench:} line on what the MPI gives each kind of all-reduce call: per size,
-   * the blocking call's time and, paired per repetition, the non-blocking and persistent calls' times over it.
+   * The paragraph, table and {@code bench:} line on how long each kind of all-reduce call takes in the MPI alone:
+   * per size, the blocking call's time and, paired per repetition, the non-blocking and persistent calls' times
+   * over it. Every repetition of a size must hold one blocking and one non-blocking time, and a persistent time in
+   * all of them or in none, each kind with the size's number of iterations.
    */
   static String kindsReport(List<KindTime> times) {
     Map<Long, Map<Integer, Map<String, KindTime>>> bySize = new TreeMap<>();
     for (KindTime t : times) {
-      bySize.computeIfAbsent(t.bytes(), b -> new TreeMap<>()).computeIfAbsent(t.rep(), r -> new TreeMap<>())
-          .put(t.kind(), t);
+      KindTime earlier = bySize.computeIfAbsent(t.bytes(), b -> new TreeMap<>())
+          .computeIfAbsent(t.rep(), r -> new TreeMap<>()).put(t.kind(), t);
+      if (earlier != null) {
+        throw new IllegalArgumentException("two " + t.kind() + " times at " + t.bytes() + " bytes in repetition "
+            + t.rep());
+      }
     }
     StringBuilder md = new StringBuilder("| size | iterations | blocking s | non-blocking / blocking | "
         + "persistent / blocking |\n|---|---|---|---|---|\n");
@@ -244,7 +256,7 @@ final class AllReduceBench {
       List<Double> blocking = new ArrayList<>();
       List<Double> nonblocking = new ArrayList<>();
       List<Double> persistent = new ArrayList<>();
-      int iterations = 0;
+      int iterations = -1;
       for (Map<String, KindTime> rep : size.getValue().values()) {
         KindTime b = rep.get("blocking");
         KindTime n = rep.get("nonblocking");
@@ -252,13 +264,23 @@ final class AllReduceBench {
           throw new IllegalArgumentException("a repetition at " + size.getKey() + " bytes lacks the blocking or the "
               + "non-blocking call: " + rep.keySet());
         }
-        iterations = b.iterations();
+        for (KindTime k : rep.values()) {
+          if (iterations >= 0 && k.iterations() != iterations) {
+            throw new IllegalArgumentException("at " + size.getKey() + " bytes, " + k.iterations() + " iterations of "
+                + k.kind() + " against " + iterations + " elsewhere");
+          }
+          iterations = k.iterations();
+        }
         blocking.add(b.seconds());
         nonblocking.add(n.seconds() / b.seconds());
         KindTime p = rep.get("persistent");
         if (p != null) {
           persistent.add(p.seconds() / b.seconds());
         }
+      }
+      if (!persistent.isEmpty() && persistent.size() != blocking.size()) {
+        throw new IllegalArgumentException("at " + size.getKey() + " bytes, a persistent time in " + persistent.size()
+            + " of " + blocking.size() + " repetitions");
       }
       reps = blocking.size();
       String name = size(size.getKey());
@@ -270,11 +292,14 @@ final class AllReduceBench {
         line.append(String.format(Locale.ROOT, " persistent_%s=%.2f", name, Stats.median(persistent)));
       }
     }
-    return String.format(Locale.ROOT, "What the MPI itself gives each kind of all-reduce call (`allreduce_kinds.c`, "
-        + "C, 2 ranks, one job, the order of the kinds rotating per repetition, %d repetitions; median [95%% "
-        + "interval, or the range below 6 repetitions] of the per-repetition ratios). The manual pattern uses the "
-        + "blocking `MPI_Allreduce`; the stream-ordered all-reduce a non-blocking or persistent request, tested until "
-        + "it completes, as here.%n%n%s%n%s reps=%d%n", reps, md, line, reps);
+    return String.format(Locale.ROOT, "How long each kind of all-reduce call takes in the MPI alone "
+        + "(`allreduce_kinds.c`, C, float sums on 2 ranks, one job, the order of the kinds rotating per repetition, "
+        + "%d repetitions): the blocking call's seconds per loop, and the per-repetition ratios of the non-blocking "
+        + "and the persistent call to it; median [95%% interval, or the range below 6 repetitions]. The manual pattern "
+        + "uses the blocking `MPI_Allreduce`; the stream-ordered all-reduce a non-blocking or persistent request that "
+        + "it tests until it completes. The program tests without pause, where the messenger spins for a bounded time "
+        + "and then parks: these ratios are the MPI's own, a lower bound for the messenger's.%n%n%s%n%s reps=%d%n",
+        reps, md, line, reps);
   }
 
   /**
@@ -286,6 +311,10 @@ final class AllReduceBench {
    * in processes of its own rules that out.
    */
   static void run(Path repo, Path out, int reps, String sizes, List<String> bindings) throws Exception {
+    // the MPI alone first: a few seconds, and a job that cannot run fails before the long part
+    StringBuilder kindsMd = new StringBuilder();
+    List<KindTime> kinds = mpiKinds(repo, out, Stats.roundUpToMultiple(Math.max(reps, 7), KIND_ROTATION), sizes,
+        kindsMd);
     StringBuilder md = new StringBuilder();
     List<Object> raw = new ArrayList<>();
     for (String binding : bindings) {
@@ -297,8 +326,7 @@ final class AllReduceBench {
     if (costs.isEmpty()) {
       throw new IllegalStateException("EventCallbackCost printed no result:\n" + costOutput);
     }
-    md.append(callbackReport(costs));
-    List<KindTime> kinds = mpiKinds(repo, out, Math.max(reps, 7), sizes, md);
+    md.append(callbackReport(costs)).append(kindsMd);
     Files.writeString(out.resolve("allreduce.md"), md);
     List<Object> rawCosts = new ArrayList<>();
     for (CallbackCost c : costs) {
@@ -312,27 +340,29 @@ final class AllReduceBench {
   }
 
   /**
-   * Builds {@code allreduce_kinds.c} with {@code mpicc} and runs it on 2 ranks at the bench's sizes, appending
-   * its report to {@code md}; where {@code mpicc} cannot be started, says so in the report instead.
+   * Builds {@code allreduce_kinds.c} with {@code mpicc} and runs it with Open MPI's {@code mpirun} on 2 ranks at
+   * the bench's sizes, {@code reps} repetitions, appending its report to {@code md}; where {@code mpicc} or
+   * {@code mpirun} cannot be started, says so in the report instead.
    */
   private static List<KindTime> mpiKinds(Path repo, Path out, int reps, String sizes, StringBuilder md)
       throws Exception {
     Path program = out.resolve("allreduce_kinds");
-    try {
-      BenchReport.run(List.of("mpicc", "-O2", "-o", program.toString(),
-          repo.resolve("benchmarks/src/main/c/allreduce_kinds.c").toString()), Map.of(), 120);
-    } catch (java.io.IOException e) { // no mpicc to start
-      md.append(String.format(Locale.ROOT, "%nWhat the MPI gives each kind of all-reduce call: not measured (%s).%n",
-          e.getMessage()));
-      return List.of();
-    }
     List<String> plain = new ArrayList<>();
     for (String size : sizes.split(",")) {
       String[] parts = size.split(":");
       plain.add(parts[0] + ":" + parts[1]); // no warm-up: the program runs every kind once unmeasured first
     }
-    String output = BenchReport.run(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-        program.toString(), Integer.toString(reps), String.join(",", plain)), Map.of(), 600);
+    String output;
+    try {
+      BenchReport.run(List.of("mpicc", "-O2", "-o", program.toString(),
+          repo.resolve("benchmarks/src/main/c/allreduce_kinds.c").toString()), Map.of(), 120);
+      output = BenchReport.run(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+          program.toString(), Integer.toString(reps), String.join(",", plain)), Map.of(), 600);
+    } catch (java.io.IOException e) { // no mpicc or no mpirun to start
+      md.append(String.format(Locale.ROOT, "%nHow long each kind of all-reduce call takes in the MPI alone: not "
+          + "measured (%s).%n", e.getMessage()));
+      return List.of();
+    }
     List<KindTime> kinds = parseKinds(output);
     if (kinds.isEmpty()) {
       throw new IllegalStateException("allreduce_kinds printed no result:\n" + output);

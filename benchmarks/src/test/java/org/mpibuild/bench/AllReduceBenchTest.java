@@ -105,6 +105,7 @@ class AllReduceBenchTest {
     assertTrue(report.contains("bench: allreduce_callback reps=3 plain_us=4.00 callback_us=90.00 added_us=86.00"),
         report);
   }
+
   @Test
   void theMpiKindsArePairedPerRepetitionAgainstTheBlockingCall() {
     String out = "noise\n"
@@ -138,5 +139,38 @@ class AllReduceBenchTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AllReduceBench.kindsReport(
         AllReduceBench.parseKinds("KINDS bytes=64 rep=1 kind=blocking iterations=5 seconds=0.010000\n")));
     assertTrue(e.getMessage().contains("64 bytes"), e.getMessage());
+  }
+
+  @Test
+  void theMpiKindsArePairedByRepetitionNumberNotByLineOrder() {
+    // repetition 2's blocking time comes last: paired by line order, 0.004 / 0.002 would give a ratio of 2
+    String report = AllReduceBench.kindsReport(AllReduceBench.parseKinds(
+        "KINDS bytes=4096 rep=1 kind=nonblocking iterations=10 seconds=0.006000\n"
+            + "KINDS bytes=4096 rep=2 kind=nonblocking iterations=10 seconds=0.004000\n"
+            + "KINDS bytes=4096 rep=1 kind=blocking iterations=10 seconds=0.002000\n"
+            + "KINDS bytes=65536 rep=1 kind=blocking iterations=5 seconds=0.010000\n"
+            + "KINDS bytes=65536 rep=1 kind=nonblocking iterations=5 seconds=0.020000\n"
+            + "KINDS bytes=4096 rep=2 kind=blocking iterations=10 seconds=0.001000\n"));
+    // 4 KiB: ratios 3 (0.006 / 0.002) and 4 (0.004 / 0.001); 64 KiB, on its own line: 2
+    assertTrue(report.contains("| 4KiB | 10 | 0.0015 [0.0010-0.0020] | 3.50 [3.00-4.00] | none"), report);
+    assertTrue(report.contains("| 64KiB | 5 | 0.0100 [0.0100-0.0100] | 2.00 [2.00-2.00] | none"), report);
+  }
+
+  @Test
+  void inconsistentMpiKindsAreRefused() {
+    String both = "KINDS bytes=4096 rep=1 kind=blocking iterations=10 seconds=0.002000\n"
+        + "KINDS bytes=4096 rep=1 kind=nonblocking iterations=10 seconds=0.004000\n"
+        + "KINDS bytes=4096 rep=2 kind=blocking iterations=10 seconds=0.002000\n"
+        + "KINDS bytes=4096 rep=2 kind=nonblocking iterations=10 seconds=0.004000\n";
+    String partlyPersistent = both + "KINDS bytes=4096 rep=1 kind=persistent iterations=10 seconds=0.003000\n";
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> AllReduceBench.kindsReport(
+        AllReduceBench.parseKinds(partlyPersistent))).getMessage().contains("persistent time in 1 of 2"));
+    String twice = both + "KINDS bytes=4096 rep=2 kind=blocking iterations=10 seconds=0.009000\n";
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> AllReduceBench.kindsReport(
+        AllReduceBench.parseKinds(twice))).getMessage().contains("two blocking times"));
+    String otherIterations = both.replace("rep=2 kind=nonblocking iterations=10",
+        "rep=2 kind=nonblocking iterations=20");
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> AllReduceBench.kindsReport(
+        AllReduceBench.parseKinds(otherIterations))).getMessage().contains("20 iterations of nonblocking"));
   }
 }
