@@ -52,8 +52,9 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * once unmeasured before the measured pass, so that the JIT has compiled what the job runs before anything is
  * measured. The benchmark runs the stream-ordered and the manual mode in jobs of their own, so that one's
  * threads, JIT work and MPI state never slow the other's measurement (the {@code kernels} loop runs after the
- * stream-ordered one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce: its host CPU time is
- * what the program thread spends launching kernels in either mode. Each iteration: a kernel {@code produce} writes
+ * stream-ordered one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce: its host
+ * CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel
+ * {@code produce} writes
  * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
  * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
  * checks every element against the sum it must be, and the job fails if any rank's is wrong.
@@ -165,8 +166,8 @@ public final class AllReduceLoop {
   }
 
   /** The buffers, kernels and messenger of one mode at one size; {@link #run} times one loop on them. */
-  private record Loop(String mode, int count, int rank, int size, Mpi mpi, OpenClKernel k, QueueMessenger messenger,
-      cl_mem x, cl_mem acc, ByteBuffer send, ByteBuffer receive) {
+  private record Loop(String mode, int count, int rank, int size, Mpi mpi, OpenClKernel k,
+      QueueMessenger messenger, cl_mem x, cl_mem acc, ByteBuffer send, ByteBuffer receive) {
 
     /** Runs {@code iterations} iterations from a zero accumulator, checks it, and prints its RESULT if asked. */
     boolean run(int iterations, boolean report) throws MPIException {
@@ -237,15 +238,16 @@ public final class AllReduceLoop {
       boolean correct = wrong == 0;
       if (!correct) {
         System.err.printf(Locale.ROOT, "AllReduceLoop: rank %d, %s, %d bytes: %d wrong elements, element %d is %s, "
-            + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong), (float) byPhase[firstWrong & 7]);
+            + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong),
+            (float) byPhase[firstWrong & 7]);
       }
       double[] figures = {seconds, hostCpu, progressCpu, hostFree};
       double[] max = mpi.max(figures);
       boolean everyRankCorrect = mpi.everyRank(correct);
       if (rank == 0 && report) {
         System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
-            + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations, size,
-            everyRankCorrect, max[0], max[1], max[2], max[3]);
+            + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations,
+            size, everyRankCorrect, max[0], max[1], max[2], max[3]);
       }
       return everyRankCorrect;
     }
