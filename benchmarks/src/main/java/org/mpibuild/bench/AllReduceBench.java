@@ -346,7 +346,6 @@ final class AllReduceBench {
    */
   private static List<KindTime> mpiKinds(Path repo, Path out, int reps, String sizes, StringBuilder md)
       throws Exception {
-    Path program = out.resolve("allreduce_kinds");
     List<String> plain = new ArrayList<>();
     for (String size : sizes.split(",")) {
       String[] parts = size.split(":");
@@ -354,10 +353,9 @@ final class AllReduceBench {
     }
     String output;
     try {
-      BenchReport.run(List.of("mpicc", "-O2", "-o", program.toString(),
-          repo.resolve("benchmarks/src/main/c/allreduce_kinds.c").toString()), Map.of(), 120);
-      output = BenchReport.run(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-          program.toString(), Integer.toString(reps), String.join(",", plain)), Map.of(), 600);
+      Path program = BenchReport.buildC(repo, out, "allreduce_kinds");
+      output = BenchReport.run(BenchReport.mpirunTwoRanks(program, Integer.toString(reps), String.join(",", plain)),
+          Map.of(), 600);
     } catch (java.io.IOException e) { // no mpicc or no mpirun to start
       md.append(String.format(Locale.ROOT, "%nHow long each kind of all-reduce call takes in the MPI alone: not "
           + "measured (%s).%n", e.getMessage()));

@@ -334,10 +334,24 @@ public final class BenchReport {
     return m.group(1) + "/bin/java";
   }
 
+  /** Builds {@code benchmarks/src/main/c/NAME.c} with {@code mpicc} into {@code out/NAME}; returns its path. */
+  static Path buildC(Path repo, Path out, String name) throws Exception {
+    Path program = out.resolve(name);
+    run(List.of("mpicc", "-O2", "-o", program.toString(),
+        repo.resolve("benchmarks/src/main/c/" + name + ".c").toString()), Map.of(), 120);
+    return program;
+  }
+
+  /** Open MPI's {@code mpirun} starting {@code program} with {@code args} on 2 ranks of this machine. */
+  static List<String> mpirunTwoRanks(Path program, String... args) {
+    List<String> cmd = new ArrayList<>(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+        program.toString()));
+    cmd.addAll(List.of(args));
+    return cmd;
+  }
+
   static void ffm(Path repo, Path out, int reps, String java) throws Exception {
-    Path bcast = out.resolve("bcast");
-    run(List.of("mpicc", "-O2", "-o", bcast.toString(), repo.resolve("benchmarks/src/main/c/bcast.c").toString()),
-        Map.of(), 120);
+    Path bcast = buildC(repo, out, "bcast");
     Pattern median = Pattern.compile("median_us=([0-9.]+)");
     StringBuilder md = new StringBuilder("| payload | C MPI_Bcast (us) | FFM binding (us) | FFM / C |\n|---|---|---|---|\n");
     StringBuilder line = new StringBuilder("bench: ffm ranks=2");
@@ -345,8 +359,7 @@ public final class BenchReport {
       List<Double> c = new ArrayList<>();
       List<Double> f = new ArrayList<>();
       for (int rep = 0; rep < reps; rep++) {
-        Matcher mc = median.matcher(run(List.of("mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-            bcast.toString(), Integer.toString(bytes), "51"), Map.of(), 600));
+        Matcher mc = median.matcher(run(mpirunTwoRanks(bcast, Integer.toString(bytes), "51"), Map.of(), 600));
         mc.find();
         c.add(Double.parseDouble(mc.group(1)));
         Matcher mf = median.matcher(run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp", System.getProperty("java.class.path"),

@@ -154,7 +154,8 @@ public final class AllReduceLoop {
       try (QueueMessenger messenger = mode.equals("ordered") ? QueueMessenger.open(comm, k.queue()) : null) {
         ByteBuffer send = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
         ByteBuffer receive = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
-        Loop loop = new Loop(mode, count, rank, size, mpi, k, messenger, x, acc, send, receive);
+        long progressId = messenger != null ? progressThread() : -1;
+        Loop loop = new Loop(mode, count, rank, size, mpi, k, messenger, progressId, x, acc, send, receive);
         // both loops run whatever the first found (&, not &&): the measured one prints its RESULT either way
         return loop.run(warmup, false) & loop.run(iterations, report);
       } finally {
@@ -167,7 +168,7 @@ public final class AllReduceLoop {
 
   /** The buffers, kernels and messenger of one mode at one size; {@link #run} times one loop on them. */
   private record Loop(String mode, int count, int rank, int size, Mpi mpi, OpenClKernel k,
-      QueueMessenger messenger, cl_mem x, cl_mem acc, ByteBuffer send, ByteBuffer receive) {
+      QueueMessenger messenger, long progressId, cl_mem x, cl_mem acc, ByteBuffer send, ByteBuffer receive) {
 
     /** Runs {@code iterations} iterations from a zero accumulator, checks it, and prints its RESULT if asked. */
     boolean run(int iterations, boolean report) throws MPIException {
@@ -180,7 +181,6 @@ public final class AllReduceLoop {
       long[] global = {count};
       ThreadMXBean threads = ManagementFactory.getThreadMXBean();
       List<CompletableFuture<Void>> pending = new ArrayList<>();
-      long progressId = mode.equals("ordered") ? progressThread() : -1;
       mpi.barrier();
       long progress0 = progressId < 0 ? 0 : threads.getThreadCpuTime(progressId);
       long cpu0 = threads.getCurrentThreadCpuTime();
@@ -217,7 +217,8 @@ public final class AllReduceLoop {
         progressCpu = p1 < 0 ? -1 : (p1 - progress0) / 1e9;
       }
       // every rank checks its own accumulator: acc[i] = sum over it of sum over ranks of (r + 1 + ((i + it) & 7))
-      FloatBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder()).asFloatBuffer();
+      // read into the manual pattern's receive buffer: the loop is over, and it has the accumulator's size
+      FloatBuffer out = receive.clear().asFloatBuffer();
       check(clEnqueueReadBuffer(queue, acc, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null));
       double[] byPhase = new double[8];
       for (int ph = 0; ph < 8; ph++) {
