@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.mpibuild.programs.AllReduceLoop;
 
 /**
  * Stream-ordered all-reduce against the manual pattern ({@code make bench-allreduce}): {@code AllReduceLoop}
@@ -32,11 +33,11 @@ final class AllReduceBench {
 
   /** One line {@code RESULT mode=...} of {@code AllReduceLoop}. */
   record Result(String mode, long bytes, int iterations, double seconds, double hostCpu, double progressCpu,
-      double hostFree) {}
+      double hostFree, double jitSeconds, int warmupLoops) {}
 
   private static final Pattern RESULT = Pattern.compile("RESULT mode=(ordered|manual|kernels) bytes=(\\d+) iterations=(\\d+) "
       + "ranks=\\d+ correct=(true|false) seconds=([0-9.]+) host_cpu_seconds=([0-9.]+) progress_cpu_seconds=(-?[0-9.]+)"
-      + " host_free_seconds=([0-9.]+)");
+      + " host_free_seconds=([0-9.]+) jit_seconds=([0-9.]+) warmup_loops=(\\d+)");
 
   private static final Pattern COLLECTIVES = Pattern.compile("COLLECTIVES run=(.*)");
 
@@ -50,7 +51,7 @@ final class AllReduceBench {
       }
       out.add(new Result(m.group(1), Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)),
           Double.parseDouble(m.group(5)), Double.parseDouble(m.group(6)), Double.parseDouble(m.group(7)),
-          Double.parseDouble(m.group(8))));
+          Double.parseDouble(m.group(8)), Double.parseDouble(m.group(9)), Integer.parseInt(m.group(10))));
     }
     return out;
   }
@@ -59,7 +60,7 @@ final class AllReduceBench {
   record Row(long bytes, int iterations, List<Double> orderedSeconds, List<Double> manualSeconds,
       List<Double> totalRatio, List<Double> orderedHost, List<Double> manualHost, List<Double> hostRatio,
       List<Double> orderedProgress, List<Double> orderedFree, List<Double> manualFree, List<Double> kernelsHost,
-      List<Double> beyondKernelsRatio) {}
+      List<Double> beyondKernelsRatio, List<Double> orderedJit, List<Double> manualJit, List<Double> warmupLoops) {}
 
   /**
    * Groups the repetitions' results by size (in the order first seen) and pairs each repetition's ordered
@@ -82,7 +83,8 @@ final class AllReduceBench {
         }
         Row row = rows.computeIfAbsent(e.getKey(), b -> new Row(b, o.iterations(), new ArrayList<>(),
             new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
-            new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
+            new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
+            new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
         Result k = e.getValue().get("kernels");
         if (k != null) {
           row.kernelsHost().add(k.hostCpu());
@@ -97,6 +99,10 @@ final class AllReduceBench {
         row.orderedProgress().add(o.progressCpu());
         row.orderedFree().add(o.hostFree());
         row.manualFree().add(m.hostFree());
+        row.orderedJit().add(o.jitSeconds());
+        row.manualJit().add(m.jitSeconds());
+        row.warmupLoops().add((double) o.warmupLoops());
+        row.warmupLoops().add((double) m.warmupLoops());
       }
     }
     for (Row r : rows.values()) {
@@ -143,12 +149,16 @@ final class AllReduceBench {
             + "the messenger's progress thread's CPU time, not included in host; host free = wall time until the "
             + "program thread had enqueued (ordered) or done (manual) the loop; kernels = the host CPU time of the same "
             + "loop without any all-reduce (what launching the two kernels costs in both modes), and beyond kernels = "
-            + "(ordered - kernels) / (manual - kernels). The goals judge the total time and the host CPU time. "
+            + "(ordered - kernels) / (manual - kernels); JIT = the CPU time of the JVM's JIT compiler threads during "
+            + "the loop (the largest of the ranks'), after warm-up loops repeated until one saw at most "
+            + AllReduceLoop.QUIET_JIT_MILLIS + " ms of it on every rank (at most " + AllReduceLoop.MAX_WARMUP_LOOPS
+            + " loops). The goals judge the total time and the host CPU time. "
             + "Collectives ran ").append(operationsRun).append(".\n\n"
             + "| size | iterations | ordered s | manual s | ordered / manual (total) | host CPU ordered s | host CPU manual s "
             + "| host CPU ordered / manual | host CPU kernels only s | host CPU beyond kernels, ordered / manual "
-            + "| progress thread CPU s (ordered) | host free after, ordered s | host free after, manual s |\n"
-            + "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+            + "| progress thread CPU s (ordered) | host free after, ordered s | host free after, manual s "
+            + "| JIT ordered s | JIT manual s | warm-up loops |\n"
+            + "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     StringBuilder line = new StringBuilder("bench: allreduce binding=" + binding + " ranks=2 reps=" + reps);
     boolean totalMet = true;
     boolean hostMet = true;
@@ -159,11 +169,13 @@ final class AllReduceBench {
       hostMet &= host <= 0.10;
       String size = size(r.bytes());
       boolean kernels = !r.kernelsHost().isEmpty();
-      md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |%n",
+      md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+          + "| %.0f-%.0f |%n",
           size, r.iterations(), cell(r.orderedSeconds(), 3), cell(r.manualSeconds(), 3), cell(r.totalRatio(), 2),
           cell(r.orderedHost(), 3), cell(r.manualHost(), 3), cell(r.hostRatio(), 3),
           kernels ? cell(r.kernelsHost(), 3) : "-", kernels ? cell(r.beyondKernelsRatio(), 3) : "-",
-          cell(r.orderedProgress(), 3), cell(r.orderedFree(), 3), cell(r.manualFree(), 3)));
+          cell(r.orderedProgress(), 3), cell(r.orderedFree(), 3), cell(r.manualFree(), 3), cell(r.orderedJit(), 3),
+          cell(r.manualJit(), 3), Stats.min(r.warmupLoops()), Stats.max(r.warmupLoops())));
       line.append(String.format(Locale.ROOT, " total_%s=%.2f host_%s=%.3f", size, total, size, host));
       if (kernels) {
         line.append(String.format(Locale.ROOT, " host_beyond_kernels_%s=%.3f", size,
@@ -425,7 +437,8 @@ final class AllReduceBench {
       for (Result r : all.get(rep)) {
         raw.add(BenchJson.object("binding", binding, "rep", rep + 1, "mode", r.mode(), "bytes", r.bytes(),
             "iterations", r.iterations(), "seconds", r.seconds(), "host_cpu_seconds", r.hostCpu(),
-            "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree()));
+            "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree(), "jit_seconds", r.jitSeconds(),
+            "warmup_loops", r.warmupLoops()));
       }
     }
     return report(rows, reps, operationsRun, binding);

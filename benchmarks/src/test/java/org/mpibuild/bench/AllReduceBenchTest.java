@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 class AllReduceBenchTest {
   private static String line(String mode, long bytes, double s, double host, double progress) {
     return String.format(java.util.Locale.ROOT, "RESULT mode=%s bytes=%d iterations=10 ranks=2 correct=true "
-        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, s, host, progress, s / 2);
+        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f jit_seconds=0.001 warmup_loops=2%n", mode, bytes, s, host, progress, s / 2);
   }
 
   @Test
@@ -19,7 +19,7 @@ class AllReduceBenchTest {
         + line("manual", 4096, 0.6, 0.6, 0);
     List<AllReduceBench.Result> r = AllReduceBench.parse(out);
     assertEquals(2, r.size());
-    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2, 0.25), r.get(0));
+    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2, 0.25, 0.001, 2), r.get(0));
     assertEquals("manual", r.get(1).mode());
   }
 

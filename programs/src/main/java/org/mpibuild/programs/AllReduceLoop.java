@@ -45,17 +45,20 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * <pre>AllReduceLoop ITERATIONS:BYTES[:WARMUP],... MODE[,MODE...] [WARMUP]</pre>
  *
  * For example {@code AllReduceLoop 1000:4096:2000,10:16777216:20 ordered,kernels}: for each size (bytes of
- * floats) the given number of iterations of each mode, in the order given. Each mode first runs {@code WARMUP}
- * iterations unmeasured (the size's, else the last argument's, else 3) on the same buffers and, stream-ordered, the
- * same messenger as its measured loop: the messenger makes its staging buffers and persistent requests at its
- * first operations, while the manual pattern allocates its staging buffers before its loop. The whole list runs
+ * floats) the given number of iterations of each mode, in the order given. Each mode first runs warm-up loops of
+ * {@code WARMUP} iterations unmeasured (the size's, else the last argument's, else 3) on the same buffers and,
+ * stream-ordered, the same messenger as its measured loop: the messenger makes its staging buffers and persistent
+ * requests at its first operations, while the manual pattern allocates its staging buffers before its loop. The
+ * warm-up loop runs again until the JIT compilers were quiet during one, on every rank ({@link #QUIET_JIT_MILLIS}).
+ * The whole list runs
  * once unmeasured before the measured pass, so that the JIT has compiled what the job runs before anything is
  * measured. The benchmark runs the stream-ordered and the manual mode in jobs of their own, so that one's
  * threads, JIT work and MPI state never slow the other's measurement (the {@code kernels} loop runs after the
  * stream-ordered one). The third mode, {@code kernels}, runs the same two kernels without any all-reduce: its host
  * CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel
  * {@code produce} writes
- * {@code x[i] = rank + 1 + ((i + it) & 7)}; the all-reduce (float, sum) replaces x by the sum over ranks;
+ * {@code x[i] = rank + 1 + ((i + it) & 7)} (the kernels' arguments but {@code it} are set once per loop); the
+ * all-reduce (float, sum) replaces x by the sum over ranks;
  * a kernel {@code consume} adds x to an accumulator. At the end every rank reads the accumulator and
  * checks every element against the sum it must be, and the job fails if any rank's is wrong.
  *
@@ -71,11 +74,12 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * Where it runs {@code ordered}, rank 0 prints where the messenger runs its collectives
  * ({@code COLLECTIVES run=...}, see
  * {@link QueueMessenger#operationsRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
- * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F}: S is the slowest rank's wall time from a barrier until its
+ * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F jit_seconds=J warmup_loops=W}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
  * over that span; P the largest CPU time of a rank's progress thread ({@code mpi-build-stream ...}) over
  * it (0 for manual, which has none); F the slowest rank's wall time until its main thread had enqueued
- * (ordered) or done (manual) the whole loop, before the final {@code clFinish}.
+ * (ordered) or done (manual) the whole loop, before the final {@code clFinish}; J the largest CPU time of a rank's
+ * JIT compiler threads over that span ({@link JitCompilers}); W the warm-up loops that ran before it.
  */
 public final class AllReduceLoop {
   static final String SOURCE = String.join("\n",
@@ -88,6 +92,17 @@ public final class AllReduceLoop {
       "  acc[i] += x[i];",
       "}",
       "");
+
+  /**
+   * The most CPU time that the JVM's JIT compiler threads may take during a warm-up loop, on any rank, for the
+   * measured loop to follow it; until then the warm-up loop runs again, up to {@link #MAX_WARMUP_LOOPS} times. Each
+   * rank is bound to one core, which its compiler threads share with the loop: in ad-hoc runs after a fixed
+   * warm-up, C2 ran for 35 to 40 ms of a 85 to 100 ms measured loop at 1 MiB on one rank (perf sched), stalling
+   * its all-reduces by 4 to 5 ms at a time.
+   */
+  public static final long QUIET_JIT_MILLIS = 2;
+  /** The most warm-up loops of one mode at one size, quiet or not. */
+  public static final int MAX_WARMUP_LOOPS = 10;
 
   private AllReduceLoop() {}
 
@@ -156,8 +171,17 @@ public final class AllReduceLoop {
         ByteBuffer receive = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
         long progressId = messenger != null ? progressThread() : -1;
         Loop loop = new Loop(mode, count, rank, size, mpi, k, messenger, progressId, x, acc, send, receive);
-        // both loops run whatever the first found (&, not &&): the measured one prints its RESULT either way
-        return loop.run(warmup, false) & loop.run(iterations, report);
+        // every loop runs whatever the ones before found (&, not &&): the measured one prints its RESULT either way
+        boolean correct = true;
+        int warmLoops = 0;
+        double jitMillis;
+        do {
+          long jit0 = JitCompilers.cpuNanos();
+          correct &= loop.run(warmup, false, 0);
+          jitMillis = mpi.max(new double[] {(JitCompilers.cpuNanos() - jit0) / 1e6})[0];
+          warmLoops++;
+        } while (jitMillis > QUIET_JIT_MILLIS && warmLoops < MAX_WARMUP_LOOPS);
+        return correct & loop.run(iterations, report, warmLoops);
       } finally {
         clReleaseMemObject(acc);
       }
@@ -170,39 +194,44 @@ public final class AllReduceLoop {
   private record Loop(String mode, int count, int rank, int size, Mpi mpi, OpenClKernel k,
       QueueMessenger messenger, long progressId, cl_mem x, cl_mem acc, ByteBuffer send, ByteBuffer receive) {
 
-    /** Runs {@code iterations} iterations from a zero accumulator, checks it, and prints its RESULT if asked. */
-    boolean run(int iterations, boolean report) throws MPIException {
+    /**
+     * Runs {@code iterations} iterations from a zero accumulator, checks it, and prints its RESULT if asked, with
+     * the number of warm-up loops that ran before it. The loop's body is one small method per mode, and the check
+     * another: a mode that the JIT never saw in this method (the {@code kernels} loop after the stream-ordered
+     * one) would otherwise make it recompile the whole method, on the rank's only core, during the next loops.
+     */
+    boolean run(int iterations, boolean report, int warmLoops) throws MPIException {
       cl_command_queue queue = k.queue();
       long bytes = (long) count * Sizeof.cl_float;
       check(clEnqueueFillBuffer(queue, acc, Pointer.to(new float[] {0f}), Sizeof.cl_float, 0, bytes, 0, null, null));
       check(clFinish(queue));
       cl_kernel produce = k.kernel("produce");
       cl_kernel consume = k.kernel("consume");
+      setFixedArguments(produce, consume);
       long[] global = {count};
       ThreadMXBean threads = ManagementFactory.getThreadMXBean();
       List<CompletableFuture<Void>> pending = new ArrayList<>();
+      long jit0 = JitCompilers.cpuNanos();
       mpi.barrier();
       long progress0 = progressId < 0 ? 0 : threads.getThreadCpuTime(progressId);
       long cpu0 = threads.getCurrentThreadCpuTime();
       long t0 = System.nanoTime();
-      for (int it = 0; it < iterations; it++) {
-        clSetKernelArg(produce, 0, Sizeof.cl_mem, Pointer.to(x));
-        clSetKernelArg(produce, 1, Sizeof.cl_int, Pointer.to(new int[] {rank}));
-        clSetKernelArg(produce, 2, Sizeof.cl_int, Pointer.to(new int[] {it}));
-        check(clEnqueueNDRangeKernel(queue, produce, 1, null, global, null, 0, null, null));
-        if (mode.equals("ordered")) {
-          pending.add(messenger.allreduceAfter(x, count, Datatype.FLOAT, ReduceOp.SUM));
-        } else if (mode.equals("kernels")) {
-          // no all-reduce: consume adds this rank's own values
-        } else {
-          check(clFinish(queue));
-          check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
-          mpi.allReduce(send, receive, count);
-          check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
+      switch (mode) {
+        case "ordered" -> {
+          for (int it = 0; it < iterations; it++) {
+            pending.add(ordered(queue, produce, consume, global, it));
+          }
         }
-        clSetKernelArg(consume, 0, Sizeof.cl_mem, Pointer.to(x));
-        clSetKernelArg(consume, 1, Sizeof.cl_mem, Pointer.to(acc));
-        check(clEnqueueNDRangeKernel(queue, consume, 1, null, global, null, 0, null, null));
+        case "manual" -> {
+          for (int it = 0; it < iterations; it++) {
+            manual(queue, produce, consume, global, bytes, it);
+          }
+        }
+        default -> {
+          for (int it = 0; it < iterations; it++) {
+            kernels(queue, produce, consume, global, it);
+          }
+        }
       }
       double hostFree = (System.nanoTime() - t0) / 1e9; // until the program thread was free to do other work
       check(clFinish(queue));
@@ -211,15 +240,82 @@ public final class AllReduceLoop {
       }
       double seconds = (System.nanoTime() - t0) / 1e9;
       double hostCpu = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
+      double jitSeconds = (JitCompilers.cpuNanos() - jit0) / 1e9;
       double progressCpu = 0;
       if (progressId >= 0) {
         long p1 = threads.getThreadCpuTime(progressId);
         progressCpu = p1 < 0 ? -1 : (p1 - progress0) / 1e9;
       }
-      // every rank checks its own accumulator: acc[i] = sum over it of sum over ranks of (r + 1 + ((i + it) & 7))
-      // read into the manual pattern's receive buffer: the loop is over, and it has the accumulator's size
+      boolean correct = accumulatorCorrect(iterations);
+      double[] figures = {seconds, hostCpu, progressCpu, hostFree, jitSeconds};
+      double[] max = mpi.max(figures);
+      boolean everyRankCorrect = mpi.everyRank(correct);
+      if (rank == 0 && report) {
+        System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
+            + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f jit_seconds=%.6f "
+            + "warmup_loops=%d%n", mode, bytes, iterations, size, everyRankCorrect, max[0], max[1], max[2], max[3],
+            max[4], warmLoops);
+      }
+      return everyRankCorrect;
+    }
+
+    /** Produce, {@code allreduceAfter}, consume, enqueued without waiting. */
+    private CompletableFuture<Void> ordered(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global,
+        int it) {
+      enqueueProduce(queue, produce, global, it);
+      CompletableFuture<Void> reduced = messenger.allreduceAfter(x, count, Datatype.FLOAT, ReduceOp.SUM);
+      enqueueConsume(queue, consume, global);
+      return reduced;
+    }
+
+    /** Produce, {@code clFinish}, a blocking read, {@code MPI_Allreduce}, a blocking write, consume. */
+    private void manual(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global, long bytes,
+        int it) throws MPIException {
+      enqueueProduce(queue, produce, global, it);
+      check(clFinish(queue));
+      check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
+      mpi.allReduce(send, receive, count);
+      check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
+      enqueueConsume(queue, consume, global);
+    }
+
+    /** Produce and consume with no all-reduce: consume adds this rank's own values. */
+    private void kernels(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global, int it) {
+      enqueueProduce(queue, produce, global, it);
+      enqueueConsume(queue, consume, global);
+    }
+
+    /** Produce with iteration number {@code it}: the one argument that changes ({@link #setFixedArguments}). */
+    private static void enqueueProduce(cl_command_queue queue, cl_kernel produce, long[] global, int it) {
+      check(clSetKernelArg(produce, 2, Sizeof.cl_int, Pointer.to(new int[] {it})));
+      check(clEnqueueNDRangeKernel(queue, produce, 1, null, global, null, 0, null, null));
+    }
+
+    private static void enqueueConsume(cl_command_queue queue, cl_kernel consume, long[] global) {
+      check(clEnqueueNDRangeKernel(queue, consume, 1, null, global, null, 0, null, null));
+    }
+
+    /**
+     * Sets the kernels' arguments that stay the same through a loop, once before it: OpenCL keeps an argument
+     * until it is set again, and a command takes the values set when it is enqueued.
+     */
+    private void setFixedArguments(cl_kernel produce, cl_kernel consume) {
+      check(clSetKernelArg(produce, 0, Sizeof.cl_mem, Pointer.to(x)));
+      check(clSetKernelArg(produce, 1, Sizeof.cl_int, Pointer.to(new int[] {rank})));
+      check(clSetKernelArg(consume, 0, Sizeof.cl_mem, Pointer.to(x)));
+      check(clSetKernelArg(consume, 1, Sizeof.cl_mem, Pointer.to(acc)));
+    }
+
+    /**
+     * Whether this rank's accumulator holds what {@code iterations} iterations must leave there:
+     * acc[i] = sum over it of sum over ranks of (r + 1 + ((i + it) & 7)), or this rank's own term alone for
+     * {@code kernels}. Read into the manual pattern's receive buffer: the loop is over, and it has the accumulator's
+     * size.
+     */
+    private boolean accumulatorCorrect(int iterations) {
       FloatBuffer out = receive.clear().asFloatBuffer();
-      check(clEnqueueReadBuffer(queue, acc, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null));
+      long bytes = (long) count * Sizeof.cl_float;
+      check(clEnqueueReadBuffer(k.queue(), acc, CL_TRUE, 0, bytes, Pointer.to(out), 0, null, null));
       double[] byPhase = new double[8];
       for (int ph = 0; ph < 8; ph++) {
         for (int it = 0; it < iterations; it++) {
@@ -236,21 +332,12 @@ public final class AllReduceLoop {
           }
         }
       }
-      boolean correct = wrong == 0;
-      if (!correct) {
+      if (wrong != 0) {
         System.err.printf(Locale.ROOT, "AllReduceLoop: rank %d, %s, %d bytes: %d wrong elements, element %d is %s, "
             + "expected %s%n", rank, mode, bytes, wrong, firstWrong, out.get(firstWrong),
             (float) byPhase[firstWrong & 7]);
       }
-      double[] figures = {seconds, hostCpu, progressCpu, hostFree};
-      double[] max = mpi.max(figures);
-      boolean everyRankCorrect = mpi.everyRank(correct);
-      if (rank == 0 && report) {
-        System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
-            + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f%n", mode, bytes, iterations,
-            size, everyRankCorrect, max[0], max[1], max[2], max[3]);
-      }
-      return everyRankCorrect;
+      return wrong == 0;
     }
   }
 
