@@ -275,18 +275,28 @@ public final class BenchReport {
     }
   }
 
+  /** The measured rounds of the ping-pong ({@link #stream}). */
+  static final int STREAM_ROUNDS = 50;
+  /**
+   * The rounds each job of the ping-pong runs first, unmeasured, with the same messenger: the JIT compiles the
+   * stream-ordered path at its first messages, on the cores the kernels run on.
+   */
+  static final int STREAM_WARMUP_ROUNDS = 5;
+
   /**
    * Stream-ordered messages against the manual pattern (finish the queue, then send; receive, then write
-   * with a blocking call): a ping-pong of 50 rounds with kernels of random length on 2 ranks, {@code reps}
-   * pairs, the first mode of a pair alternating, both modes of a pair with the same seed. On the FFM binding's
-   * JDK with native access, where the messages run on the queue itself ({@code run=} in the line). Reports the
-   * time until the last message arrived and until the host was free, and the median of the per-pair ratios.
+   * with a blocking call): a ping-pong of {@value #STREAM_ROUNDS} rounds with kernels of random length on 2 ranks,
+   * after {@value #STREAM_WARMUP_ROUNDS} unmeasured rounds, {@code reps} pairs, the first mode of a pair
+   * alternating, both modes of a pair with the same seed. On the FFM binding's JDK with native access, where the
+   * messages run on the queue itself ({@code run=} in the line). Reports the time until the last message arrived
+   * and until the host was free, and the median of the per-pair ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
-    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+)");
+    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+) jit_seconds=([0-9.]+)");
     Pattern run = Pattern.compile("RUN (.*)");
     Map<String, List<Double>> total = new TreeMap<>();
     Map<String, List<Double>> host = new TreeMap<>();
+    Map<String, List<Double>> jit = new TreeMap<>();
     List<Double> ratios = new ArrayList<>();
     String where = "?";
     for (int rep = 0; rep < reps; rep++) {
@@ -294,7 +304,8 @@ public final class BenchReport {
       Map<String, Double> pair = new TreeMap<>();
       for (String mode : order) {
         String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp", System.getProperty("java.class.path"),
-            "org.mpibuild.programs.Pipeline", mode, "50", "20000", Integer.toString(rep)), Map.of("MPI_BUILD_CACHE", "off",
+            "org.mpibuild.programs.Pipeline", mode, Integer.toString(STREAM_ROUNDS), "20000", Integer.toString(rep),
+            Integer.toString(STREAM_WARMUP_ROUNDS)), Map.of("MPI_BUILD_CACHE", "off",
                 "MPI_BUILD_JAVA", ffmJava(repo), "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 600);
         Matcher m = result.matcher(output);
         if (!m.find()) {
@@ -307,16 +318,19 @@ public final class BenchReport {
         pair.put(mode, Double.parseDouble(m.group(1)));
         total.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(1)));
         host.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(2)));
-        System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %s s, host free after %s s%n", rep + 1, mode,
-            m.group(1), m.group(2));
+        jit.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(3)));
+        System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %s s, host free after %s s, JIT %s s%n",
+            rep + 1, mode, m.group(1), m.group(2), m.group(3));
       }
       ratios.add(pair.get("ordered") / pair.get("manual"));
     }
-    String line = String.format(Locale.ROOT, "bench: stream rounds=50 ranks=2 reps=%d ordered_s=%.3f manual_s=%.3f "
-        + "ordered_over_manual=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f run=%s", reps,
-        medianOf(total.get("ordered")), medianOf(total.get("manual")), medianOf(ratios),
-        medianOf(host.get("ordered")), medianOf(host.get("manual")), where);
-    Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n" + "ratios " + ratios + "\n");
+    String line = String.format(Locale.ROOT, "bench: stream rounds=%d warmup_rounds=%d ranks=2 reps=%d ordered_s=%.3f "
+        + "manual_s=%.3f ordered_over_manual=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f "
+        + "jit_manual_s=%.3f run=%s", STREAM_ROUNDS, STREAM_WARMUP_ROUNDS, reps, medianOf(total.get("ordered")),
+        medianOf(total.get("manual")), medianOf(ratios), medianOf(host.get("ordered")), medianOf(host.get("manual")),
+        medianOf(jit.get("ordered")), medianOf(jit.get("manual")), where);
+    Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n" + "jit " + jit + "\n"
+        + "ratios " + ratios + "\n");
     System.out.println(line);
   }
 
