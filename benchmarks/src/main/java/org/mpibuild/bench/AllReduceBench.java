@@ -14,11 +14,11 @@ import org.mpibuild.programs.AllReduceLoop;
 
 /**
  * Stream-ordered all-reduce against the manual pattern ({@code make bench-allreduce}): {@code AllReduceLoop}
- * on 2 ranks, a loop of kernel, all-reduce (float, sum), kernel at each size. A repetition is two jobs, one
- * per mode, run one after the other, their order alternating from one repetition to the next (see
- * {@link #run}). Per size: the median over the repetitions of the
- * per-pair ratio ordered / manual of the total time, and of the host (program) thread's CPU time; beside
- * them, the progress thread's CPU time, which the host thread's does not include.
+ * on 2 ranks, a loop of kernel, all-reduce (float, sum), kernel at each size. A repetition is one job that
+ * measures each mode twice at each size, in the order ordered, manual, manual, ordered or its mirror, alternating
+ * from one repetition to the next (see {@link #run}). Per size: the median over the repetitions of the
+ * per-repetition ratio ordered / manual (of each mode's mean) of the total time, and of the host (program)
+ * thread's CPU time; beside them, the progress thread's CPU time, which the host thread's does not include.
  */
 final class AllReduceBench {
   /**
@@ -63,21 +63,21 @@ final class AllReduceBench {
       List<Double> beyondKernelsRatio, List<Double> orderedJit, List<Double> manualJit, List<Double> warmupLoops) {}
 
   /**
-   * Groups the repetitions' results by size (in the order first seen) and pairs each repetition's ordered
-   * with its manual result. Each repetition must hold exactly one result of each mode at each size.
+   * Groups the repetitions' results by size (in the order first seen) and pairs each repetition's ordered with
+   * its manual result: each mode's mean over its loops in that repetition (the JIT time: the largest), so that a
+   * repetition of ordered, manual, manual, ordered compares the two modes at the same mean time in the job. Each
+   * repetition must hold at least one result of each mode at each size, all with one number of iterations.
    */
   static List<Row> rows(List<List<Result>> reps) {
     Map<Long, Row> rows = new LinkedHashMap<>();
     for (List<Result> rep : reps) {
-      Map<Long, Map<String, Result>> bySize = new LinkedHashMap<>();
+      Map<Long, Map<String, List<Result>>> bySize = new LinkedHashMap<>();
       for (Result r : rep) {
-        if (bySize.computeIfAbsent(r.bytes(), b -> new TreeMap<>()).put(r.mode(), r) != null) {
-          throw new IllegalArgumentException("two " + r.mode() + " results at " + r.bytes() + " bytes in one repetition");
-        }
+        bySize.computeIfAbsent(r.bytes(), b -> new TreeMap<>()).computeIfAbsent(r.mode(), x -> new ArrayList<>()).add(r);
       }
-      for (Map.Entry<Long, Map<String, Result>> e : bySize.entrySet()) {
-        Result o = e.getValue().get("ordered");
-        Result m = e.getValue().get("manual");
+      for (Map.Entry<Long, Map<String, List<Result>>> e : bySize.entrySet()) {
+        Result o = mean(e.getValue().get("ordered"));
+        Result m = mean(e.getValue().get("manual"));
         if (o == null || m == null) {
           throw new IllegalArgumentException("no pair at " + e.getKey() + " bytes: " + e.getValue().keySet());
         }
@@ -85,7 +85,7 @@ final class AllReduceBench {
             new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
             new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
             new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
-        Result k = e.getValue().get("kernels");
+        Result k = mean(e.getValue().get("kernels"));
         if (k != null) {
           row.kernelsHost().add(k.hostCpu());
           row.beyondKernelsRatio().add((o.hostCpu() - k.hostCpu()) / (m.hostCpu() - k.hostCpu()));
@@ -112,6 +112,38 @@ final class AllReduceBench {
       }
     }
     return new ArrayList<>(rows.values());
+  }
+
+  /**
+   * One mode's loops in one repetition as one result: the mean of each time, the largest JIT time and warm-up
+   * count; null for none. The loops must have one number of iterations.
+   */
+  static Result mean(List<Result> loops) {
+    if (loops == null || loops.isEmpty()) {
+      return null;
+    }
+    Result first = loops.get(0);
+    double seconds = 0;
+    double host = 0;
+    double progress = 0;
+    double free = 0;
+    double jit = 0;
+    int warmup = 0;
+    for (Result r : loops) {
+      if (r.iterations() != first.iterations()) {
+        throw new IllegalArgumentException(first.mode() + " at " + first.bytes() + " bytes ran " + r.iterations()
+            + " and " + first.iterations() + " iterations in one repetition");
+      }
+      seconds += r.seconds();
+      host += r.hostCpu();
+      progress += r.progressCpu();
+      free += r.hostFree();
+      jit = Math.max(jit, r.jitSeconds());
+      warmup = Math.max(warmup, r.warmupLoops());
+    }
+    int n = loops.size();
+    return new Result(first.mode(), first.bytes(), first.iterations(), seconds / n, host / n, progress / n, free / n,
+        jit, warmup);
   }
 
   /** "4KiB", "16MiB": a size in whole KiB or MiB where it is one, else in bytes. */
@@ -143,8 +175,9 @@ final class AllReduceBench {
     StringBuilder md = new StringBuilder("The " + label(binding) + ". Kernel, all-reduce (float, sum), kernel on 2 "
         + "ranks, stream-ordered (`allreduceAfter`) against the manual pattern (`clFinish`, blocking read, "
         + "`MPI_Allreduce`, blocking write), paired per repetition; ").append(reps)
-        .append(" repetitions, each of two jobs, one per mode, their order alternating; each mode after its warm-up "
-            + "loop, in a job that first ran every size once unmeasured. Median [95% interval, or the range below 6 "
+        .append(" repetitions, each one job that measured each mode twice per size, ordered, manual, manual, ordered "
+            + "or its mirror, alternating (the ratio compares the modes' means in the job); each loop after its warm-up "
+            + "loops, in a job that first ran every size once unmeasured. Median [95% interval, or the range below 6 "
             + "repetitions]; times are per loop, host = the program thread's CPU time (the slowest rank's), progress = "
             + "the messenger's progress thread's CPU time, not included in host; host free = wall time until the "
             + "program thread had enqueued (ordered) or done (manual) the loop; kernels = the host CPU time of the same "
@@ -315,12 +348,15 @@ final class AllReduceBench {
   }
 
   /**
-   * Runs {@code reps} repetitions and writes allreduce.md and allreduce.json. A repetition is two jobs, one per
-   * mode, the order alternating from one repetition to the next (the kernels-only loop runs in the ordered job,
-   * after the ordered loops: its host CPU time is that of JOCL's kernel launches alone): in
-   * one job of both modes, the manual pattern's loop ran markedly slower once the ordered mode had run in the same
-   * processes (why was not found: the JIT was still compiling, and the messenger's threads had run); each mode
-   * in processes of its own rules that out.
+   * Runs {@code reps} repetitions and writes allreduce.md and allreduce.json. A repetition is one job that measures
+   * each mode twice at each size, ordered, manual, manual, ordered in even repetitions and the mirror in odd ones,
+   * then the kernels-only loop (its host CPU time is that of JOCL's kernel launches alone). One job pairs the modes
+   * under the same conditions: a job's loops of both modes ran about 1.5 times slower than another's at 1 MiB, in
+   * ad-hoc runs, from one job to the next, so that modes measured in jobs of their own drew that factor apart.
+   * Until 2026-12-04 each mode ran in jobs of its own, because the manual pattern's loop ran slower once the
+   * ordered mode had run in the same processes; that was the JIT recompiling the loop method the modes shared
+   * ({@code AllReduceLoop} now has one method per mode and waits for the JIT to be quiet), and in ad-hoc jobs of
+   * both modes since, the manual loops took what they took in jobs of their own.
    */
   static void run(Path repo, Path out, int reps, String sizes, List<String> bindings) throws Exception {
     // the MPI alone first: a few seconds, and a job that cannot run fails before the long part
@@ -408,7 +444,8 @@ final class AllReduceBench {
         "MPI_BUILD_JAVA", BenchReport.ffmJava(repo),
         "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g --enable-native-access=ALL-UNNAMED");
     for (int rep = 0; rep < reps; rep++) {
-      List<String> jobs = rep % 2 == 0 ? List.of("ordered,kernels", "manual") : List.of("manual", "ordered,kernels");
+      List<String> jobs = List.of(rep % 2 == 0 ? "ordered,manual,manual,ordered,kernels"
+          : "manual,ordered,ordered,manual,kernels");
       String first = jobs.get(0).split(",")[0];
       List<Result> results = new ArrayList<>();
       for (String modes : jobs) {

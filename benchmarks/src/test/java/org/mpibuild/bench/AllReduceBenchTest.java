@@ -74,6 +74,28 @@ class AllReduceBenchTest {
   }
 
   @Test
+  void eachModesLoopsInARepetitionAreAveragedBeforeTheyArePaired() {
+    // ordered, manual, manual, ordered in one job: the pair is mean(ordered) / mean(manual)
+    List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0.2)
+        + line("manual", 4096, 2, 1, 0) + line("manual", 4096, 4, 3, 0) + line("ordered", 4096, 2, 0.3, 0.4)));
+    AllReduceBench.Row row = AllReduceBench.rows(reps).get(0);
+    assertEquals(List.of(1.5), row.orderedSeconds());
+    assertEquals(List.of(3.0), row.manualSeconds());
+    assertEquals(0.5, row.totalRatio().get(0), 1e-9, "(1 + 2) / 2 over (2 + 4) / 2");
+    assertEquals(0.1, row.hostRatio().get(0), 1e-9, "(0.1 + 0.3) / 2 over (1 + 3) / 2");
+    assertEquals(0.3, row.orderedProgress().get(0), 1e-9);
+  }
+
+  @Test
+  void loopsOfOneModeWithDifferentIterationCountsAreRefused() {
+    String other = line("ordered", 4096, 1, 0.1, 0).replace("iterations=10", "iterations=20");
+    List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0)
+        + line("manual", 4096, 2, 1, 0) + other));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> AllReduceBench.rows(reps)).getMessage()
+        .contains("ran 20 and 10 iterations"));
+  }
+
+  @Test
   void aRepetitionWithoutItsPairIsRefused() {
     List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0)));
     assertThrows(IllegalArgumentException.class, () -> AllReduceBench.rows(reps));
