@@ -324,10 +324,14 @@ public final class BenchReport {
       }
       ratios.add(pair.get("ordered") / pair.get("manual"));
     }
+    // the ratio's 95% interval from 6 pairs, else its range
+    double low = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95).low() : Stats.min(ratios);
+    double high = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95).high() : Stats.max(ratios);
     String line = String.format(Locale.ROOT, "bench: stream rounds=%d warmup_rounds=%d ranks=2 reps=%d ordered_s=%.3f "
-        + "manual_s=%.3f ordered_over_manual=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f "
-        + "jit_manual_s=%.3f run=%s", STREAM_ROUNDS, STREAM_WARMUP_ROUNDS, reps, medianOf(total.get("ordered")),
-        medianOf(total.get("manual")), medianOf(ratios), medianOf(host.get("ordered")), medianOf(host.get("manual")),
+        + "manual_s=%.3f ordered_over_manual=%.2f ordered_over_manual_low=%.2f ordered_over_manual_high=%.2f "
+        + "host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f jit_manual_s=%.3f run=%s",
+        STREAM_ROUNDS, STREAM_WARMUP_ROUNDS, reps, medianOf(total.get("ordered")), medianOf(total.get("manual")),
+        medianOf(ratios), low, high, medianOf(host.get("ordered")), medianOf(host.get("manual")),
         medianOf(jit.get("ordered")), medianOf(jit.get("manual")), where);
     Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n" + "jit " + jit + "\n"
         + "ratios " + ratios + "\n");
