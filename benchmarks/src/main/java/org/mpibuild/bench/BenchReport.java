@@ -286,13 +286,15 @@ public final class BenchReport {
   /**
    * Stream-ordered messages against the manual pattern (finish the queue, then send; receive, then write
    * with a blocking call): a ping-pong of {@value #STREAM_ROUNDS} rounds with kernels of random length on 2 ranks,
-   * after {@value #STREAM_WARMUP_ROUNDS} unmeasured rounds, {@code reps} pairs, the first mode of a pair
-   * alternating, both modes of a pair with the same seed. On the FFM binding's JDK with native access, where the
-   * messages run on the queue itself ({@code run=} in the line). Reports the time until the last message arrived
-   * and until the host was free, and the median of the per-pair ratios.
+   * {@code reps} repetitions. A repetition is one job that runs each mode twice, ordered, manual, manual, ordered or
+   * its mirror, alternating from one repetition to the next, every loop after {@value #STREAM_WARMUP_ROUNDS}
+   * unmeasured rounds and with the same random delays; its ratio compares the modes' means. On the FFM binding's
+   * JDK with native access, where the messages run on the queue itself ({@code run=} in the line). Reports the
+   * time until the last message arrived and until the host was free, and the median of the per-repetition ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
-    Pattern result = Pattern.compile("correct=true seconds=([0-9.]+) host_seconds=([0-9.]+) jit_seconds=([0-9.]+)");
+    Pattern result = Pattern.compile("RESULT mode=(ordered|manual) .*correct=true seconds=([0-9.]+) "
+        + "host_seconds=([0-9.]+) jit_seconds=([0-9.]+)");
     Pattern run = Pattern.compile("RUN (.*)");
     Map<String, List<Double>> total = new TreeMap<>();
     Map<String, List<Double>> host = new TreeMap<>();
@@ -300,29 +302,33 @@ public final class BenchReport {
     List<Double> ratios = new ArrayList<>();
     String where = "?";
     for (int rep = 0; rep < reps; rep++) {
-      List<String> order = rep % 2 == 0 ? List.of("ordered", "manual") : List.of("manual", "ordered");
-      Map<String, Double> pair = new TreeMap<>();
-      for (String mode : order) {
-        String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp", System.getProperty("java.class.path"),
-            "org.mpibuild.programs.Pipeline", mode, Integer.toString(STREAM_ROUNDS), "20000", Integer.toString(rep),
-            Integer.toString(STREAM_WARMUP_ROUNDS)), Map.of("MPI_BUILD_CACHE", "off",
-                "MPI_BUILD_JAVA", ffmJava(repo), "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 600);
-        Matcher m = result.matcher(output);
-        if (!m.find()) {
-          throw new IllegalStateException("Pipeline " + mode + " printed no correct result:\n" + output);
-        }
-        Matcher r = run.matcher(output);
-        if (mode.equals("ordered") && r.find()) {
-          where = r.group(1).trim();
-        }
-        pair.put(mode, Double.parseDouble(m.group(1)));
-        total.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(1)));
-        host.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(2)));
-        jit.computeIfAbsent(mode, x -> new ArrayList<>()).add(Double.parseDouble(m.group(3)));
+      String modes = rep % 2 == 0 ? "ordered,manual,manual,ordered" : "manual,ordered,ordered,manual";
+      String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp",
+          System.getProperty("java.class.path"), "org.mpibuild.programs.Pipeline", modes,
+          Integer.toString(STREAM_ROUNDS), "20000", Integer.toString(rep), Integer.toString(STREAM_WARMUP_ROUNDS)),
+          Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_JAVA", ffmJava(repo),
+              "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 900);
+      Map<String, List<double[]>> loops = new TreeMap<>();
+      Matcher m = result.matcher(output);
+      while (m.find()) {
+        loops.computeIfAbsent(m.group(1), x -> new ArrayList<>()).add(new double[] {Double.parseDouble(m.group(2)),
+            Double.parseDouble(m.group(3)), Double.parseDouble(m.group(4))});
         System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %s s, host free after %s s, JIT %s s%n",
-            rep + 1, mode, m.group(1), m.group(2), m.group(3));
+            rep + 1, m.group(1), m.group(2), m.group(3), m.group(4));
       }
-      ratios.add(pair.get("ordered") / pair.get("manual"));
+      if (loops.getOrDefault("ordered", List.of()).size() != 2 || loops.getOrDefault("manual", List.of()).size() != 2) {
+        throw new IllegalStateException("Pipeline " + modes + " printed no correct result for every loop:\n" + output);
+      }
+      Matcher r = run.matcher(output);
+      if (r.find()) {
+        where = r.group(1).trim();
+      }
+      for (Map.Entry<String, List<double[]>> e : loops.entrySet()) {
+        total.computeIfAbsent(e.getKey(), x -> new ArrayList<>()).add(meanOf(e.getValue(), 0));
+        host.computeIfAbsent(e.getKey(), x -> new ArrayList<>()).add(meanOf(e.getValue(), 1));
+        jit.computeIfAbsent(e.getKey(), x -> new ArrayList<>()).add(meanOf(e.getValue(), 2));
+      }
+      ratios.add(meanOf(loops.get("ordered"), 0) / meanOf(loops.get("manual"), 0));
     }
     // the ratio's 95% interval from 6 pairs, else its range
     double low = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95).low() : Stats.min(ratios);
@@ -405,6 +411,15 @@ public final class BenchReport {
 
   static double medianOf(List<Double> xs) {
     return Stats.median(xs);
+  }
+
+  /** The mean of column {@code column} of {@code rows}. */
+  static double meanOf(List<double[]> rows, int column) {
+    double sum = 0;
+    for (double[] row : rows) {
+      sum += row[column];
+    }
+    return sum / rows.size();
   }
   /** Runs a command, echoing its output, and returns it; fails on a non-zero exit or a timeout. */
   static String run(List<String> cmd, Map<String, String> env, long timeoutSeconds) throws Exception {
