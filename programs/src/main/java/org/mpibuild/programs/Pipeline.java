@@ -168,10 +168,12 @@ public final class Pipeline {
         receive(mode, messenger, comm, queue, token, bytes, prev, pending);
       }
       double hostSeconds = (System.nanoTime() - t0) / 1e9; // until the host thread was free
+      // the queue first, then the futures (done by then, or failing): a thread that joined each future in turn
+      // would wake at every message, on the core that the next kernel needs
+      check(clFinish(queue));
       for (CompletableFuture<Void> f : pending) {
         f.join();
       }
-      check(clFinish(queue));
       double seconds = (System.nanoTime() - t0) / 1e9;
       double jitSeconds = (JitCompilers.cpuNanos() - jit0) / 1e9;
       if (rank != 0) {
