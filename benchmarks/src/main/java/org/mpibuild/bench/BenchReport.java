@@ -293,8 +293,6 @@ public final class BenchReport {
    * time until the last message arrived and until the host was free, and the median of the per-repetition ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
-    Pattern result = Pattern.compile("RESULT mode=(ordered|manual) .*correct=true seconds=([0-9.]+) "
-        + "host_seconds=([0-9.]+) jit_seconds=([0-9.]+)");
     Pattern run = Pattern.compile("RUN (.*)");
     Map<String, List<Double>> total = new TreeMap<>();
     Map<String, List<Double>> host = new TreeMap<>();
@@ -308,16 +306,12 @@ public final class BenchReport {
           Integer.toString(STREAM_ROUNDS), "20000", Integer.toString(rep), Integer.toString(STREAM_WARMUP_ROUNDS)),
           Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_JAVA", ffmJava(repo),
               "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 900);
-      Map<String, List<double[]>> loops = new TreeMap<>();
-      Matcher m = result.matcher(output);
-      while (m.find()) {
-        loops.computeIfAbsent(m.group(1), x -> new ArrayList<>()).add(new double[] {Double.parseDouble(m.group(2)),
-            Double.parseDouble(m.group(3)), Double.parseDouble(m.group(4))});
-        System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %s s, host free after %s s, JIT %s s%n",
-            rep + 1, m.group(1), m.group(2), m.group(3), m.group(4));
-      }
-      if (loops.getOrDefault("ordered", List.of()).size() != 2 || loops.getOrDefault("manual", List.of()).size() != 2) {
-        throw new IllegalStateException("Pipeline " + modes + " printed no correct result for every loop:\n" + output);
+      Map<String, List<double[]>> loops = streamLoops(output, 2);
+      for (Map.Entry<String, List<double[]>> e : loops.entrySet()) {
+        for (double[] loop : e.getValue()) {
+          System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %.3f s, host free after %.3f s, JIT %.3f s%n",
+              rep + 1, e.getKey(), loop[0], loop[1], loop[2]);
+        }
       }
       Matcher r = run.matcher(output);
       if (r.find()) {
@@ -411,6 +405,29 @@ public final class BenchReport {
 
   static double medianOf(List<Double> xs) {
     return Stats.median(xs);
+  }
+
+  private static final Pattern STREAM_RESULT = Pattern.compile("RESULT mode=(ordered|manual) .*correct=true "
+      + "seconds=([0-9.]+) host_seconds=([0-9.]+) jit_seconds=([0-9.]+)");
+
+  /**
+   * The loops of one ping-pong job by mode: per loop, its seconds, host seconds and JIT seconds. Fails unless
+   * each mode printed {@code each} correct results.
+   */
+  static Map<String, List<double[]>> streamLoops(String output, int each) {
+    Map<String, List<double[]>> loops = new TreeMap<>();
+    Matcher m = STREAM_RESULT.matcher(output);
+    while (m.find()) {
+      loops.computeIfAbsent(m.group(1), x -> new ArrayList<>()).add(new double[] {Double.parseDouble(m.group(2)),
+          Double.parseDouble(m.group(3)), Double.parseDouble(m.group(4))});
+    }
+    for (String mode : List.of("ordered", "manual")) {
+      if (loops.getOrDefault(mode, List.of()).size() != each) {
+        throw new IllegalStateException("Pipeline printed " + loops.getOrDefault(mode, List.of()).size() + " correct "
+            + mode + " results, not " + each + ":\n" + output);
+      }
+    }
+    return loops;
   }
 
   /** The mean of column {@code column} of {@code rows}. */

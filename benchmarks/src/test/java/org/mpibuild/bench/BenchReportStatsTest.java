@@ -114,4 +114,26 @@ class BenchReportStatsTest {
     assertEquals(false, figures.containsKey("collective_over_limit_finished"));
     assertEquals(true, figures.containsKey("collective_over_limit"));
   }
+
+  private static String pipeline(String mode, double seconds, double host) {
+    return "RESULT mode=" + mode + " ranks=2 rounds=50 expected=150 got=150 wrong_elements=0 correct=true seconds="
+        + seconds + " host_seconds=" + host + " jit_seconds=0.01\nRUN on the queue\n";
+  }
+
+  @Test
+  void aPingPongJobsLoopsAreGroupedByModeAndTheirMeansPaired() {
+    String job = pipeline("ordered", 8, 0.02) + pipeline("manual", 9, 9) + pipeline("manual", 11, 11)
+        + pipeline("ordered", 12, 0.04);
+    Map<String, List<double[]>> loops = BenchReport.streamLoops(job, 2);
+    assertEquals(10.0, BenchReport.meanOf(loops.get("ordered"), 0), 1e-9);
+    assertEquals(10.0, BenchReport.meanOf(loops.get("manual"), 0), 1e-9, "both manual loops, not the first");
+    assertEquals(0.03, BenchReport.meanOf(loops.get("ordered"), 1), 1e-9);
+  }
+
+  @Test
+  void aPingPongJobWithoutEveryLoopIsRefused() {
+    String wrong = pipeline("ordered", 8, 0.02).replace("correct=true", "correct=false") + pipeline("manual", 9, 9)
+        + pipeline("manual", 11, 11) + pipeline("ordered", 12, 0.04);
+    assertThrows(IllegalStateException.class, () -> BenchReport.streamLoops(wrong, 2));
+  }
 }

@@ -50,12 +50,11 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * stream-ordered, the same messenger as its measured loop: the messenger makes its staging buffers and persistent
  * requests at its first operations, while the manual pattern allocates its staging buffers before its loop. The
  * warm-up loop runs again until the JIT compilers were quiet during one, on every rank ({@link #QUIET_JIT_MILLIS}).
- * The whole list runs
- * once unmeasured before the measured pass, so that the JIT has compiled what the job runs before anything is
- * measured. The benchmark runs each mode twice per size in one job, ordered, manual, manual, ordered or its
- * mirror, then {@code kernels}: each mode has a method of its own, so that running one does not make the JIT
- * recompile the other's loop. The third mode, {@code kernels}, runs the same two kernels without any all-reduce: its host
- * CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel
+ * The whole list runs once unmeasured before the measured pass, so that the JIT has compiled what the job runs
+ * before anything is measured. The benchmark runs each mode twice per size in one job, ordered, manual, manual,
+ * ordered or its mirror, then {@code kernels}: each mode has a method of its own, so that running one does not
+ * make the JIT recompile the other's loop. The third mode, {@code kernels}, runs the same two kernels without any
+ * all-reduce: its host CPU time is what the program thread spends launching kernels in either mode. Each iteration: a kernel
  * {@code produce} writes
  * {@code x[i] = rank + 1 + ((i + it) & 7)} (the kernels' arguments but {@code it} are set once per loop); the
  * all-reduce (float, sum) replaces x by the sum over ranks;
