@@ -87,15 +87,16 @@ scale-model: build ## the cost model of docs/scale.md (table and chart)
 bench-batch: build ## the batch build: 32 cold kernels on 1 rank and on 2 (about 3 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 
-# Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels (about 1 minute).
-bench-stream: build ## stream-ordered messages against the manual pattern (about 1 minute)
+# Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels, 7 repetitions of one job
+# each (ordered, manual, manual, ordered or the mirror), about 5 minutes.
+bench-stream: build ## stream-ordered messages against the manual pattern (about 5 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 
 # Stream-ordered all-reduce against the manual pattern: kernel, all-reduce of 4 KiB to 16 MiB, kernel on 2
-# ranks, 7 repetitions of two jobs each (one per mode, order alternating), on the mpi.jar and the FFM binding
-# (about 4 minutes). ALLREDUCE_ARGS narrows it,
+# ranks, 7 repetitions of one job each (each mode twice per size: ordered, manual, manual, ordered or the
+# mirror), on the mpi.jar and the FFM binding (about 8 minutes). ALLREDUCE_ARGS narrows it,
 # for example ALLREDUCE_ARGS="reps=3 sizes=200:4096,10:16777216" (ITERATIONS:BYTES per size).
-bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 3 minutes)
+bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 8 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce $(ALLREDUCE_ARGS)
 
 # What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).

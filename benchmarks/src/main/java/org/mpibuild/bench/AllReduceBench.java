@@ -22,9 +22,9 @@ import org.mpibuild.programs.AllReduceLoop;
  */
 final class AllReduceBench {
   /**
-   * Iterations and warm-up iterations per size: about a second per size and mode here. The warm-up lets the JIT
-   * compile what each mode runs (the stream-ordered path is Java code on the device's thread; the manual pattern
-   * mostly native calls), so that the figures are the loop's steady state.
+   * Iterations and warm-up iterations per size. The warm-up lets the JIT compile what each mode runs (the
+   * stream-ordered path is Java code on the device's thread; the manual pattern mostly native calls), so that the
+   * figures are the loop's steady state.
    */
   static final String DEFAULT_SIZES = "1000:4096:2000,400:65536:800,100:1048576:200,10:16777216:20";
   static final int DEFAULT_REPS = 7;
@@ -33,11 +33,11 @@ final class AllReduceBench {
 
   /** One line {@code RESULT mode=...} of {@code AllReduceLoop}. */
   record Result(String mode, long bytes, int iterations, double seconds, double hostCpu, double progressCpu,
-      double hostFree, double jitSeconds, int warmupLoops) {}
+      double hostFree, double jitSeconds, int warmupLoops, boolean warmupQuiet) {}
 
   private static final Pattern RESULT = Pattern.compile("RESULT mode=(ordered|manual|kernels) bytes=(\\d+) iterations=(\\d+) "
       + "ranks=\\d+ correct=(true|false) seconds=([0-9.]+) host_cpu_seconds=([0-9.]+) progress_cpu_seconds=(-?[0-9.]+)"
-      + " host_free_seconds=([0-9.]+) jit_seconds=([0-9.]+) warmup_loops=(\\d+)");
+      + " host_free_seconds=([0-9.]+) jit_seconds=([0-9.]+) warmup_loops=(\\d+) warmup_quiet=(true|false)");
 
   private static final Pattern COLLECTIVES = Pattern.compile("COLLECTIVES run=(.*)");
 
@@ -51,7 +51,8 @@ final class AllReduceBench {
       }
       out.add(new Result(m.group(1), Long.parseLong(m.group(2)), Integer.parseInt(m.group(3)),
           Double.parseDouble(m.group(5)), Double.parseDouble(m.group(6)), Double.parseDouble(m.group(7)),
-          Double.parseDouble(m.group(8)), Double.parseDouble(m.group(9)), Integer.parseInt(m.group(10))));
+          Double.parseDouble(m.group(8)), Double.parseDouble(m.group(9)), Integer.parseInt(m.group(10)),
+          Boolean.parseBoolean(m.group(11))));
     }
     return out;
   }
@@ -60,13 +61,15 @@ final class AllReduceBench {
   record Row(long bytes, int iterations, List<Double> orderedSeconds, List<Double> manualSeconds,
       List<Double> totalRatio, List<Double> orderedHost, List<Double> manualHost, List<Double> hostRatio,
       List<Double> orderedProgress, List<Double> orderedFree, List<Double> manualFree, List<Double> kernelsHost,
-      List<Double> beyondKernelsRatio, List<Double> orderedJit, List<Double> manualJit, List<Double> warmupLoops) {}
+      List<Double> beyondKernelsRatio, List<Double> orderedJit, List<Double> manualJit, List<Double> warmupLoops,
+      List<Boolean> warmupQuiet) {}
 
   /**
    * Groups the repetitions' results by size (in the order first seen) and pairs each repetition's ordered with
    * its manual result: each mode's mean over its loops in that repetition (the JIT time: the largest), so that a
    * repetition of ordered, manual, manual, ordered compares the two modes at the same mean time in the job. Each
-   * repetition must hold at least one result of each mode at each size, all with one number of iterations.
+   * repetition must hold as many results of each mode at each size (at least one), all with one number of
+   * iterations.
    */
   static List<Row> rows(List<List<Result>> reps) {
     Map<Long, Row> rows = new LinkedHashMap<>();
@@ -76,15 +79,21 @@ final class AllReduceBench {
         bySize.computeIfAbsent(r.bytes(), b -> new TreeMap<>()).computeIfAbsent(r.mode(), x -> new ArrayList<>()).add(r);
       }
       for (Map.Entry<Long, Map<String, List<Result>>> e : bySize.entrySet()) {
-        Result o = mean(e.getValue().get("ordered"));
-        Result m = mean(e.getValue().get("manual"));
+        List<Result> ordered = e.getValue().getOrDefault("ordered", List.of());
+        List<Result> manual = e.getValue().getOrDefault("manual", List.of());
+        if (ordered.size() != manual.size()) {
+          throw new IllegalArgumentException(ordered.size() + " ordered and " + manual.size() + " manual results at "
+              + e.getKey() + " bytes in one repetition");
+        }
+        Result o = mean(ordered);
+        Result m = mean(manual);
         if (o == null || m == null) {
           throw new IllegalArgumentException("no pair at " + e.getKey() + " bytes: " + e.getValue().keySet());
         }
         Row row = rows.computeIfAbsent(e.getKey(), b -> new Row(b, o.iterations(), new ArrayList<>(),
             new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
             new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>(),
-            new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
+            new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
         Result k = mean(e.getValue().get("kernels"));
         if (k != null) {
           row.kernelsHost().add(k.hostCpu());
@@ -103,6 +112,8 @@ final class AllReduceBench {
         row.manualJit().add(m.jitSeconds());
         row.warmupLoops().add((double) o.warmupLoops());
         row.warmupLoops().add((double) m.warmupLoops());
+        row.warmupQuiet().add(o.warmupQuiet());
+        row.warmupQuiet().add(m.warmupQuiet());
       }
     }
     for (Row r : rows.values()) {
@@ -115,8 +126,9 @@ final class AllReduceBench {
   }
 
   /**
-   * One mode's loops in one repetition as one result: the mean of each time, the largest JIT time and warm-up
-   * count; null for none. The loops must have one number of iterations.
+   * One mode's loops in one repetition as one result: the mean of each time (the progress thread's -1, unknown, if
+   * any loop's is), the largest JIT time and warm-up count, quiet only if every warm-up was; null for none. The
+   * loops must have one number of iterations.
    */
   static Result mean(List<Result> loops) {
     if (loops == null || loops.isEmpty()) {
@@ -129,6 +141,8 @@ final class AllReduceBench {
     double free = 0;
     double jit = 0;
     int warmup = 0;
+    boolean quiet = true;
+    boolean progressKnown = true;
     for (Result r : loops) {
       if (r.iterations() != first.iterations()) {
         throw new IllegalArgumentException(first.mode() + " at " + first.bytes() + " bytes ran " + r.iterations()
@@ -140,10 +154,12 @@ final class AllReduceBench {
       free += r.hostFree();
       jit = Math.max(jit, r.jitSeconds());
       warmup = Math.max(warmup, r.warmupLoops());
+      quiet &= r.warmupQuiet();
+      progressKnown &= r.progressCpu() >= 0; // -1: the loop could not read it
     }
     int n = loops.size();
-    return new Result(first.mode(), first.bytes(), first.iterations(), seconds / n, host / n, progress / n, free / n,
-        jit, warmup);
+    return new Result(first.mode(), first.bytes(), first.iterations(), seconds / n, host / n,
+        progressKnown ? progress / n : -1, free / n, jit, warmup, quiet);
   }
 
   /** "4KiB", "16MiB": a size in whole KiB or MiB where it is one, else in bytes. */
@@ -183,9 +199,11 @@ final class AllReduceBench {
             + "program thread had enqueued (ordered) or done (manual) the loop; kernels = the host CPU time of the same "
             + "loop without any all-reduce (what launching the two kernels costs in both modes), and beyond kernels = "
             + "(ordered - kernels) / (manual - kernels); JIT = the CPU time of the JVM's JIT compiler threads during "
-            + "the loop (the largest of the ranks'), after warm-up loops repeated until one saw at most "
-            + AllReduceLoop.QUIET_JIT_MILLIS + " ms of it on every rank (at most " + AllReduceLoop.MAX_WARMUP_LOOPS
-            + " loops). The goals judge the total time and the host CPU time. "
+            + "a mode's loops (the largest of the ranks' and of the mode's two loops); each loop follows warm-up loops "
+            + "repeated until one saw at most " + AllReduceLoop.QUIET_JIT_MILLIS + " ms of it on every rank, or "
+            + AllReduceLoop.MAX_WARMUP_LOOPS + " of them (warm-up loops: the range over both modes' loops, and how "
+            + "many of them stopped at that cap without a quiet one). The goals judge the total time and the host CPU "
+            + "time. "
             + "Collectives ran ").append(operationsRun).append(".\n\n"
             + "| size | iterations | ordered s | manual s | ordered / manual (total) | host CPU ordered s | host CPU manual s "
             + "| host CPU ordered / manual | host CPU kernels only s | host CPU beyond kernels, ordered / manual "
@@ -203,12 +221,13 @@ final class AllReduceBench {
       String size = size(r.bytes());
       boolean kernels = !r.kernelsHost().isEmpty();
       md.append(String.format(Locale.ROOT, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-          + "| %.0f-%.0f |%n",
+          + "| %.0f-%.0f, %d not quiet |%n",
           size, r.iterations(), cell(r.orderedSeconds(), 3), cell(r.manualSeconds(), 3), cell(r.totalRatio(), 2),
           cell(r.orderedHost(), 3), cell(r.manualHost(), 3), cell(r.hostRatio(), 3),
           kernels ? cell(r.kernelsHost(), 3) : "-", kernels ? cell(r.beyondKernelsRatio(), 3) : "-",
           cell(r.orderedProgress(), 3), cell(r.orderedFree(), 3), cell(r.manualFree(), 3), cell(r.orderedJit(), 3),
-          cell(r.manualJit(), 3), Stats.min(r.warmupLoops()), Stats.max(r.warmupLoops())));
+          cell(r.manualJit(), 3), Stats.min(r.warmupLoops()), Stats.max(r.warmupLoops()),
+          r.warmupQuiet().stream().filter(q -> !q).count()));
       line.append(String.format(Locale.ROOT, " total_%s=%.2f host_%s=%.3f", size, total, size, host));
       if (kernels) {
         line.append(String.format(Locale.ROOT, " host_beyond_kernels_%s=%.3f", size,
@@ -444,29 +463,24 @@ final class AllReduceBench {
         "MPI_BUILD_JAVA", BenchReport.ffmJava(repo),
         "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g --enable-native-access=ALL-UNNAMED");
     for (int rep = 0; rep < reps; rep++) {
-      List<String> jobs = List.of(rep % 2 == 0 ? "ordered,manual,manual,ordered,kernels"
-          : "manual,ordered,ordered,manual,kernels");
-      String first = jobs.get(0).split(",")[0];
-      List<Result> results = new ArrayList<>();
-      for (String modes : jobs) {
-        // On the FFM binding's JDK (mpi.jar runs there too), with native access: collectives run on the queue
-        String output = BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp",
-            System.getProperty("java.class.path"), "org.mpibuild.programs.AllReduceLoop", sizes, modes), env, 900);
-        Matcher where = COLLECTIVES.matcher(output);
-        if (where.find()) {
-          operationsRun = where.group(1).trim();
-        }
-        List<Result> job = parse(output);
-        if (job.isEmpty()) {
-          throw new IllegalStateException("AllReduceLoop " + modes + " printed no result:\n" + output);
-        }
-        results.addAll(job);
+      String modes = rep % 2 == 0 ? "ordered,manual,manual,ordered,kernels" : "manual,ordered,ordered,manual,kernels";
+      // On the FFM binding's JDK (mpi.jar runs there too), with native access: collectives run on the queue
+      String output = BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp",
+          System.getProperty("java.class.path"), "org.mpibuild.programs.AllReduceLoop", sizes, modes), env, 900);
+      Matcher where = COLLECTIVES.matcher(output);
+      if (where.find()) {
+        operationsRun = where.group(1).trim();
+      }
+      List<Result> results = parse(output);
+      if (results.isEmpty()) {
+        throw new IllegalStateException("AllReduceLoop " + modes + " printed no result:\n" + output);
       }
       all.add(results);
       for (Result r : results) {
-        System.out.printf(Locale.ROOT, "bench allreduce: %s, repetition %d (%s first), %s %s: %.3f s, host CPU %.3f s, "
-            + "progress thread CPU %.3f s, host free after %.3f s%n", binding, rep + 1, first, size(r.bytes()), r.mode(),
-            r.seconds(), r.hostCpu(), r.progressCpu(), r.hostFree());
+        System.out.printf(Locale.ROOT, "bench allreduce: %s, repetition %d (%s), %s %s: %.3f s, host CPU %.3f s, "
+            + "progress thread CPU %.3f s, host free after %.3f s, JIT %.3f s after %d warm-up loops%s%n", binding,
+            rep + 1, modes, size(r.bytes()), r.mode(), r.seconds(), r.hostCpu(), r.progressCpu(), r.hostFree(),
+            r.jitSeconds(), r.warmupLoops(), r.warmupQuiet() ? "" : " (not quiet)");
       }
     }
     List<Row> rows = rows(all);
@@ -475,7 +489,7 @@ final class AllReduceBench {
         raw.add(BenchJson.object("binding", binding, "rep", rep + 1, "mode", r.mode(), "bytes", r.bytes(),
             "iterations", r.iterations(), "seconds", r.seconds(), "host_cpu_seconds", r.hostCpu(),
             "progress_cpu_seconds", r.progressCpu(), "host_free_seconds", r.hostFree(), "jit_seconds", r.jitSeconds(),
-            "warmup_loops", r.warmupLoops()));
+            "warmup_loops", r.warmupLoops(), "warmup_quiet", r.warmupQuiet()));
       }
     }
     return report(rows, reps, operationsRun, binding);

@@ -293,7 +293,7 @@ public final class BenchReport {
    * time until the last message arrived and until the host was free, and the median of the per-repetition ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
-    Pattern run = Pattern.compile("RUN (.*)");
+    Pattern run = Pattern.compile("RUN mode=ordered (.*)");
     Map<String, List<Double>> total = new TreeMap<>();
     Map<String, List<Double>> host = new TreeMap<>();
     Map<String, List<Double>> jit = new TreeMap<>();
@@ -324,9 +324,10 @@ public final class BenchReport {
       }
       ratios.add(meanOf(loops.get("ordered"), 0) / meanOf(loops.get("manual"), 0));
     }
-    // the ratio's 95% interval from 6 pairs, else its range
-    double low = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95).low() : Stats.min(ratios);
-    double high = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95).high() : Stats.max(ratios);
+    // the ratio's 95% interval from 6 repetitions, else its range
+    Stats.Interval interval = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95) : null;
+    double low = interval != null ? interval.low() : Stats.min(ratios);
+    double high = interval != null ? interval.high() : Stats.max(ratios);
     String line = String.format(Locale.ROOT, "bench: stream rounds=%d warmup_rounds=%d ranks=2 reps=%d ordered_s=%.3f "
         + "manual_s=%.3f ordered_over_manual=%.2f ordered_over_manual_low=%.2f ordered_over_manual_high=%.2f "
         + "host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f jit_manual_s=%.3f run=%s",

@@ -10,7 +10,8 @@ import org.junit.jupiter.api.Test;
 class AllReduceBenchTest {
   private static String line(String mode, long bytes, double s, double host, double progress) {
     return String.format(java.util.Locale.ROOT, "RESULT mode=%s bytes=%d iterations=10 ranks=2 correct=true "
-        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f jit_seconds=0.001 warmup_loops=2%n", mode, bytes, s, host, progress, s / 2);
+        + "seconds=%.6f host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f jit_seconds=0.001 "
+        + "warmup_loops=2 warmup_quiet=true%n", mode, bytes, s, host, progress, s / 2);
   }
 
   @Test
@@ -19,7 +20,7 @@ class AllReduceBenchTest {
         + line("manual", 4096, 0.6, 0.6, 0);
     List<AllReduceBench.Result> r = AllReduceBench.parse(out);
     assertEquals(2, r.size());
-    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2, 0.25, 0.001, 2), r.get(0));
+    assertEquals(new AllReduceBench.Result("ordered", 4096, 10, 0.5, 0.01, 0.2, 0.25, 0.001, 2, true), r.get(0));
     assertEquals("manual", r.get(1).mode());
   }
 
@@ -87,10 +88,31 @@ class AllReduceBenchTest {
   }
 
   @Test
+  void aRepetitionWithMoreLoopsOfOneModeThanTheOtherIsRefused() {
+    List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0)
+        + line("manual", 4096, 2, 1, 0) + line("manual", 4096, 2, 1, 0)));
+    assertTrue(assertThrows(IllegalArgumentException.class, () -> AllReduceBench.rows(reps)).getMessage()
+        .contains("1 ordered and 2 manual results"));
+  }
+
+  @Test
+  void aWarmUpStoppedByItsCapIsCountedAndAnUnknownProgressTimeStaysUnknown() {
+    String capped = line("manual", 4096, 2, 1, 0).replace("warmup_quiet=true", "warmup_quiet=false");
+    String unknown = line("ordered", 4096, 1, 0.1, 0).replace("progress_cpu_seconds=0.000000",
+        "progress_cpu_seconds=-1.000000");
+    List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(unknown + capped
+        + line("manual", 4096, 2, 1, 0) + line("ordered", 4096, 1, 0.1, 0.2)));
+    AllReduceBench.Row row = AllReduceBench.rows(reps).get(0);
+    assertEquals(List.of(-1.0), row.orderedProgress(), "not the mean of -1 and 0.2");
+    assertEquals(List.of(true, false), row.warmupQuiet(), "the manual loops: one stopped at the cap");
+    assertTrue(AllReduceBench.report(List.of(row), 1, "on the queue", "ffm").contains("| 2-2, 1 not quiet |"));
+  }
+
+  @Test
   void loopsOfOneModeWithDifferentIterationCountsAreRefused() {
     String other = line("ordered", 4096, 1, 0.1, 0).replace("iterations=10", "iterations=20");
     List<List<AllReduceBench.Result>> reps = List.of(AllReduceBench.parse(line("ordered", 4096, 1, 0.1, 0)
-        + line("manual", 4096, 2, 1, 0) + other));
+        + line("manual", 4096, 2, 1, 0) + line("manual", 4096, 2, 1, 0) + other));
     assertTrue(assertThrows(IllegalArgumentException.class, () -> AllReduceBench.rows(reps)).getMessage()
         .contains("ran 20 and 10 iterations"));
   }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -44,6 +45,26 @@ class StreamIT {
     assertEquals(r.get("expected"), r.get("got"), r.toString());
     assertTrue(Double.parseDouble(r.get("host_seconds")) < Double.parseDouble(r.get("seconds")),
         "the host thread was free before the pipeline ended: " + r);
+  }
+
+  @Test
+  void theBenchmarksFormRunsEveryModesLoopsAfterTheirWarmUp() {
+    // make bench-stream's job: ordered, manual, manual, ordered, each after WARMUP unmeasured rounds
+    Mpirun.Job job = Mpirun.run(2, 300, Map.of("MPI_BUILD_CACHE", "off"), "org.mpibuild.programs.Pipeline",
+        "ordered,manual,manual,ordered", "3", "2000", "7", "1");
+    try {
+      assertEquals(0, job.exitCode(), job.describe());
+      List<String> out = job.stdoutByRank().get(0);
+      List<String> results = out.stream().filter(l -> l.startsWith("RESULT ")).toList();
+      assertEquals(4, results.size(), "one RESULT per loop, the warm-up rounds unreported: " + out);
+      assertTrue(results.stream().allMatch(l -> l.contains(" rounds=3 ") && l.contains(" correct=true ")
+          && l.contains(" jit_seconds=")), results.toString());
+      assertEquals(List.of("ordered", "manual", "manual", "ordered"), results.stream()
+          .map(l -> l.substring("RESULT mode=".length(), l.indexOf(' ', "RESULT mode=".length()))).toList());
+      assertEquals(2, out.stream().filter(l -> l.startsWith("RUN mode=ordered ")).count(), out.toString());
+    } finally {
+      Mpirun.delete(job.dir());
+    }
   }
 
   @ParameterizedTest

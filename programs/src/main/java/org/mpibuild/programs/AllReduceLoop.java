@@ -66,19 +66,20 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *       one {@code clFinish} and a wait for the futures.
  *   <li>{@code manual}: produce, {@code clFinish}, a blocking read into a direct buffer, a blocking
  *       all-reduce ({@code MPI_Allreduce}: see {@link Mpi}), a blocking write, consume; at the end
- *       {@code clFinish}. Its staging buffers are allocated once per size, outside the timed loop.
+ *       {@code clFinish}. Its staging buffers are allocated once per mode and size, before the warm-up.
  * </ul>
  *
  * The binding is mpi.jar's, or the FFM binding's where {@code MPI_BUILD_BINDING=ffm} ({@link ProgramWorld}).
  * Where it runs {@code ordered}, rank 0 prints where the messenger runs its collectives
  * ({@code COLLECTIVES run=...}, see
  * {@link QueueMessenger#operationsRun}) and, per size and mode, {@code RESULT mode=M bytes=B iterations=I correct=true seconds=S
- * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F jit_seconds=J warmup_loops=W}: S is the slowest rank's wall time from a barrier until its
+ * host_cpu_seconds=H progress_cpu_seconds=P host_free_seconds=F jit_seconds=J warmup_loops=W warmup_quiet=Q}: S is the slowest rank's wall time from a barrier until its
  * queue had finished and its futures completed; H the largest CPU time of a rank's main (program) thread
  * over that span; P the largest CPU time of a rank's progress thread ({@code mpi-build-stream ...}) over
  * it (0 for manual, which has none); F the slowest rank's wall time until its main thread had enqueued
  * (ordered) or done (manual) the whole loop, before the final {@code clFinish}; J the largest CPU time of a rank's
- * JIT compiler threads over that span ({@link JitCompilers}); W the warm-up loops that ran before it.
+ * JIT compiler threads from just before the barrier to the end ({@link JitCompilers}); W the warm-up loops that
+ * ran before it, and Q whether the last of them was quiet (false: the warm-up stopped at {@link #MAX_WARMUP_LOOPS}).
  */
 public final class AllReduceLoop {
   static final String SOURCE = String.join("\n",
@@ -128,8 +129,8 @@ public final class AllReduceLoop {
           System.out.println("COLLECTIVES run=" + m.operationsRun());
         }
       }
-      // pass 0 runs everything once unmeasured: the JIT is still compiling (on the same 2 cores) long after a
-      // size's own warm-up loop, and what it compiles for one mode slows the next one measured
+      // pass 0 runs everything once unmeasured, so that the JIT has seen every mode and size before anything is
+      // measured
       for (int pass = 0; pass < 2; pass++) {
         for (String spec : sizes) {
           String[] p = spec.split(":");
@@ -151,7 +152,7 @@ public final class AllReduceLoop {
   }
 
   /**
-   * One mode at one size: its warm-up loop, then its measured loop, on the same buffers and (ordered) the same
+   * One mode at one size: its warm-up loops, then its measured loop, on the same buffers and (ordered) the same
    * messenger. What either mode sets up once is then set up before the measured loop: the manual pattern's
    * staging buffers, and the messenger's staging buffers (at its first all-reduce) and, on the FFM binding, the
    * persistent request of a repeated all-reduce (at its second), provided the warm-up has 2 iterations or more.
@@ -173,14 +174,15 @@ public final class AllReduceLoop {
         // every loop runs whatever the ones before found (&, not &&): the measured one prints its RESULT either way
         boolean correct = true;
         int warmLoops = 0;
-        double jitMillis;
+        boolean quiet;
         do {
           long jit0 = JitCompilers.cpuNanos();
-          correct &= loop.run(warmup, false, 0);
-          jitMillis = mpi.max(new double[] {(JitCompilers.cpuNanos() - jit0) / 1e6})[0];
+          correct &= loop.run(warmup, false, 0, false);
+          // the largest of the ranks': every rank decides the same, and runs as many loops (their collectives)
+          quiet = mpi.max(new double[] {(JitCompilers.cpuNanos() - jit0) / 1e6})[0] <= QUIET_JIT_MILLIS;
           warmLoops++;
-        } while (jitMillis > QUIET_JIT_MILLIS && warmLoops < MAX_WARMUP_LOOPS);
-        return correct & loop.run(iterations, report, warmLoops);
+        } while (!quiet && warmLoops < MAX_WARMUP_LOOPS);
+        return correct & loop.run(iterations, report, warmLoops, quiet);
       } finally {
         clReleaseMemObject(acc);
       }
@@ -195,11 +197,11 @@ public final class AllReduceLoop {
 
     /**
      * Runs {@code iterations} iterations from a zero accumulator, checks it, and prints its RESULT if asked, with
-     * the number of warm-up loops that ran before it. The loop's body is one small method per mode, and the check
-     * another: a mode that the JIT never saw in this method (the {@code kernels} loop after the stream-ordered
-     * one) would otherwise make it recompile the whole method, on the rank's only core, during the next loops.
+     * the number of warm-up loops that ran before it and whether the last was quiet. Each mode's loop is a method
+     * of its own, and the check another: a mode that the JIT never saw in a shared loop (the {@code kernels} loop
+     * after the stream-ordered one) made it recompile that loop, on the rank's only core, during the next loops.
      */
-    boolean run(int iterations, boolean report, int warmLoops) throws MPIException {
+    boolean run(int iterations, boolean report, int warmLoops, boolean warmQuiet) throws MPIException {
       cl_command_queue queue = k.queue();
       long bytes = (long) count * Sizeof.cl_float;
       check(clEnqueueFillBuffer(queue, acc, Pointer.to(new float[] {0f}), Sizeof.cl_float, 0, bytes, 0, null, null));
@@ -216,21 +218,9 @@ public final class AllReduceLoop {
       long cpu0 = threads.getCurrentThreadCpuTime();
       long t0 = System.nanoTime();
       switch (mode) {
-        case "ordered" -> {
-          for (int it = 0; it < iterations; it++) {
-            pending.add(ordered(queue, produce, consume, global, it));
-          }
-        }
-        case "manual" -> {
-          for (int it = 0; it < iterations; it++) {
-            manual(queue, produce, consume, global, bytes, it);
-          }
-        }
-        default -> {
-          for (int it = 0; it < iterations; it++) {
-            kernels(queue, produce, consume, global, it);
-          }
-        }
+        case "ordered" -> orderedLoop(iterations, queue, produce, consume, global, pending);
+        case "manual" -> manualLoop(iterations, queue, produce, consume, global, bytes);
+        default -> kernelsLoop(iterations, queue, produce, consume, global);
       }
       double hostFree = (System.nanoTime() - t0) / 1e9; // until the program thread was free to do other work
       check(clFinish(queue));
@@ -252,10 +242,31 @@ public final class AllReduceLoop {
       if (rank == 0 && report) {
         System.out.printf(Locale.ROOT, "RESULT mode=%s bytes=%d iterations=%d ranks=%d correct=%s seconds=%.6f "
             + "host_cpu_seconds=%.6f progress_cpu_seconds=%.6f host_free_seconds=%.6f jit_seconds=%.6f "
-            + "warmup_loops=%d%n", mode, bytes, iterations, size, everyRankCorrect, max[0], max[1], max[2], max[3],
-            max[4], warmLoops);
+            + "warmup_loops=%d warmup_quiet=%s%n", mode, bytes, iterations, size, everyRankCorrect, max[0], max[1],
+            max[2], max[3], max[4], warmLoops, warmQuiet);
       }
       return everyRankCorrect;
+    }
+
+    private void orderedLoop(int iterations, cl_command_queue queue, cl_kernel produce, cl_kernel consume,
+        long[] global, List<CompletableFuture<Void>> pending) {
+      for (int it = 0; it < iterations; it++) {
+        pending.add(ordered(queue, produce, consume, global, it));
+      }
+    }
+
+    private void manualLoop(int iterations, cl_command_queue queue, cl_kernel produce, cl_kernel consume,
+        long[] global, long bytes) throws MPIException {
+      for (int it = 0; it < iterations; it++) {
+        manual(queue, produce, consume, global, bytes, it);
+      }
+    }
+
+    private static void kernelsLoop(int iterations, cl_command_queue queue, cl_kernel produce, cl_kernel consume,
+        long[] global) {
+      for (int it = 0; it < iterations; it++) {
+        kernels(queue, produce, consume, global, it);
+      }
     }
 
     /** Produce, {@code allreduceAfter}, consume, enqueued without waiting. */
@@ -279,7 +290,7 @@ public final class AllReduceLoop {
     }
 
     /** Produce and consume with no all-reduce: consume adds this rank's own values. */
-    private void kernels(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global, int it) {
+    private static void kernels(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global, int it) {
       enqueueProduce(queue, produce, global, it);
       enqueueConsume(queue, consume, global);
     }
