@@ -173,17 +173,8 @@ final class AllReduceBench {
   /** "1.23 [1.10-1.40]": the median and its 95% interval, or with fewer than 6 values the range. */
   static String cell(List<Double> xs, int decimals) {
     String f = "%." + decimals + "f";
-    double low;
-    double high;
-    if (xs.size() >= 6) {
-      Stats.Interval i = Stats.medianInterval(xs, 0.95);
-      low = i.low();
-      high = i.high();
-    } else {
-      low = Stats.min(xs);
-      high = Stats.max(xs);
-    }
-    return String.format(Locale.ROOT, f + " [" + f + "-" + f + "]", Stats.median(xs), low, high);
+    Stats.Interval i = Stats.intervalOrRange(xs);
+    return String.format(Locale.ROOT, f + " [" + f + "-" + f + "]", Stats.median(xs), i.low(), i.high());
   }
 
   /** The report: a table and the {@code bench:} line with both goals' verdicts. */

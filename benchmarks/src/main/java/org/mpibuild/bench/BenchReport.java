@@ -307,32 +307,27 @@ public final class BenchReport {
           Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_JAVA", ffmJava(repo),
               "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 900);
       Map<String, List<double[]>> loops = streamLoops(output, 2);
-      for (Map.Entry<String, List<double[]>> e : loops.entrySet()) {
-        for (double[] loop : e.getValue()) {
-          System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %.3f s, host free after %.3f s, JIT %.3f s%n",
-              rep + 1, e.getKey(), loop[0], loop[1], loop[2]);
-        }
-      }
       Matcher r = run.matcher(output);
       if (r.find()) {
         where = r.group(1).trim();
       }
       for (Map.Entry<String, List<double[]>> e : loops.entrySet()) {
+        for (double[] loop : e.getValue()) {
+          System.out.printf(Locale.ROOT, "bench stream: repetition %d, %s: %.3f s, host free after %.3f s, JIT %.3f s%n",
+              rep + 1, e.getKey(), loop[0], loop[1], loop[2]);
+        }
         total.computeIfAbsent(e.getKey(), x -> new ArrayList<>()).add(meanOf(e.getValue(), 0));
         host.computeIfAbsent(e.getKey(), x -> new ArrayList<>()).add(meanOf(e.getValue(), 1));
         jit.computeIfAbsent(e.getKey(), x -> new ArrayList<>()).add(meanOf(e.getValue(), 2));
       }
       ratios.add(meanOf(loops.get("ordered"), 0) / meanOf(loops.get("manual"), 0));
     }
-    // the ratio's 95% interval from 6 repetitions, else its range
-    Stats.Interval interval = ratios.size() >= 6 ? Stats.medianInterval(ratios, 0.95) : null;
-    double low = interval != null ? interval.low() : Stats.min(ratios);
-    double high = interval != null ? interval.high() : Stats.max(ratios);
+    Stats.Interval interval = Stats.intervalOrRange(ratios);
     String line = String.format(Locale.ROOT, "bench: stream rounds=%d warmup_rounds=%d ranks=2 reps=%d ordered_s=%.3f "
         + "manual_s=%.3f ordered_over_manual=%.2f ordered_over_manual_low=%.2f ordered_over_manual_high=%.2f "
         + "host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f jit_manual_s=%.3f run=%s",
         STREAM_ROUNDS, STREAM_WARMUP_ROUNDS, reps, medianOf(total.get("ordered")), medianOf(total.get("manual")),
-        medianOf(ratios), low, high, medianOf(host.get("ordered")), medianOf(host.get("manual")),
+        medianOf(ratios), interval.low(), interval.high(), medianOf(host.get("ordered")), medianOf(host.get("manual")),
         medianOf(jit.get("ordered")), medianOf(jit.get("manual")), where);
     Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n" + "jit " + jit + "\n"
         + "ratios " + ratios + "\n");

@@ -56,6 +56,14 @@ final class Stats {
     return new Interval(s.get(k - 1), s.get(n - k), 1 - 2 * binomialCdf(n, k - 1));
   }
 
+  /**
+   * The median's 95% interval ({@link #medianInterval}) from 6 values, else, with too few for one, their range
+   * (its coverage then NaN): what the reports print in brackets beside a median.
+   */
+  static Interval intervalOrRange(List<Double> xs) {
+    return xs.size() >= 6 ? medianInterval(xs, 0.95) : new Interval(min(xs), max(xs), Double.NaN);
+  }
+
   /** P(Binomial(n, 1/2) <= k). */
   static double binomialCdf(int n, int k) {
     double sum = 0;

@@ -2,6 +2,7 @@ package org.mpibuild.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -53,6 +54,17 @@ class StatsTest {
     assertEquals(1 - 2 * Stats.binomialCdf(20, 5), j.coverage(), 1e-12);
     assertThrows(IllegalArgumentException.class, () -> Stats.medianInterval(List.of(1.0, 2.0, 3.0, 4.0, 5.0), 0.95),
         "five values cannot give 95%");
+  }
+
+  @Test
+  void belowSixValuesTheBracketIsTheRangeAndFromSixTheMediansInterval() {
+    Stats.Interval five = Stats.intervalOrRange(List.of(3.0, 1.0, 5.0, 2.0, 4.0));
+    assertEquals(1.0, five.low());
+    assertEquals(5.0, five.high());
+    assertTrue(Double.isNaN(five.coverage()));
+    List<Double> nine = List.of(9.0, 1.0, 8.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0);
+    assertEquals(Stats.medianInterval(nine, 0.95), Stats.intervalOrRange(nine));
+    assertEquals(2.0, Stats.intervalOrRange(nine).low(), "not the range: x(2) of 9 at 95%");
   }
 
   @Test

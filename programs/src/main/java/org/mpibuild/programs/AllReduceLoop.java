@@ -248,51 +248,36 @@ public final class AllReduceLoop {
       return everyRankCorrect;
     }
 
+    /** Per iteration: produce, {@code allreduceAfter}, consume, enqueued without waiting. */
     private void orderedLoop(int iterations, cl_command_queue queue, cl_kernel produce, cl_kernel consume,
         long[] global, List<CompletableFuture<Void>> pending) {
       for (int it = 0; it < iterations; it++) {
-        pending.add(ordered(queue, produce, consume, global, it));
+        enqueueProduce(queue, produce, global, it);
+        pending.add(messenger.allreduceAfter(x, count, Datatype.FLOAT, ReduceOp.SUM));
+        enqueueConsume(queue, consume, global);
       }
     }
 
+    /** Per iteration: produce, {@code clFinish}, a blocking read, {@code MPI_Allreduce}, a blocking write, consume. */
     private void manualLoop(int iterations, cl_command_queue queue, cl_kernel produce, cl_kernel consume,
         long[] global, long bytes) throws MPIException {
       for (int it = 0; it < iterations; it++) {
-        manual(queue, produce, consume, global, bytes, it);
+        enqueueProduce(queue, produce, global, it);
+        check(clFinish(queue));
+        check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
+        mpi.allReduce(send, receive, count);
+        check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
+        enqueueConsume(queue, consume, global);
       }
     }
 
+    /** Per iteration: produce and consume with no all-reduce (consume adds this rank's own values). */
     private static void kernelsLoop(int iterations, cl_command_queue queue, cl_kernel produce, cl_kernel consume,
         long[] global) {
       for (int it = 0; it < iterations; it++) {
-        kernels(queue, produce, consume, global, it);
+        enqueueProduce(queue, produce, global, it);
+        enqueueConsume(queue, consume, global);
       }
-    }
-
-    /** Produce, {@code allreduceAfter}, consume, enqueued without waiting. */
-    private CompletableFuture<Void> ordered(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global,
-        int it) {
-      enqueueProduce(queue, produce, global, it);
-      CompletableFuture<Void> reduced = messenger.allreduceAfter(x, count, Datatype.FLOAT, ReduceOp.SUM);
-      enqueueConsume(queue, consume, global);
-      return reduced;
-    }
-
-    /** Produce, {@code clFinish}, a blocking read, {@code MPI_Allreduce}, a blocking write, consume. */
-    private void manual(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global, long bytes,
-        int it) throws MPIException {
-      enqueueProduce(queue, produce, global, it);
-      check(clFinish(queue));
-      check(clEnqueueReadBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(send), 0, null, null));
-      mpi.allReduce(send, receive, count);
-      check(clEnqueueWriteBuffer(queue, x, CL_TRUE, 0, bytes, Pointer.to(receive), 0, null, null));
-      enqueueConsume(queue, consume, global);
-    }
-
-    /** Produce and consume with no all-reduce: consume adds this rank's own values. */
-    private static void kernels(cl_command_queue queue, cl_kernel produce, cl_kernel consume, long[] global, int it) {
-      enqueueProduce(queue, produce, global, it);
-      enqueueConsume(queue, consume, global);
     }
 
     /** Produce with iteration number {@code it}: the one argument that changes ({@link #setFixedArguments}). */
