@@ -278,19 +278,26 @@ public final class BenchReport {
   /** The measured rounds of the ping-pong ({@link #stream}). */
   static final int STREAM_ROUNDS = 50;
   /**
-   * The rounds each job of the ping-pong runs first, unmeasured, with the same messenger: the JIT compiles the
+   * The rounds each loop of the ping-pong runs first, unmeasured, with the same messenger: the JIT compiles the
    * stream-ordered path at its first messages, on the cores the kernels run on.
    */
   static final int STREAM_WARMUP_ROUNDS = 5;
+  /**
+   * The rounds each loop of the ping-pong runs before its warm-up rounds, unmeasured, with delays 200 times shorter
+   * (Pipeline's QUICK): with a message every 80 ms, the stream-ordered path would still be compiled by the JIT
+   * during the measured rounds, on the kernels' cores.
+   */
+  static final int STREAM_QUICK_ROUNDS = 2000;
 
   /**
    * Stream-ordered messages against the manual pattern (finish the queue, then send; receive, then write
    * with a blocking call): a ping-pong of {@value #STREAM_ROUNDS} rounds with kernels of random length on 2 ranks,
    * {@code reps} repetitions. A repetition is one job that runs each mode twice, ordered, manual, manual, ordered or
-   * its mirror, alternating from one repetition to the next, every loop after {@value #STREAM_WARMUP_ROUNDS}
-   * unmeasured rounds and with the same random delays; its ratio compares the modes' means. On the FFM binding's
-   * JDK with native access, where the messages run on the queue itself ({@code run=} in the line). Reports the
-   * time until the last message arrived and until the host was free, and the median of the per-repetition ratios.
+   * its mirror, alternating from one repetition to the next, every loop after {@value #STREAM_QUICK_ROUNDS} quick
+   * and {@value #STREAM_WARMUP_ROUNDS} ordinary unmeasured rounds and with the same random delays; its ratio
+   * compares the modes' means. On the FFM binding's JDK with native access, where the messages run on the queue
+   * itself ({@code run=} in the line). Reports the time until the last message arrived and until the host was
+   * free, and the median of the per-repetition ratios.
    */
   static void stream(Path repo, Path out, int reps) throws Exception {
     Pattern run = Pattern.compile("RUN mode=ordered (.*)");
@@ -303,7 +310,8 @@ public final class BenchReport {
       String modes = rep % 2 == 0 ? "ordered,manual,manual,ordered" : "manual,ordered,ordered,manual";
       String output = run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", "2", "-cp",
           System.getProperty("java.class.path"), "org.mpibuild.programs.Pipeline", modes,
-          Integer.toString(STREAM_ROUNDS), "20000", Integer.toString(rep), Integer.toString(STREAM_WARMUP_ROUNDS)),
+          Integer.toString(STREAM_ROUNDS), "20000", Integer.toString(rep), Integer.toString(STREAM_WARMUP_ROUNDS),
+          Integer.toString(STREAM_QUICK_ROUNDS)),
           Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_JAVA", ffmJava(repo),
               "MPI_BUILD_JAVA_OPTS", "--enable-native-access=ALL-UNNAMED"), 900);
       Map<String, List<double[]>> loops = streamLoops(output, 2);
@@ -323,10 +331,12 @@ public final class BenchReport {
       ratios.add(meanOf(loops.get("ordered"), 0) / meanOf(loops.get("manual"), 0));
     }
     Stats.Interval interval = Stats.intervalOrRange(ratios);
-    String line = String.format(Locale.ROOT, "bench: stream rounds=%d warmup_rounds=%d ranks=2 reps=%d ordered_s=%.3f "
-        + "manual_s=%.3f ordered_over_manual=%.2f ordered_over_manual_low=%.2f ordered_over_manual_high=%.2f "
-        + "host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f jit_manual_s=%.3f run=%s",
-        STREAM_ROUNDS, STREAM_WARMUP_ROUNDS, reps, medianOf(total.get("ordered")), medianOf(total.get("manual")),
+    String line = String.format(Locale.ROOT, "bench: stream rounds=%d warmup_rounds=%d quick_rounds=%d ranks=2 reps=%d "
+        + "ordered_s=%.3f manual_s=%.3f ordered_over_manual=%.2f ordered_over_manual_low=%.2f "
+        + "ordered_over_manual_high=%.2f host_busy_ordered_s=%.3f host_busy_manual_s=%.3f jit_ordered_s=%.3f "
+        + "jit_manual_s=%.3f run=%s",
+        STREAM_ROUNDS, STREAM_WARMUP_ROUNDS, STREAM_QUICK_ROUNDS, reps, medianOf(total.get("ordered")),
+        medianOf(total.get("manual")),
         medianOf(ratios), interval.low(), interval.high(), medianOf(host.get("ordered")), medianOf(host.get("manual")),
         medianOf(jit.get("ordered")), medianOf(jit.get("manual")), where);
     Files.writeString(out.resolve("stream.txt"), line + "\n" + total + "\n" + host + "\n" + "jit " + jit + "\n"

@@ -49,9 +49,10 @@ class StreamIT {
 
   @Test
   void theBenchmarksFormRunsEveryModesLoopsAfterTheirWarmUp() {
-    // make bench-stream's job: ordered, manual, manual, ordered, each after WARMUP unmeasured rounds
+    // make bench-stream's job: ordered, manual, manual, ordered, each after QUICK rounds with delays 200 times
+    // shorter, then WARMUP rounds, all unmeasured
     Mpirun.Job job = Mpirun.run(2, 300, Map.of("MPI_BUILD_CACHE", "off"), "org.mpibuild.programs.Pipeline",
-        "ordered,manual,manual,ordered", "3", "2000", "7", "1");
+        "ordered,manual,manual,ordered", "3", "2000", "7", "1", "4");
     try {
       assertEquals(0, job.exitCode(), job.describe());
       List<String> out = job.stdoutByRank().get(0);
@@ -62,6 +63,12 @@ class StreamIT {
       assertEquals(List.of("ordered", "manual", "manual", "ordered"), results.stream()
           .map(l -> l.substring("RESULT mode=".length(), l.indexOf(' ', "RESULT mode=".length()))).toList());
       assertEquals(2, out.stream().filter(l -> l.startsWith("RUN mode=ordered ")).count(), out.toString());
+      List<String> warmups = out.stream().filter(l -> l.startsWith("WARMUP ")).toList();
+      assertEquals(8, warmups.size(), "a quick and a warm-up pass before each loop: " + out);
+      for (int i = 0; i < warmups.size(); i++) {
+        String pass = i % 2 == 0 ? " rounds=4 spin=10 correct=true " : " rounds=1 spin=2000 correct=true ";
+        assertTrue(warmups.get(i).contains(pass), "pass " + i + " is not" + pass + ": " + warmups);
+      }
     } finally {
       Mpirun.delete(job.dir());
     }

@@ -62,11 +62,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** The longest park while MPI operations are in flight (MPI moves only when tested). */
   static final long MPI_PARK_NANOS = 100_000;
   /**
-   * How long nothing must have moved, point-to-point messages in flight and no collective, before the park
-   * may grow past {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a receive whose sender is busy with a
-   * long kernel is then tested a thousand times a second instead of ten thousand, which leaves the cores to
-   * the device (a CPU device shares them). A collective, whose rounds advance only when tested, keeps the
-   * short parks.
+   * How long nothing must have moved, point-to-point messages in flight and no collective, before the progress
+   * thread's park may grow past {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a receive whose sender is
+   * busy with a long kernel is then tested a thousand times a second instead of ten thousand, which leaves the
+   * cores to the device (a CPU device shares them): the progress thread cannot tell whether the device is still
+   * busy with the work before a receive's gate. A collective, whose rounds advance only when tested, keeps the
+   * short parks, and so does an operation that the device's queue runs itself, which the queue is known to be
+   * stalled on ({@link QueueRuns}).
    */
   static final long MPI_IDLE_NANOS = 20_000_000;
   /** The longest park while device work that cannot wake the thread is awaited. */

@@ -41,7 +41,7 @@ import org.mpibuild.spi.Communicator;
  * after a random delay inside the kernel, and passes the token on. The host enqueues the whole loop at
  * once and never waits for the device or MPI inside it. Rank 0 checks the final token.
  *
- * <pre>Pipeline MODE[,MODE...] ROUNDS [SPIN [SEED [WARMUP]]]</pre>
+ * <pre>Pipeline MODE[,MODE...] ROUNDS [SPIN [SEED [WARMUP [QUICK]]]]</pre>
  *
  * MODE is ordered, unordered or manual; several run one after the other in the job, each with its own messenger
  * and the same random delays (for the benchmark: ordered, manual, manual, ordered compares the modes under the
@@ -51,7 +51,12 @@ import org.mpibuild.spi.Communicator;
  * number generator before it adds. WARMUP (0 by default) rounds run first, unmeasured, with the same messenger and
  * buffers, from a token of zeros as the measured rounds: the stream-ordered path is Java code that the JIT compiles
  * at its first messages, on the cores the kernels run on (in ad-hoc runs without warm-up, the compiler threads took
- * about 0.4 s of CPU during a 20-round ordered loop, against 0.02 s in the manual one).
+ * about 0.4 s of CPU during a 20-round ordered loop, against 0.02 s in the manual one). QUICK (0 by default) rounds
+ * run before them, unmeasured, with delays {@value #QUICK_SPIN_DIVISOR} times shorter: with a message every 80 ms,
+ * the path runs too rarely for the JIT to compile it within a few rounds (it compiles a method after thousands of
+ * calls), where a program that runs for long runs it compiled. The quick rounds' waits still outlast the receive's
+ * spin, so that the path's parks are compiled too: without delays, the messages arrived while the receive spun,
+ * and the first long wait made the JIT recompile (0.18 s of compiler CPU in one 60-round loop, ad hoc).
  *
  * <ul>
  *   <li>{@code ordered}: {@link QueueMessenger#sendAfter} and {@link QueueMessenger#receiveBefore}.
@@ -65,10 +70,13 @@ import org.mpibuild.spi.Communicator;
  * host_seconds=H jit_seconds=J}, then {@code RUN mode=M WHERE} (where the messages ran:
  * {@link QueueMessenger#operationsRun}), where S is the time until the last message arrived, H the time until the
  * host thread was free, and J the CPU time of rank 0's JIT compiler threads from just before the loop to its end
- * ({@link JitCompilers}).
+ * ({@link JitCompilers}). Each unmeasured pass (quick, then warm-up) prints
+ * {@code WARMUP mode=M rounds=R spin=D correct=B seconds=S} before it.
  */
 public final class Pipeline {
   static final int INTS = 4096;
+  /** How many times shorter the quick warm-up rounds' delays are than the measured rounds'. */
+  static final int QUICK_SPIN_DIVISOR = 200;
   static final String SOURCE = String.join("\n",
       "__kernel void advance(__global int* token, const int add, const int spin, __global uint* sink) {",
       "  int i = get_global_id(0);",
@@ -92,6 +100,7 @@ public final class Pipeline {
     int spin = args.length > 2 ? Integer.parseInt(args[2]) : 2000;
     long seed = args.length > 3 ? Long.parseLong(args[3]) : 1;
     int warmup = args.length > 4 ? Integer.parseInt(args[4]) : 0;
+    int quick = args.length > 5 ? Integer.parseInt(args[5]) : 0;
     MPI.InitThread(args, MPI.THREAD_MULTIPLE);
     int rank = MPI.COMM_WORLD.getRank();
     int size = MPI.COMM_WORLD.getSize();
@@ -103,7 +112,7 @@ public final class Pipeline {
       correct = true;
       for (String mode : modes) {
         // an unordered loop is meant to go wrong: only the others decide the exit status
-        correct &= run(mode, rounds, warmup, spin, seed, rank, size, comm, k) || mode.equals("unordered");
+        correct &= run(mode, rounds, warmup, quick, spin, seed, rank, size, comm, k) || mode.equals("unordered");
       }
     }
     int[] ok = {correct ? 1 : 0};
@@ -113,10 +122,10 @@ public final class Pipeline {
   }
 
   /**
-   * One mode's loop: its warm-up rounds, then its measured rounds, with a messenger of its own and the delays that
-   * {@code seed} gives, the same for every loop of the job.
+   * One mode's loop: its quick and its warm-up rounds, then its measured rounds, with a messenger of its own and the
+   * delays that {@code seed} gives, the same for every loop of the job.
    */
-  private static boolean run(String mode, int rounds, int warmup, int spin, long seed, int rank, int size,
+  private static boolean run(String mode, int rounds, int warmup, int quick, int spin, long seed, int rank, int size,
       Communicator comm, OpenClKernel k) throws MPIException {
     cl_command_queue queue = k.queue();
     long bytes = (long) INTS * Sizeof.cl_int;
@@ -129,10 +138,11 @@ public final class Pipeline {
       Random random = new Random(seed * 31 + rank);
       try (QueueMessenger messenger = mode.equals("manual") ? null : QueueMessenger.open(comm, queue)) {
         String where = messenger != null ? messenger.operationsRun() : "by the program";
-        Loop loop = new Loop(mode, spin, rank, size, comm, queue, token, sink, k.kernel("advance"), messenger,
+        Loop loop = new Loop(mode, rank, size, comm, queue, token, sink, k.kernel("advance"), messenger,
             random);
-        // both passes run whatever the first found (&, not &&): the measured one prints its RESULT either way
-        return (warmup <= 0 || loop.run(warmup, false, where)) & loop.run(rounds, true, where);
+        // every pass runs whatever the others found (&, not &&): the measured one prints its RESULT either way
+        return (quick <= 0 || loop.run(quick, spin / QUICK_SPIN_DIVISOR, false, where))
+            & (warmup <= 0 || loop.run(warmup, spin, false, where)) & loop.run(rounds, spin, true, where);
       } finally {
         clReleaseMemObject(sink);
       }
@@ -142,11 +152,14 @@ public final class Pipeline {
   }
 
   /** The ring's buffers, kernel and messenger; {@link #run} times one pass of rounds on them. */
-  private record Loop(String mode, int spin, int rank, int size, Communicator comm, cl_command_queue queue,
+  private record Loop(String mode, int rank, int size, Communicator comm, cl_command_queue queue,
       cl_mem token, cl_mem sink, cl_kernel step, QueueMessenger messenger, Random random) {
 
-    /** Runs {@code rounds} rounds from a token of zeros; rank 0 checks it and, if asked, prints its RESULT. */
-    boolean run(int rounds, boolean report, String where) throws MPIException {
+    /**
+     * Runs {@code rounds} rounds with delays around {@code spin} from a token of zeros; rank 0 checks it and, if
+     * asked, prints its RESULT.
+     */
+    boolean run(int rounds, int spin, boolean report, String where) throws MPIException {
       long bytes = (long) INTS * Sizeof.cl_int;
       check(clEnqueueWriteBuffer(queue, token, CL_TRUE, 0, bytes, Pointer.to(new int[INTS]), 0, null, null));
       int next = (rank + 1) % size;
@@ -194,6 +207,9 @@ public final class Pipeline {
             + "correct=%s seconds=%.3f host_seconds=%.3f jit_seconds=%.3f%n", mode, size, rounds, expected, out[0],
             wrong, wrong == 0, seconds, hostSeconds, jitSeconds);
         System.out.println("RUN mode=" + mode + " " + where);
+      } else {
+        System.out.printf(Locale.ROOT, "WARMUP mode=%s rounds=%d spin=%d correct=%s seconds=%.3f%n", mode, rounds, spin,
+            wrong == 0, seconds);
       }
       return wrong == 0;
     }
