@@ -134,7 +134,7 @@ image: build ## the runtime container image (docker/Dockerfile) from this build
 gpu-bundle: build ## a bundle for a GPU machine without Java: jlink runtime, jars, gpu-check
 	rm -rf build/gpu-bundle && mkdir -p build/gpu-bundle/lib
 	cp programs/target/mpi-build-programs.jar programs/target/lib/*.jar build/gpu-bundle/lib/
-	jlink --add-modules java.base,java.logging,java.naming,java.xml,jdk.unsupported --strip-debug --no-header-files \
+	jlink --add-modules java.base,java.logging,java.naming,java.xml,jdk.crypto.ec,jdk.unsupported --strip-debug --no-header-files \
 	  --no-man-pages --compress=2 --output build/gpu-bundle/jre
 	cp scripts/gpu-check build/gpu-bundle/gpu-check
 	@du -sh build/gpu-bundle

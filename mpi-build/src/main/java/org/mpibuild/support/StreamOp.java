@@ -121,22 +121,23 @@ final class StreamOp {
     };
   }
 
-  /** Releases the device steps' resources (events). */
-  void releaseSteps() {
+  /**
+   * Releases the device steps' resources (events); {@code completed}: the operation completed, so nothing uses its
+   * buffers any more ({@link StreamOrderedMessages.DeviceStep#releaseCompleted}).
+   */
+  void releaseSteps(boolean completed) {
     StreamOrderedMessages.DeviceStep c;
     synchronized (this) {
       c = command;
       command = null;
       stepsReleased = true;
     }
-    if (c != null) {
-      c.release();
-    }
-    if (before != null) {
-      before.release();
-    }
-    if (after != null) {
-      after.release();
+    for (StreamOrderedMessages.DeviceStep step : new StreamOrderedMessages.DeviceStep[] {c, before, after}) {
+      if (step != null && completed) {
+        step.releaseCompleted();
+      } else if (step != null) {
+        step.release();
+      }
     }
   }
 }

@@ -99,6 +99,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
     void release();
 
     /**
+     * As {@link #release}, for an operation that completed: neither MPI nor the device uses its buffers any
+     * more, so a backend may reuse memory it lent them. Called instead of {@link #release}, once.
+     */
+    default void releaseCompleted() {
+      release();
+    }
+
+    /**
      * Asks the device to run {@code wake} once the work has finished or failed (a driver callback that does
      * nothing but that), so that the progress thread need not poll it often. Called once, on the thread that
      * enqueued the work, before the progress thread sees the step, and only for the step before an operation
@@ -838,7 +846,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
 
   void finish(StreamOp op) {
     forget(op);
-    op.releaseSteps();
+    op.releaseSteps(true);
     pool.give(op.staging); // neither MPI nor the device touches them any more
     pool.give(op.receive);
     op.future.complete(null);
@@ -861,7 +869,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     if (op.collective()) {
       collectives.abandon(op);
     }
-    op.releaseSteps();
+    op.releaseSteps(false);
     pool.forget(op.staging); // the device work behind a failed gate may still read them
     pool.forget(op.receive);
     op.state = StreamOp.State.DONE;

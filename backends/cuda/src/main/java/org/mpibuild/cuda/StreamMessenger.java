@@ -44,8 +44,14 @@ import org.mpibuild.support.StreamOrderedMessages;
  * memory, then the copy from pinned memory to the device; the progress thread receives the message, then
  * writes the flag, and the stream goes on. No CUDA call runs inside a driver callback.
  *
- * <p><b>Not yet run on a GPU</b>: no GPU was available where it was written; the OpenCL helper is the
- * one tested. MPI must provide {@code MPI_THREAD_MULTIPLE}.
+ * <p><b>Pinned memory is reused, never freed while the messenger is open.</b> Freeing pinned memory
+ * ({@code cuMemFreeHost}) waits for the whole device, and a stream may be waiting, at a receive's
+ * {@code cuStreamWaitValue32}, for the progress thread that would be freeing: on an H200 that froze the first
+ * ring of messages for good. So each operation takes its staging memory and flag from a pool of the messenger's
+ * and gives them back once it has completed; the first operations of each size allocate
+ * ({@code cuMemHostAlloc}). Memory of a failed operation, which MPI or the device may still use, is kept until
+ * the messenger closes. A daemon thread frees it all after the close, so that the close never waits for the
+ * device. MPI must provide {@code MPI_THREAD_MULTIPLE}.
  *
  * <p><b>After close.</b> A messenger on the context of an {@link org.mpibuild.MpiBuild}
  * ({@link CudaKernel#context()}) is closed by it, before the context is released. Once the messenger or its
@@ -65,6 +71,8 @@ public final class StreamMessenger implements AutoCloseable {
   /** The backend whose context this is, which closes the messenger before it releases the context; or null. */
   private final CudaBackend owner;
   private final UseGuard.Dependent dependent = this::close;
+  /** The pinned host memory of this messenger's operations, reused; freed after it closes. */
+  private final PinnedPool pinned = new PinnedPool();
 
   private StreamMessenger(CUcontext context, CUstream stream, Communicator comm, StreamOrderedMessages messages,
       CudaBackend owner) {
@@ -120,13 +128,13 @@ public final class StreamMessenger implements AutoCloseable {
 
   private CompletableFuture<Void> enqueueSend(CUdeviceptr buffer, long bytes, int dest, int tag) {
     current();
-    Pinned staging = Pinned.allocate(bytes, 0);
+    Pinned staging = pinned.take(bytes, 0);
     try {
       check(cuMemcpyDtoHAsync(staging.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
       CUevent copied = record();
       return messages.send(staging.buffer, dest, tag, new EventStep(copied, staging, null));
     } catch (RuntimeException e) {
-      staging.free();
+      pinned.retire(staging); // a copy enqueued before the failure may still write it
       throw e;
     }
   }
@@ -146,8 +154,8 @@ public final class StreamMessenger implements AutoCloseable {
 
   private CompletableFuture<Void> enqueueReceive(CUdeviceptr buffer, long bytes, int source, int tag) {
     current();
-    Pinned staging = Pinned.allocate(bytes, 0);
-    Pinned flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+    Pinned staging = pinned.take(bytes, 0);
+    Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
     try {
       CUdeviceptr onDevice = new CUdeviceptr();
       check(cuMemHostGetDevicePointer(onDevice, flag.host, 0), "cuMemHostGetDevicePointer");
@@ -157,8 +165,9 @@ public final class StreamMessenger implements AutoCloseable {
       CUevent written = record();
       return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
     } catch (RuntimeException e) {
-      staging.free();
-      flag.free();
+      flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
+      pinned.retire(staging);
+      pinned.retire(flag);
       throw e;
     }
   }
@@ -177,24 +186,25 @@ public final class StreamMessenger implements AutoCloseable {
       messages.checkRoot(root);
       long total = StreamOrderedMessages.BROADCAST_HEADER + (long) StreamOrderedMessages.messageBytes(bytes);
       current();
-      Pinned staging = Pinned.allocate(total, 0);
+      Pinned staging = pinned.take(total, 0);
       try {
         Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
         if (comm.rank() == root) {
           check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
           return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
         }
-        Pinned flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+        Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         try {
           CUevent written = gatedCopy(buffer, data, bytes, flag);
           return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
               new EventStep(written, staging, flag));
         } catch (RuntimeException e) {
-          flag.free();
+          flag.buffer.putInt(0, 1);
+          pinned.retire(flag);
           throw e;
         }
       } catch (RuntimeException e) {
-        staging.free();
+        pinned.retire(staging);
         throw e;
       }
     }
@@ -216,24 +226,25 @@ public final class StreamMessenger implements AutoCloseable {
       long bytes = (long) count * type.bytes();
       StreamOrderedMessages.messageBytes(bytes);
       current();
-      Pinned send = Pinned.allocate(bytes, 0);
+      Pinned send = pinned.take(bytes, 0);
       Pinned receive = null;
       Pinned flag = null;
       try {
-        receive = Pinned.allocate(bytes, 0);
-        flag = Pinned.allocate(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+        receive = pinned.take(bytes, 0);
+        flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
         CUevent read = record();
         CUevent written = gatedCopy(buffer, receive.host, bytes, flag);
         return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
             new FlagGate(flag), new EventStep(written, receive, flag));
       } catch (RuntimeException e) {
-        send.free();
+        pinned.retire(send);
         if (receive != null) {
-          receive.free();
+          pinned.retire(receive);
         }
         if (flag != null) {
-          flag.free();
+          flag.buffer.putInt(0, 1);
+          pinned.retire(flag);
         }
         throw e;
       }
@@ -262,6 +273,7 @@ public final class StreamMessenger implements AutoCloseable {
   private void close(String why) {
     if (guard.closeAsDependent(owner == null ? null : owner.guard(), dependent, why)) {
       messages.close();
+      pinned.freeAfterClose();
     }
   }
 
@@ -282,31 +294,90 @@ public final class StreamMessenger implements AutoCloseable {
     }
   }
 
-  /** Pinned host memory, seen as a direct buffer. */
+  /** Pinned host memory, seen as a direct buffer: {@link #buffer} is the part the current operation uses. */
   private static final class Pinned {
     final Pointer host;
-    final ByteBuffer buffer;
-    private boolean freed;
+    final long capacity;
+    final int flags;
+    private final ByteBuffer whole;
+    ByteBuffer buffer;
 
-    private Pinned(Pointer host, ByteBuffer buffer) {
+    private Pinned(Pointer host, long capacity, int flags) {
       this.host = host;
-      this.buffer = buffer;
+      this.capacity = capacity;
+      this.flags = flags;
+      this.whole = host.getByteBuffer(0, capacity).order(ByteOrder.nativeOrder());
     }
 
-    static Pinned allocate(long bytes, int flags) {
+    /** Lends the first {@code bytes} to an operation, the first int zeroed (a flag not yet written). */
+    Pinned use(long bytes) {
+      buffer = whole.duplicate().clear().limit((int) bytes).slice().order(ByteOrder.nativeOrder());
+      buffer.putInt(0, 0);
+      return this;
+    }
+  }
+
+  /**
+   * The messenger's pinned memory (see the class comment): blocks of a power-of-two size, at least 64 bytes, per
+   * allocation flags; a block goes back once its operation has completed, and every block is freed after the
+   * close, on a daemon thread.
+   */
+  private final class PinnedPool {
+    private final java.util.List<Pinned> idle = new java.util.ArrayList<>();
+    private final java.util.List<Pinned> all = new java.util.ArrayList<>();
+    private boolean closed;
+
+    /** A block of at least {@code bytes} ({@link StreamOrderedMessages#messageBytes} checks the size first). */
+    synchronized Pinned take(long bytes, int flags) {
       StreamOrderedMessages.messageBytes(bytes);
-      Pointer p = new Pointer();
-      check(cuMemHostAlloc(p, bytes, flags), "cuMemHostAlloc of " + bytes + " bytes");
-      ByteBuffer b = p.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
-      b.putInt(0, 0);
-      return new Pinned(p, b);
+      long rounded = Math.max(64, Long.highestOneBit(Math.max(1, bytes - 1)) << 1);
+      long capacity = rounded <= Integer.MAX_VALUE ? rounded : bytes;
+      for (int i = 0; i < idle.size(); i++) {
+        Pinned p = idle.get(i);
+        if (p.flags == flags && p.capacity == capacity) {
+          idle.remove(i);
+          return p.use(bytes);
+        }
+      }
+      Pointer host = new Pointer();
+      check(cuMemHostAlloc(host, capacity, flags), "cuMemHostAlloc of " + capacity + " bytes");
+      Pinned p = new Pinned(host, capacity, flags);
+      all.add(p);
+      return p.use(bytes);
     }
 
-    void free() {
-      if (!freed) {
-        freed = true;
-        cuMemFreeHost(host);
+    /** Gives back a block whose operation has completed: nothing uses it any more. */
+    synchronized void give(Pinned p) {
+      if (!closed) {
+        idle.add(p);
       }
+    }
+
+    /** Keeps a block that MPI or the device may still use out of reuse; it is freed after the close. */
+    void retire(Pinned p) {
+      // nothing to do: every block stays in all until freeAfterClose
+    }
+
+    /** Frees every block on a daemon thread: a free waits for the whole device, which the close must not. */
+    void freeAfterClose() {
+      java.util.List<Pinned> blocks;
+      synchronized (this) {
+        closed = true;
+        blocks = new java.util.ArrayList<>(all);
+        all.clear();
+        idle.clear();
+      }
+      if (blocks.isEmpty()) {
+        return;
+      }
+      Thread t = new Thread(() -> {
+        cuCtxSetCurrent(context);
+        for (Pinned p : blocks) {
+          cuMemFreeHost(p.host); // an error (the context already released) leaves nothing to free
+        }
+      }, "mpi-build-cuda-free " + stream);
+      t.setDaemon(true);
+      t.start();
     }
   }
 
@@ -339,14 +410,28 @@ public final class StreamMessenger implements AutoCloseable {
     public void release() {
       current();
       cuEventDestroy(event);
+      // The operation failed: MPI or a copy may still use the memory, which stays out of reuse until the close.
+      pinned.retire(staging);
+      if (flag != null) {
+        pinned.retire(flag);
+      }
+    }
+
+    @Override
+    public void releaseCompleted() {
+      current();
+      cuEventDestroy(event);
       if (done) {
-        staging.free();
+        pinned.give(staging);
         if (flag != null) {
-          flag.free();
+          pinned.give(flag);
+        }
+      } else {
+        pinned.retire(staging); // never asked, so the copies behind it may not have finished
+        if (flag != null) {
+          pinned.retire(flag);
         }
       }
-      // Otherwise a copy may still read or write the pinned memory: it is left allocated rather than
-      // freed under the device's feet.
     }
   }
 
