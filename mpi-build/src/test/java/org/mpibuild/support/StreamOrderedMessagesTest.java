@@ -76,6 +76,8 @@ class StreamOrderedMessagesTest {
     volatile boolean finished;
     volatile RuntimeException error;
     volatile boolean released;
+    /** Whether the release said the operation completed (its memory may be reused). */
+    volatile boolean releasedCompleted;
 
     @Override
     public boolean finished() {
@@ -88,6 +90,12 @@ class StreamOrderedMessagesTest {
     @Override
     public void release() {
       released = true;
+    }
+
+    @Override
+    public void releaseCompleted() {
+      released = true;
+      releasedCompleted = true;
     }
   }
 
@@ -154,6 +162,29 @@ class StreamOrderedMessagesTest {
       assertTrue(!f.isDone(), "complete only when the data is on the device");
       written.finished = true;
       f.get(5, TimeUnit.SECONDS);
+    }
+  }
+
+  @Test
+  void onlyACompletedOperationTellsItsStepsTheirMemoryMayBeReused() throws Exception {
+    // the CUDA messenger reuses a step's pinned memory only then: MPI or the device may still use a failed one's
+    ScriptedComm comm = new ScriptedComm();
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+      Step written = new Step();
+      CompletableFuture<Void> ok = m.receive(staging(0), 1, 5, new Gate(), written);
+      eventually("the receive was posted", () -> comm.started().size() == 1);
+      comm.done.get(0).set(true);
+      written.finished = true;
+      ok.get(5, TimeUnit.SECONDS);
+      eventually("the steps were released", () -> written.released);
+      assertTrue(written.releasedCompleted, "a completed receive's step may lend its memory again");
+
+      Step read = new Step();
+      CompletableFuture<Void> failed = m.send(staging(1), 1, 3, read);
+      read.error = new IllegalStateException("the device command failed");
+      assertThrows(CompletionException.class, failed::join);
+      eventually("the failed send's step was released", () -> read.released);
+      assertTrue(!read.releasedCompleted, "a failed send's memory must not be lent again");
     }
   }
 

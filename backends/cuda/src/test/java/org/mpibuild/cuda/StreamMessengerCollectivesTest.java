@@ -18,8 +18,8 @@ import org.mpibuild.testkit.InProcessCommunicator;
 /**
  * The CUDA messenger's collectives without a GPU: arguments are checked and a closed messenger refuses,
  * before any CUDA call (the handles here are empty, so a CUDA call would fail or crash). The engine behind
- * them is the one {@code StreamOrderedCollectivesTest} runs at 2 to 4 ranks; on a GPU, the stream half
- * needs a run there (see the skipped test).
+ * them is the one {@code StreamOrderedCollectivesTest} runs at 2 to 4 ranks; the stream half runs on a GPU in
+ * {@code StreamIT} and {@code scripts/gpu-check} ({@code CudaStreams}).
  */
 class StreamMessengerCollectivesTest {
   @Test
@@ -55,9 +55,9 @@ class StreamMessengerCollectivesTest {
   @Test
   void onAGpu() {
     boolean gpu = Files.exists(Path.of("/dev/nvidia0"));
-    String why = gpu ? "a GPU is here, but no test drives StreamMessenger's collectives on one yet: they have never "
-        + "run on a GPU" : "no usable GPU (/dev/nvidia0 is absent): StreamMessenger's bcastAfter and allreduceAfter "
-        + "have never run on a GPU";
+    String why = gpu ? "a GPU is here: StreamMessenger's collectives run on it in StreamIT and scripts/gpu-check "
+        + "(CudaStreams), not in this module's unit tests" : "no usable GPU (/dev/nvidia0 is absent): StreamMessenger's "
+        + "collectives run on a GPU in StreamIT and scripts/gpu-check (CudaStreams)";
     System.out.println("StreamMessengerCollectivesTest: skipped: " + why);
     Assumptions.abort(why);
   }
