@@ -16,7 +16,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Stream-ordered send and receive under mpirun with OpenCL on PoCL ({@code Pipeline}): a ping-pong (2
  * ranks) and a ring (4 ranks) of kernels with random delays, no host synchronization in the loop, the
  * final token checked; and the same harness with the send deliberately not ordered, which must produce
- * wrong data.
+ * wrong data. Where a GPU and nvcc are, the CUDA messenger's {@code CudaStreams} in one JVM.
  */
 class StreamIT {
   static Map<String, String> pipeline(int ranks, String mode, int rounds) {
@@ -90,13 +90,18 @@ class StreamIT {
   @ValueSource(ints = {2, 3})
   void cudaStreamOrderedMessagesOnAGpu(int ranks) throws Exception {
     boolean gpu = java.nio.file.Files.exists(java.nio.file.Path.of("/dev/nvidia0"));
-    if (!gpu) {
-      String why = "no usable GPU (/dev/nvidia0 is absent): StreamMessenger runs on one through scripts/gpu-check";
+    boolean nvcc = System.getenv("MPI_BUILD_NVCC") != null
+        || java.util.Arrays.stream(System.getenv().getOrDefault("PATH", "").split(java.io.File.pathSeparator))
+            .anyMatch(d -> java.nio.file.Files.isExecutable(java.nio.file.Path.of(d, "nvcc")))
+        || java.nio.file.Files.isExecutable(java.nio.file.Path.of("/usr/local/cuda/bin/nvcc"));
+    if (!gpu || !nvcc) {
+      String why = (!gpu ? "no usable GPU (/dev/nvidia0 is absent)" : "no nvcc (on the PATH, in /usr/local/cuda/bin or "
+          + "MPI_BUILD_NVCC)") + ": StreamMessenger runs on a GPU through scripts/gpu-check";
       System.out.println("StreamIT: CUDA variant skipped: " + why);
       Assumptions.abort(why);
     }
     String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Commands.Run run = Commands.run(java.nio.file.Path.of("."), Map.of(), 200, List.of(javaBin,
+    Commands.Run run = Commands.run(java.nio.file.Path.of("."), Map.of("MPI_BUILD_CACHE", "off"), 200, List.of(javaBin,
         "-Dmpibuild.mode=local", "-cp", Mpirun.classpath(), "org.mpibuild.programs.CudaStreams",
         Integer.toString(ranks)));
     assertEquals(0, run.exit(), run.out());

@@ -194,13 +194,12 @@ final class QueueRuns {
         Thread.onSpinWait();
         return;
       }
-      long cap = StreamOrderedMessages.MPI_PARK_NANOS;
-      long park = Math.min(sleep, cap);
+      long park = sleep;
       if (deadline != Long.MAX_VALUE) {
         park = Math.max(1_000, Math.min(park, deadline - now));
       }
       LockSupport.parkNanos(engine, park);
-      sleep = Math.min(sleep * 2, cap);
+      sleep = Math.min(sleep * 2, StreamOrderedMessages.MPI_PARK_NANOS);
     }
   }
 

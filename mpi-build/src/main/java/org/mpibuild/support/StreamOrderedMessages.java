@@ -95,7 +95,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
      */
     boolean finished();
 
-    /** Releases what the step holds (events). Called once, from the progress thread. */
+    /**
+     * Releases what the step holds (events), for an operation that failed or was closed: MPI or the device may
+     * still use its buffers. Called once, from the thread that ended the operation (the progress thread, or the
+     * queue's own for an operation the device's queue ran).
+     */
     void release();
 
     /**

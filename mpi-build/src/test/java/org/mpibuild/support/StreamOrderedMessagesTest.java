@@ -1,6 +1,7 @@
 package org.mpibuild.support;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -184,7 +185,7 @@ class StreamOrderedMessagesTest {
       read.error = new IllegalStateException("the device command failed");
       assertThrows(CompletionException.class, failed::join);
       eventually("the failed send's step was released", () -> read.released);
-      assertTrue(!read.releasedCompleted, "a failed send's memory must not be lent again");
+      assertFalse(read.releasedCompleted, "a failed send's memory must not be lent again");
     }
   }
 

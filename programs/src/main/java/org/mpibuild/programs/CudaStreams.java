@@ -108,7 +108,11 @@ public final class CudaStreams {
       CudaKernel k = kernel.as(CudaKernel.class);
       System.out.println("CUDASTREAMS target=" + kernel.target() + " ranks=" + ranks + " rounds=" + rounds);
       InProcessCommunicator.World world = new InProcessCommunicator.World(ranks, 60_000);
-      ExecutorService pool = Executors.newFixedThreadPool(ranks);
+      ExecutorService pool = Executors.newFixedThreadPool(ranks, r -> {
+        Thread t = new Thread(r, "rank");
+        t.setDaemon(true); // a rank stuck in the driver must not keep the JVM from exiting with ok=false
+        return t;
+      });
       CyclicBarrier allDone = new CyclicBarrier(ranks);
       List<Future<Boolean>> results = new ArrayList<>();
       for (int r = 0; r < ranks; r++) {
@@ -120,6 +124,9 @@ public final class CudaStreams {
       for (int r = 0; r < ranks; r++) {
         try {
           ok &= results.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+          System.out.println("CUDASTREAMS rank=" + r + " failed: " + e.getCause());
+          ok = false;
         } catch (java.util.concurrent.TimeoutException e) {
           System.out.println("CUDASTREAMS result ok=false rank " + r + " did not finish within 90 s; threads:");
           Thread.getAllStackTraces().forEach((t, stack) -> {

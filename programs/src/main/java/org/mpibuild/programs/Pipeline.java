@@ -54,9 +54,10 @@ import org.mpibuild.spi.Communicator;
  * about 0.4 s of CPU during a 20-round ordered loop, against 0.02 s in the manual one). QUICK (0 by default) rounds
  * run before them, unmeasured, with delays {@value #QUICK_SPIN_DIVISOR} times shorter: with a message every 80 ms,
  * the path runs too rarely for the JIT to compile it within a few rounds (it compiles a method after thousands of
- * calls), where a program that runs for long runs it compiled. The quick rounds' waits still outlast the receive's
- * spin, so that the path's parks are compiled too: without delays, the messages arrived while the receive spun,
- * and the first long wait made the JIT recompile (0.18 s of compiler CPU in one 60-round loop, ad hoc).
+ * calls), where a program that runs for long runs it compiled. With the benchmark's SPIN (20000: quick kernels of
+ * about 0.4 ms on PoCL here), the quick rounds' waits still outlast the receive's spin (0.2 ms), so that the path's
+ * parks are compiled too: without delays, the messages arrived while the receive spun, and the first long wait
+ * made the JIT recompile (0.18 s of compiler CPU in one 60-round loop, ad hoc).
  *
  * <ul>
  *   <li>{@code ordered}: {@link QueueMessenger#sendAfter} and {@link QueueMessenger#receiveBefore}.

@@ -48,10 +48,12 @@ import org.mpibuild.support.StreamOrderedMessages;
  * ({@code cuMemFreeHost}) waits for the whole device, and a stream may be waiting, at a receive's
  * {@code cuStreamWaitValue32}, for the progress thread that would be freeing: on an H200 that froze the first
  * ring of messages for good. So each operation takes its staging memory and flag from a pool of the messenger's
- * and gives them back once it has completed; the first operations of each size allocate
- * ({@code cuMemHostAlloc}). Memory of a failed operation, which MPI or the device may still use, is kept until
- * the messenger closes. A daemon thread frees it all after the close, so that the close never waits for the
- * device. MPI must provide {@code MPI_THREAD_MULTIPLE}.
+ * (blocks of a power-of-two size, {@code blockBytes}) and gives them back once it has completed; an operation
+ * whose size has no idle block allocates one ({@code cuMemHostAlloc}). The pool has no cap: it holds, per block
+ * size, the most blocks its operations had in flight at once. A failed operation's memory, which MPI or a copy
+ * may still use, is neither reused nor freed. After the close, a daemon thread frees the idle blocks, so that
+ * the close never waits for the device; on the context of an {@link org.mpibuild.MpiBuild}, its release frees
+ * them. MPI must provide {@code MPI_THREAD_MULTIPLE}.
  *
  * <p><b>After close.</b> A messenger on the context of an {@link org.mpibuild.MpiBuild}
  * ({@link CudaKernel#context()}) is closed by it, before the context is released. Once the messenger or its
@@ -128,15 +130,11 @@ public final class StreamMessenger implements AutoCloseable {
 
   private CompletableFuture<Void> enqueueSend(CUdeviceptr buffer, long bytes, int dest, int tag) {
     current();
+    // on a failure, staging stays out of the pool: a copy enqueued before it may still write there
     Pinned staging = pinned.take(bytes, 0);
-    try {
-      check(cuMemcpyDtoHAsync(staging.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
-      CUevent copied = record();
-      return messages.send(staging.buffer, dest, tag, new EventStep(copied, staging, null));
-    } catch (RuntimeException e) {
-      pinned.retire(staging); // a copy enqueued before the failure may still write it
-      throw e;
-    }
+    check(cuMemcpyDtoHAsync(staging.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
+    CUevent copied = record();
+    return messages.send(staging.buffer, dest, tag, new EventStep(copied, staging, null));
   }
 
   /**
@@ -166,9 +164,7 @@ public final class StreamMessenger implements AutoCloseable {
       return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
     } catch (RuntimeException e) {
       flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
-      pinned.retire(staging);
-      pinned.retire(flag);
-      throw e;
+      throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
     }
   }
 
@@ -186,25 +182,20 @@ public final class StreamMessenger implements AutoCloseable {
       messages.checkRoot(root);
       long total = StreamOrderedMessages.BROADCAST_HEADER + (long) StreamOrderedMessages.messageBytes(bytes);
       current();
+      // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
       Pinned staging = pinned.take(total, 0);
+      Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
+      if (comm.rank() == root) {
+        check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
+        return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
+      }
+      Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
       try {
-        Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
-        if (comm.rank() == root) {
-          check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
-          return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
-        }
-        Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
-        try {
-          CUevent written = gatedCopy(buffer, data, bytes, flag);
-          return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
-              new EventStep(written, staging, flag));
-        } catch (RuntimeException e) {
-          flag.buffer.putInt(0, 1);
-          pinned.retire(flag);
-          throw e;
-        }
+        CUevent written = gatedCopy(buffer, data, bytes, flag);
+        return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
+            new EventStep(written, staging, flag));
       } catch (RuntimeException e) {
-        pinned.retire(staging);
+        flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
         throw e;
       }
     }
@@ -227,26 +218,17 @@ public final class StreamMessenger implements AutoCloseable {
       StreamOrderedMessages.messageBytes(bytes);
       current();
       Pinned send = pinned.take(bytes, 0);
-      Pinned receive = null;
-      Pinned flag = null;
+      Pinned receive = pinned.take(bytes, 0);
+      Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
       try {
-        receive = pinned.take(bytes, 0);
-        flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
         CUevent read = record();
         CUevent written = gatedCopy(buffer, receive.host, bytes, flag);
         return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
             new FlagGate(flag), new EventStep(written, receive, flag));
       } catch (RuntimeException e) {
-        pinned.retire(send);
-        if (receive != null) {
-          pinned.retire(receive);
-        }
-        if (flag != null) {
-          flag.buffer.putInt(0, 1);
-          pinned.retire(flag);
-        }
-        throw e;
+        flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
+        throw e; // the blocks stay out of the pool: a copy enqueued before the failure may still use them
       }
     }
   }
@@ -309,41 +291,50 @@ public final class StreamMessenger implements AutoCloseable {
       this.whole = host.getByteBuffer(0, capacity).order(ByteOrder.nativeOrder());
     }
 
-    /** Lends the first {@code bytes} to an operation, the first int zeroed (a flag not yet written). */
+    /** Lends the first {@code bytes} to an operation; a flag (host-mapped) starts at 0, not yet written. */
     Pinned use(long bytes) {
+      whole.putInt(0, 0); // through the whole block: a message may be shorter than an int
       buffer = whole.duplicate().clear().limit((int) bytes).slice().order(ByteOrder.nativeOrder());
-      buffer.putInt(0, 0);
       return this;
     }
   }
 
   /**
-   * The messenger's pinned memory (see the class comment): blocks of a power-of-two size, at least 64 bytes, per
-   * allocation flags; a block goes back once its operation has completed, and every block is freed after the
-   * close, on a daemon thread.
+   * The bytes of the pinned block that holds {@code bytes}: a power of two, at least 64, so that blocks are
+   * reused across sizes that differ a little; {@code bytes} itself where that would pass 2 GiB.
+   */
+  static long blockBytes(long bytes) {
+    long rounded = Math.max(64, Long.highestOneBit(Math.max(1, bytes - 1)) << 1);
+    return rounded <= Integer.MAX_VALUE ? rounded : bytes;
+  }
+
+  /**
+   * The messenger's pinned memory (see the class comment). A block goes back once its operation has completed;
+   * a failed operation's block is never reused nor freed, since MPI or a copy may still use it. After the close,
+   * the idle blocks are freed on a daemon thread where the messenger's context is the caller's own; a context of
+   * an {@link org.mpibuild.MpiBuild}'s, which it releases right after, frees them itself.
    */
   private final class PinnedPool {
     private final java.util.List<Pinned> idle = new java.util.ArrayList<>();
-    private final java.util.List<Pinned> all = new java.util.ArrayList<>();
     private boolean closed;
 
     /** A block of at least {@code bytes} ({@link StreamOrderedMessages#messageBytes} checks the size first). */
-    synchronized Pinned take(long bytes, int flags) {
+    Pinned take(long bytes, int flags) {
       StreamOrderedMessages.messageBytes(bytes);
-      long rounded = Math.max(64, Long.highestOneBit(Math.max(1, bytes - 1)) << 1);
-      long capacity = rounded <= Integer.MAX_VALUE ? rounded : bytes;
-      for (int i = 0; i < idle.size(); i++) {
-        Pinned p = idle.get(i);
-        if (p.flags == flags && p.capacity == capacity) {
-          idle.remove(i);
-          return p.use(bytes);
+      long capacity = blockBytes(bytes);
+      synchronized (this) {
+        for (int i = 0; i < idle.size(); i++) {
+          Pinned p = idle.get(i);
+          if (p.flags == flags && p.capacity == capacity) {
+            idle.remove(i);
+            return p.use(bytes);
+          }
         }
       }
+      // outside the lock: the progress thread gives blocks back (and opens gates) meanwhile
       Pointer host = new Pointer();
       check(cuMemHostAlloc(host, capacity, flags), "cuMemHostAlloc of " + capacity + " bytes");
-      Pinned p = new Pinned(host, capacity, flags);
-      all.add(p);
-      return p.use(bytes);
+      return new Pinned(host, capacity, flags).use(bytes);
     }
 
     /** Gives back a block whose operation has completed: nothing uses it any more. */
@@ -353,27 +344,23 @@ public final class StreamMessenger implements AutoCloseable {
       }
     }
 
-    /** Keeps a block that MPI or the device may still use out of reuse; it is freed after the close. */
-    void retire(Pinned p) {
-      // nothing to do: every block stays in all until freeAfterClose
-    }
-
-    /** Frees every block on a daemon thread: a free waits for the whole device, which the close must not. */
+    /** Frees the idle blocks (see the class comment): a free waits for the whole device, which the close must not. */
     void freeAfterClose() {
       java.util.List<Pinned> blocks;
       synchronized (this) {
         closed = true;
-        blocks = new java.util.ArrayList<>(all);
-        all.clear();
+        blocks = new java.util.ArrayList<>(idle);
         idle.clear();
       }
-      if (blocks.isEmpty()) {
+      if (blocks.isEmpty() || owner != null) {
         return;
       }
       Thread t = new Thread(() -> {
-        cuCtxSetCurrent(context);
+        if (cuCtxSetCurrent(context) != CUDA_SUCCESS) {
+          return; // the context has gone, and its memory with it
+        }
         for (Pinned p : blocks) {
-          cuMemFreeHost(p.host); // an error (the context already released) leaves nothing to free
+          cuMemFreeHost(p.host);
         }
       }, "mpi-build-cuda-free " + stream);
       t.setDaemon(true);
@@ -381,7 +368,10 @@ public final class StreamMessenger implements AutoCloseable {
     }
   }
 
-  /** The stream's progress up to an event; frees the pinned memory once the copies behind it are done. */
+  /**
+   * The stream's progress up to an event; gives its pinned memory back to the pool once its operation has
+   * completed.
+   */
   private final class EventStep implements StreamOrderedMessages.DeviceStep {
     private final CUevent event;
     private final Pinned staging;
@@ -406,30 +396,21 @@ public final class StreamMessenger implements AutoCloseable {
       return true;
     }
 
+    /** The operation failed: MPI or a copy may still use its memory, which never goes back to the pool. */
     @Override
     public void release() {
       current();
       cuEventDestroy(event);
-      // The operation failed: MPI or a copy may still use the memory, which stays out of reuse until the close.
-      pinned.retire(staging);
-      if (flag != null) {
-        pinned.retire(flag);
-      }
     }
 
     @Override
     public void releaseCompleted() {
       current();
       cuEventDestroy(event);
-      if (done) {
+      if (done) { // else never asked: the copies behind it may not have finished, and the memory stays out
         pinned.give(staging);
         if (flag != null) {
           pinned.give(flag);
-        }
-      } else {
-        pinned.retire(staging); // never asked, so the copies behind it may not have finished
-        if (flag != null) {
-          pinned.retire(flag);
         }
       }
     }
