@@ -88,8 +88,9 @@ bench-batch: build ## the batch build: 32 cold kernels on 1 rank and on 2 (about
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 
 # Stream-ordered messages against the manual pattern: a 2-rank ping-pong of kernels, 7 repetitions of one job
-# each (ordered, manual, manual, ordered or the mirror), about 5 minutes.
-bench-stream: build ## stream-ordered messages against the manual pattern (about 5 minutes)
+# each (ordered, manual, manual, ordered or the mirror, each loop after 2000 quick and 5 ordinary warm-up rounds),
+# about 6 minutes.
+bench-stream: build ## stream-ordered messages against the manual pattern (about 6 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 
 # Stream-ordered all-reduce against the manual pattern: kernel, all-reduce of 4 KiB to 16 MiB, kernel on 2
