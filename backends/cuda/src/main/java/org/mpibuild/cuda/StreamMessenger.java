@@ -52,8 +52,9 @@ import org.mpibuild.support.StreamOrderedMessages;
  * whose size has no idle block allocates one ({@code cuMemHostAlloc}). The pool has no cap: it holds, per block
  * size, the most blocks its operations had in flight at once. A failed operation's memory, which MPI or a copy
  * may still use, is neither reused nor freed. After the close, a daemon thread frees the idle blocks, so that
- * the close never waits for the device; on the context of an {@link org.mpibuild.MpiBuild}, its release frees
- * them. MPI must provide {@code MPI_THREAD_MULTIPLE}.
+ * the close never waits for the device; on the context of an {@link org.mpibuild.MpiBuild} (the device's primary
+ * context), they go with the context when its last holder releases it, the MpiBuild being one. MPI must provide
+ * {@code MPI_THREAD_MULTIPLE}.
  *
  * <p><b>After close.</b> A messenger on the context of an {@link org.mpibuild.MpiBuild}
  * ({@link CudaKernel#context()}) is closed by it, before the context is released. Once the messenger or its
@@ -312,7 +313,8 @@ public final class StreamMessenger implements AutoCloseable {
    * The messenger's pinned memory (see the class comment). A block goes back once its operation has completed;
    * a failed operation's block is never reused nor freed, since MPI or a copy may still use it. After the close,
    * the idle blocks are freed on a daemon thread where the messenger's context is the caller's own; a context of
-   * an {@link org.mpibuild.MpiBuild}'s, which it releases right after, frees them itself.
+   * an {@link org.mpibuild.MpiBuild}'s, which it releases right after, keeps them until its last holder releases it
+   * (a daemon's free could race that release).
    */
   private final class PinnedPool {
     private final java.util.List<Pinned> idle = new java.util.ArrayList<>();
