@@ -96,9 +96,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
     boolean finished();
 
     /**
-     * Releases what the step holds (events), for an operation that failed or was closed: MPI or the device may
-     * still use its buffers. Called once, from the thread that ended the operation (the progress thread, or the
-     * queue's own for an operation the device's queue ran).
+     * Releases what the step holds (events) where the operation may not have completed: it failed or was closed,
+     * or the engine no longer needs the step; MPI or the device may still use the operation's buffers. Called
+     * once, from any one thread.
      */
     void release();
 

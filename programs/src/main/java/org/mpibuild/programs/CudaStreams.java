@@ -108,8 +108,9 @@ public final class CudaStreams {
       CudaKernel k = kernel.as(CudaKernel.class);
       System.out.println("CUDASTREAMS target=" + kernel.target() + " ranks=" + ranks + " rounds=" + rounds);
       InProcessCommunicator.World world = new InProcessCommunicator.World(ranks, 60_000);
+      java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
       ExecutorService pool = Executors.newFixedThreadPool(ranks, r -> {
-        Thread t = new Thread(r, "rank");
+        Thread t = new Thread(r, "rank-thread-" + started.getAndIncrement());
         t.setDaemon(true); // a rank stuck in the driver must not keep the JVM from exiting with ok=false
         return t;
       });

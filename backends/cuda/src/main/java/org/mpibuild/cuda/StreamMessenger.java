@@ -51,10 +51,11 @@ import org.mpibuild.support.StreamOrderedMessages;
  * (blocks of a power-of-two size, {@code blockBytes}) and gives them back once it has completed; an operation
  * whose size has no idle block allocates one ({@code cuMemHostAlloc}). The pool has no cap: it holds, per block
  * size, the most blocks its operations had in flight at once. A failed operation's memory, which MPI or a copy
- * may still use, is neither reused nor freed. After the close, a daemon thread frees the idle blocks, so that
- * the close never waits for the device; on the context of an {@link org.mpibuild.MpiBuild} (the device's primary
- * context), they go with the context when its last holder releases it, the MpiBuild being one. MPI must provide
- * {@code MPI_THREAD_MULTIPLE}.
+ * may still use, is never reused and never freed by the messenger. After the close, a daemon thread frees the
+ * idle blocks, so that the close never waits for the device: the caller's own context must outlive that thread.
+ * On the context of an {@link org.mpibuild.MpiBuild} (the device's primary context), no thread frees them: they
+ * go with the context when its last holder releases it, so a program that opens and closes messengers there
+ * again and again keeps each one's blocks until then. MPI must provide {@code MPI_THREAD_MULTIPLE}.
  *
  * <p><b>After close.</b> A messenger on the context of an {@link org.mpibuild.MpiBuild}
  * ({@link CudaKernel#context()}) is closed by it, before the context is released. Once the messenger or its
@@ -74,7 +75,7 @@ public final class StreamMessenger implements AutoCloseable {
   /** The backend whose context this is, which closes the messenger before it releases the context; or null. */
   private final CudaBackend owner;
   private final UseGuard.Dependent dependent = this::close;
-  /** The pinned host memory of this messenger's operations, reused; freed after it closes. */
+  /** The pinned host memory of this messenger's operations, reused (see the class comment). */
   private final PinnedPool pinned = new PinnedPool();
 
   private StreamMessenger(CUcontext context, CUstream stream, Communicator comm, StreamOrderedMessages messages,
@@ -163,7 +164,7 @@ public final class StreamMessenger implements AutoCloseable {
       check(cuMemcpyHtoDAsync(buffer, staging.host, bytes, stream), "cuMemcpyHtoDAsync");
       CUevent written = record();
       return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
       throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
     }
@@ -195,7 +196,7 @@ public final class StreamMessenger implements AutoCloseable {
         CUevent written = gatedCopy(buffer, data, bytes, flag);
         return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
             new EventStep(written, staging, flag));
-      } catch (RuntimeException e) {
+      } catch (RuntimeException | Error e) {
         flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
         throw e;
       }
@@ -227,7 +228,7 @@ public final class StreamMessenger implements AutoCloseable {
         CUevent written = gatedCopy(buffer, receive.host, bytes, flag);
         return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
             new FlagGate(flag), new EventStep(written, receive, flag));
-      } catch (RuntimeException e) {
+      } catch (RuntimeException | Error e) {
         flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
         throw e; // the blocks stay out of the pool: a copy enqueued before the failure may still use them
       }
@@ -302,7 +303,8 @@ public final class StreamMessenger implements AutoCloseable {
 
   /**
    * The bytes of the pinned block that holds {@code bytes}: a power of two, at least 64, so that blocks are
-   * reused across sizes that differ a little; {@code bytes} itself where that would pass 2 GiB.
+   * reused across sizes that differ a little; {@code bytes} itself where that would reach 2 GiB (more than one
+   * buffer can view).
    */
   static long blockBytes(long bytes) {
     long rounded = Math.max(64, Long.highestOneBit(Math.max(1, bytes - 1)) << 1);
@@ -401,13 +403,13 @@ public final class StreamMessenger implements AutoCloseable {
     /** The operation failed: MPI or a copy may still use its memory, which never goes back to the pool. */
     @Override
     public void release() {
-      current();
+      cuCtxSetCurrent(context); // cleanup never throws: the engine completes or fails the future after it
       cuEventDestroy(event);
     }
 
     @Override
     public void releaseCompleted() {
-      current();
+      cuCtxSetCurrent(context);
       cuEventDestroy(event);
       if (done) { // else never asked: the copies behind it may not have finished, and the memory stays out
         pinned.give(staging);
