@@ -132,12 +132,19 @@ final class StreamOp {
       command = null;
       stepsReleased = true;
     }
-    for (StreamOrderedMessages.DeviceStep step : new StreamOrderedMessages.DeviceStep[] {c, before, after}) {
-      if (step != null && completed) {
-        step.releaseCompleted();
-      } else if (step != null) {
-        step.release();
-      }
+    release(c, completed);
+    release(before, completed);
+    release(after, completed);
+  }
+
+  private static void release(StreamOrderedMessages.DeviceStep step, boolean completed) {
+    if (step == null) {
+      return;
+    }
+    if (completed) {
+      step.releaseCompleted();
+    } else {
+      step.release();
     }
   }
 }

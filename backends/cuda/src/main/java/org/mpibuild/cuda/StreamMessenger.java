@@ -157,12 +157,7 @@ public final class StreamMessenger implements AutoCloseable {
     Pinned staging = pinned.take(bytes, 0);
     Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
     try {
-      CUdeviceptr onDevice = new CUdeviceptr();
-      check(cuMemHostGetDevicePointer(onDevice, flag.host, 0), "cuMemHostGetDevicePointer");
-      check(cuStreamWaitValue32(stream, onDevice, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
-          "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
-      check(cuMemcpyHtoDAsync(buffer, staging.host, bytes, stream), "cuMemcpyHtoDAsync");
-      CUevent written = record();
+      CUevent written = gatedCopy(buffer, staging.host, bytes, flag);
       return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
     } catch (RuntimeException | Error e) {
       flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
@@ -237,9 +232,7 @@ public final class StreamMessenger implements AutoCloseable {
 
   /** Waits on the stream for {@code flag}, then copies {@code from} to the device; returns the event after. */
   private CUevent gatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned flag) {
-    CUdeviceptr onDevice = new CUdeviceptr();
-    check(cuMemHostGetDevicePointer(onDevice, flag.host, 0), "cuMemHostGetDevicePointer");
-    check(cuStreamWaitValue32(stream, onDevice, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
+    check(cuStreamWaitValue32(stream, flag.device, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
         "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
     check(cuMemcpyHtoDAsync(buffer, from, bytes, stream), "cuMemcpyHtoDAsync");
     return record();
@@ -281,13 +274,16 @@ public final class StreamMessenger implements AutoCloseable {
   /** Pinned host memory, seen as a direct buffer: {@link #buffer} is the part the current operation uses. */
   private static final class Pinned {
     final Pointer host;
+    /** The block's address on the device where it is host-mapped (a flag's), asked once; else null. */
+    final CUdeviceptr device;
     final long capacity;
     final int flags;
     private final ByteBuffer whole;
     ByteBuffer buffer;
 
-    private Pinned(Pointer host, long capacity, int flags) {
+    private Pinned(Pointer host, CUdeviceptr device, long capacity, int flags) {
       this.host = host;
+      this.device = device;
       this.capacity = capacity;
       this.flags = flags;
       this.whole = host.getByteBuffer(0, capacity).order(ByteOrder.nativeOrder());
@@ -338,7 +334,12 @@ public final class StreamMessenger implements AutoCloseable {
       // outside the lock: the progress thread gives blocks back (and opens gates) meanwhile
       Pointer host = new Pointer();
       check(cuMemHostAlloc(host, capacity, flags), "cuMemHostAlloc of " + capacity + " bytes");
-      return new Pinned(host, capacity, flags).use(bytes);
+      CUdeviceptr device = null;
+      if ((flags & JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP) != 0) {
+        device = new CUdeviceptr();
+        check(cuMemHostGetDevicePointer(device, host, 0), "cuMemHostGetDevicePointer");
+      }
+      return new Pinned(host, device, capacity, flags).use(bytes);
     }
 
     /** Gives back a block whose operation has completed: nothing uses it any more. */
