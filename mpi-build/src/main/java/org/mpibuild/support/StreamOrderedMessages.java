@@ -65,8 +65,9 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * How long nothing must have moved, point-to-point messages in flight and no collective, before the progress
    * thread's park may grow past {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a receive whose sender is
    * busy with a long kernel is then tested a thousand times a second instead of ten thousand, which leaves the
-   * cores to the device (a CPU device shares them): the progress thread cannot tell whether the device is still
-   * busy with the work before a receive's gate. A collective, whose rounds advance only when tested, keeps the
+   * cores to the device (a CPU device shares them): a receive has no device step before it (it starts in
+   * {@code WAIT_MPI}), only its gate, which the device reaches unannounced, so the thread does not know whether
+   * the device still has work before that gate. A collective, whose rounds advance only when tested, keeps the
    * short parks, and so does an operation that the device's queue runs itself, which the queue is known to be
    * stalled on ({@link QueueRuns}).
    */
