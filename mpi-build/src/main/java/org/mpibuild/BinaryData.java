@@ -71,6 +71,18 @@ public final class BinaryData {
     return envelope.metadata().buildLog();
   }
 
+  /**
+   * Returns the binary itself, without header and metadata: what the backend's loader takes (for CUDA a cubin,
+   * fatbin or PTX image for {@code cuModuleLoadData}; for OpenCL a program binary for
+   * {@code clCreateProgramWithBinary}). For a program that loads it with the driver itself, for example into a
+   * context of its own. Its digest is {@link #sha256()}.
+   *
+   * @return a copy of the binary, {@link #binaryLength()} bytes
+   */
+  public byte[] binary() {
+    return envelope.payload().toByteArray();
+  }
+
   /** @return the length of the binary itself, without header and metadata */
   public long binaryLength() {
     return envelope.payload().length();

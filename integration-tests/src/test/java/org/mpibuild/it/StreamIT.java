@@ -84,7 +84,7 @@ class StreamIT {
 
   /**
    * The CUDA messenger on a GPU ({@code CudaStreams}, as {@code scripts/gpu-check} runs it): 2 and 3 ranks in one
-   * JVM, every part on every rank. Skips, saying why, without a GPU.
+   * JVM, each with a CUDA context of its own, every part on every rank. Skips, saying why, without a GPU.
    */
   @ParameterizedTest
   @ValueSource(ints = {2, 3})

@@ -1,13 +1,20 @@
 package org.mpibuild.programs;
 
+import static jcuda.driver.JCudaDriver.cuCtxCreate;
+import static jcuda.driver.JCudaDriver.cuCtxGetDevice;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
 import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuEventSynchronize;
+import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
+import static jcuda.driver.JCudaDriver.cuMemAllocHost;
 import static jcuda.driver.JCudaDriver.cuMemFree;
+import static jcuda.driver.JCudaDriver.cuMemFreeHost;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
+import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
+import static jcuda.driver.JCudaDriver.cuModuleLoadData;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
@@ -16,8 +23,10 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CyclicBarrier;
@@ -25,11 +34,15 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import jcuda.NativePointerObject;
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
@@ -45,11 +58,19 @@ import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
  * {@link StreamMessenger} on a GPU, for the GPU check: N ranks in one JVM (the test kit's in-process
- * communicator: the GPU machine has no MPI), one CUDA stream each (two for {@code two-streams}), sharing the
- * device's primary context. Every rank enqueues each part whole, with a random delay on its stream (a kernel
- * that spins on the GPU's clock) before each operation, and waits only at the end.
+ * communicator: the GPU machine has no MPI), one CUDA stream each (two for {@code two-streams}). Every rank
+ * enqueues each part whole, with a random delay on its stream (a kernel that spins on the GPU's clock) before each
+ * operation, and waits only at the end.
  *
- * <pre>CudaStreams RANKS [ROUNDS [SEED]]</pre>
+ * <pre>CudaStreams RANKS [ROUNDS [SEED [own|shared]]]</pre>
+ *
+ * {@code own} (the default): each rank has a CUDA context of its own, as each process of an MPI job has, with the
+ * kernels' binary loaded into it. {@code shared}: every rank on the device's primary context, which no MPI job
+ * does: there one rank's implicitly synchronizing call (a pinned or device allocation) or the scheduler's
+ * serialization of streams can make another rank's work wait behind a stream that waits for a message, which
+ * {@code docs/cuda.md} ("Stream-ordered messages on a GPU") explains. Either way every rank sets up its context,
+ * streams, buffers and messengers before any rank enqueues its first operation, and reads results into pinned
+ * memory.
  *
  * Parts, one line each per rank, {@code CUDASTREAMS part=P ranks=N rank=R ok=B detail=...}:
  * <ul>
@@ -102,11 +123,17 @@ public final class CudaStreams {
     int ranks = Integer.parseInt(args[0]);
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 12;
     long seed = args.length > 2 ? Long.parseLong(args[2]) : 1;
+    String contexts = args.length > 3 ? args[3] : "own";
+    if (!List.of("own", "shared").contains(contexts)) {
+      throw new IllegalArgumentException("the contexts are own or shared, not '" + contexts + "'");
+    }
     boolean ok;
     try (MpiBuild build = MpiBuild.builder().backend("cuda").build();
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels(KERNELS), 0)) {
       CudaKernel k = kernel.as(CudaKernel.class);
-      System.out.println("CUDASTREAMS target=" + kernel.target() + " ranks=" + ranks + " rounds=" + rounds);
+      System.out.println("CUDASTREAMS target=" + kernel.target() + " ranks=" + ranks + " rounds=" + rounds
+          + " contexts=" + contexts);
+      byte[] image = contexts.equals("own") ? kernel.binaryData().binary() : null;
       InProcessCommunicator.World world = new InProcessCommunicator.World(ranks, 60_000);
       java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
       ExecutorService pool = Executors.newFixedThreadPool(ranks, r -> {
@@ -114,11 +141,13 @@ public final class CudaStreams {
         t.setDaemon(true); // a rank stuck in the driver must not keep the JVM from exiting with ok=false
         return t;
       });
+      CyclicBarrier ready = new CyclicBarrier(ranks);
       CyclicBarrier allDone = new CyclicBarrier(ranks);
       List<Future<Boolean>> results = new ArrayList<>();
       for (int r = 0; r < ranks; r++) {
         Communicator comm = world.rank(r);
-        results.add(pool.submit(() -> new Rank(k, comm, rounds, seed, allDone).run()));
+        results.add(pool.submit(() -> new Rank(image != null ? new Own(k, image) : new Shared(k), comm, rounds, seed,
+            ready, allDone).run()));
       }
       ok = true;
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
@@ -146,15 +175,90 @@ public final class CudaStreams {
     System.exit(ok ? 0 : 1);
   }
 
+  /** Where a rank's work runs: its context, and the kernels loaded into it. */
+  private interface Device {
+    CUcontext context();
+
+    /** As {@link CudaKernel#launch}. */
+    void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args);
+  }
+
+  /** The device's primary context, every rank's: the kernels that MpiBuild loaded. */
+  private record Shared(CudaKernel kernel) implements Device {
+    @Override
+    public CUcontext context() {
+      return kernel.context();
+    }
+
+    @Override
+    public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
+      kernel.launch(name, grid, block, sharedMemBytes, stream, args);
+    }
+  }
+
+  /**
+   * A context of the rank's own on the kernel's GPU, created on the rank's thread, with the kernels' binary loaded
+   * and every kernel looked up at once, before the first message (a kernel loaded at its first launch may wait for
+   * the whole context). Never destroyed: a messenger's thread may still free pinned memory in it after its close,
+   * and the process ends right after the check.
+   */
+  private static final class Own implements Device {
+    private final CUcontext context = new CUcontext();
+    private final Map<String, CUfunction> functions = new HashMap<>();
+
+    /** Made current on the calling thread. */
+    Own(CudaKernel kernel, byte[] image) {
+      check(cuCtxSetCurrent(kernel.context()), "cuCtxSetCurrent");
+      CUdevice device = new CUdevice();
+      check(cuCtxGetDevice(device), "cuCtxGetDevice");
+      check(cuCtxCreate(context, 0, device), "cuCtxCreate");
+      CUmodule module = new CUmodule();
+      byte[] terminated = java.util.Arrays.copyOf(image, image.length + 1); // a PTX image must end with a NUL
+      check(cuModuleLoadData(module, terminated), "cuModuleLoadData");
+      for (String name : KERNELS) {
+        CUfunction f = new CUfunction();
+        check(cuModuleGetFunction(f, module, name), "cuModuleGetFunction(" + name + ")");
+        functions.put(name, f);
+      }
+    }
+
+    @Override
+    public CUcontext context() {
+      return context;
+    }
+
+    @Override
+    public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
+      Pointer[] params = new Pointer[args.length];
+      for (int i = 0; i < args.length; i++) {
+        if (args[i] instanceof NativePointerObject p) {
+          params[i] = Pointer.to(p);
+        } else if (args[i] instanceof Integer v) {
+          params[i] = Pointer.to(new int[] {v});
+        } else if (args[i] instanceof Long v) {
+          params[i] = Pointer.to(new long[] {v});
+        } else {
+          throw new IllegalArgumentException("kernel argument " + i + " of " + name + " is a " + args[i].getClass());
+        }
+      }
+      check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      check(cuLaunchKernel(functions.get(name), grid[0], grid[1], grid[2], block[0], block[1], block[2],
+          sharedMemBytes, stream, Pointer.to(params), null), "cuLaunchKernel(" + name + ")");
+    }
+  }
+
   /** One rank: its streams, messengers and parts. */
   private static final class Rank {
-    private final CudaKernel k;
+    private final Device k;
     private final Communicator comm;
     private final int rounds;
     private final Random random;
     private final int rank;
     private final int size;
+    private final CyclicBarrier ready;
     private final CyclicBarrier allDone;
+    /** Pinned memory that results are read into, on the reader stream: a copy to pageable memory may block. */
+    private Pointer readBack;
     /**
      * Device buffers, all allocated before the first message and freed after the last rank's: a free waits
      * for the whole device, where another rank's stream may wait for a message this rank has yet to send.
@@ -162,13 +266,14 @@ public final class CudaStreams {
     private final List<CUdeviceptr> buffers = new ArrayList<>();
     private int used;
 
-    Rank(CudaKernel k, Communicator comm, int rounds, long seed, CyclicBarrier allDone) {
+    Rank(Device k, Communicator comm, int rounds, long seed, CyclicBarrier ready, CyclicBarrier allDone) {
       this.k = k;
       this.comm = comm;
       this.rounds = rounds;
       this.rank = comm.rank();
       this.size = comm.size();
       this.random = new Random(seed * 31 + rank);
+      this.ready = ready;
       this.allDone = allDone;
     }
 
@@ -182,9 +287,13 @@ public final class CudaStreams {
         check(cuMemAlloc(p, COUNT * 8L), "cuMemAlloc");
         buffers.add(p);
       }
+      readBack = new Pointer();
+      check(cuMemAllocHost(readBack, COUNT * 8L), "cuMemAllocHost");
       boolean ok = true;
       try (StreamMessenger m1 = StreamMessenger.open(comm, k.context(), first, Duration.ofSeconds(30));
           StreamMessenger m2 = StreamMessenger.open(comm, k.context(), second, Duration.ofSeconds(30))) {
+        // no rank allocates, loads or creates (which may wait for the whole context) once another has enqueued
+        ready.await(60, TimeUnit.SECONDS);
         ok &= part("ring", () -> ring(m1, first));
         ok &= part("allreduce", () -> allreduce(m1, first, reader));
         ok &= part("bcast", () -> bcast(m1, first, reader));
@@ -199,6 +308,7 @@ public final class CudaStreams {
         for (CUdeviceptr p : buffers) {
           cuMemFree(p);
         }
+        cuMemFreeHost(readBack);
       }
       return ok;
     }
@@ -448,11 +558,11 @@ public final class CudaStreams {
       check(jcuda.driver.JCudaDriver.cuMemsetD8Async(buffer, (byte) 0, bytes, s), "cuMemsetD8Async");
     }
 
-    private static ByteBuffer read(CUdeviceptr buffer, long bytes, CUstream s) {
-      ByteBuffer out = ByteBuffer.allocateDirect((int) bytes).order(ByteOrder.nativeOrder());
-      check(cuMemcpyDtoHAsync(Pointer.to(out), buffer, bytes, s), "cuMemcpyDtoHAsync");
+    /** The buffer's first {@code bytes}, read on stream {@code s}; valid until the next read. */
+    private ByteBuffer read(CUdeviceptr buffer, long bytes, CUstream s) {
+      check(cuMemcpyDtoHAsync(readBack, buffer, bytes, s), "cuMemcpyDtoHAsync");
       check(cuStreamSynchronize(s), "cuStreamSynchronize");
-      return out;
+      return readBack.getByteBuffer(0, bytes).order(ByteOrder.nativeOrder());
     }
 
     /** The next of the buffers allocated up front ({@link #buffers}), of {@code COUNT} longs. */

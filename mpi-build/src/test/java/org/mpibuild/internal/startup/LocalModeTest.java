@@ -91,6 +91,11 @@ class LocalModeTest {
       try (Kernel k = mb.mpiBuildKernel(KernelSource.of(CollectiveBuildTest.SOURCE).withKernels("a"), 0)) {
         data = BinaryData.fromBytes(k.binaryData().toBytes());
       }
+      byte[] binary = data.binary();
+      assertEquals(data.binaryLength(), binary.length);
+      assertEquals(data.sha256(), java.util.HexFormat.of().formatHex(sha256(binary)), "the binary, not the envelope");
+      binary[0] ^= 1;
+      assertEquals(data.sha256(), java.util.HexFormat.of().formatHex(sha256(data.binary())), "a copy each time");
       try (Kernel again = mb.buildKernelFromBinaryData(data)) {
         assertEquals(List.of("a"), again.kernelNames());
         assertFalse(again.stats().compiled());
@@ -98,6 +103,14 @@ class LocalModeTest {
       backend.target = "another-device";
       KernelLoadException e = assertThrows(KernelLoadException.class, () -> mb.buildKernelFromBinaryData(data));
       assertTrue(e.getMessage().contains("another-device"), e.getMessage());
+    }
+  }
+
+  private static byte[] sha256(byte[] bytes) {
+    try {
+      return java.security.MessageDigest.getInstance("SHA-256").digest(bytes);
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new AssertionError(e);
     }
   }
 
