@@ -73,11 +73,12 @@ public final class BinaryData {
 
   /**
    * Returns the binary itself, without header and metadata: what the backend's loader takes (for CUDA a cubin,
-   * fatbin or PTX image for {@code cuModuleLoadData}; for OpenCL a program binary for
-   * {@code clCreateProgramWithBinary}). For a program that loads it with the driver itself, for example into a
-   * context of its own. Its digest is {@link #sha256()}.
+   * fatbin or PTX image, for {@code cuModuleLoadData} or {@code cuModuleLoadDataJIT}, with a NUL byte appended
+   * if it is PTX text; for OpenCL a program binary for {@code clCreateProgramWithBinary}). For a program that
+   * loads it with the driver itself, for example into a context of its own. Its digest is {@link #sha256()}.
    *
    * @return a copy of the binary, {@link #binaryLength()} bytes
+   * @throws IllegalStateException if the binary is too large for one Java array (about 2 GiB)
    */
   public byte[] binary() {
     return envelope.payload().toByteArray();

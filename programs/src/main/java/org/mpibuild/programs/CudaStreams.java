@@ -14,7 +14,8 @@ import static jcuda.driver.JCudaDriver.cuMemFree;
 import static jcuda.driver.JCudaDriver.cuMemFreeHost;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
-import static jcuda.driver.JCudaDriver.cuModuleLoadData;
+import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
+import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
 import static jcuda.driver.JCudaDriver.cuStreamSynchronize;
@@ -36,16 +37,20 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
+import jcuda.driver.CUcomputemode;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUevent_flags;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUjit_option;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstream_flags;
+import jcuda.driver.JITOptions;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
@@ -67,10 +72,11 @@ import org.mpibuild.testkit.InProcessCommunicator;
  * {@code own} (the default): each rank has a CUDA context of its own, as each process of an MPI job has, with the
  * kernels' binary loaded into it. {@code shared}: every rank on the device's primary context, which no MPI job
  * does: there one rank's implicitly synchronizing call (a pinned or device allocation) or the scheduler's
- * serialization of streams can make another rank's work wait behind a stream that waits for a message, which
- * {@code docs/cuda.md} ("Stream-ordered messages on a GPU") explains. Either way every rank sets up its context,
- * streams, buffers and messengers before any rank enqueues its first operation, and reads results into pinned
- * memory.
+ * serialization of streams can make another rank's work wait behind a stream that waits for a message
+ * ({@code docs/cuda.md}, "Why ranks that share a context can freeze"). Own contexts also run the ranks' kernels
+ * time-sliced, never at once, as an MPI job's processes on one GPU without MPS. Either way every rank sets up its
+ * context, streams, buffers and messengers before any rank enqueues its first operation (the messengers' pools
+ * still allocate pinned blocks as the parts are queued), and reads results into pinned memory.
  *
  * Parts, one line each per rank, {@code CUDASTREAMS part=P ranks=N rank=R ok=B detail=...}:
  * <ul>
@@ -113,6 +119,8 @@ public final class CudaStreams {
   static final String[] KERNELS = {"delay", "fill_int", "fill_long", "fill_float", "fill_double", "add", "copy"};
   /** Elements per buffer: enough for several blocks. */
   static final int COUNT = 1 << 16;
+  /** How long the whole check may take before it prints every thread's stack and exits with status 2. */
+  static final int DEADLINE_SECONDS = 45;
   /** The longest random delay before an operation, in GPU clock cycles (about 20 ms at 2 GHz). */
   static final long MAX_DELAY_CYCLES = 40_000_000L;
   static final int BLOCK = 256;
@@ -150,7 +158,7 @@ public final class CudaStreams {
             ready, allDone).run()));
       }
       ok = true;
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
       for (int r = 0; r < ranks; r++) {
         try {
           ok &= results.get(r).get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
@@ -158,7 +166,8 @@ public final class CudaStreams {
           System.out.println("CUDASTREAMS rank=" + r + " failed: " + e.getCause());
           ok = false;
         } catch (java.util.concurrent.TimeoutException e) {
-          System.out.println("CUDASTREAMS result ok=false rank " + r + " did not finish within 90 s; threads:");
+          System.out.println("CUDASTREAMS result ok=false rank " + r + " did not finish within " + DEADLINE_SECONDS
+              + " s; threads:");
           Thread.getAllStackTraces().forEach((t, stack) -> {
             System.out.println("  thread " + t.getName() + " " + t.getState());
             for (StackTraceElement f : java.util.Arrays.copyOf(stack, Math.min(stack.length, 12))) {
@@ -211,10 +220,26 @@ public final class CudaStreams {
       check(cuCtxSetCurrent(kernel.context()), "cuCtxSetCurrent");
       CUdevice device = new CUdevice();
       check(cuCtxGetDevice(device), "cuCtxGetDevice");
+      int[] mode = new int[1];
+      check(cuDeviceGetAttribute(mode, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, device),
+          "cuDeviceGetAttribute(COMPUTE_MODE)");
+      if (mode[0] != CUcomputemode.CU_COMPUTEMODE_DEFAULT) {
+        throw new IllegalStateException("the GPU's compute mode is " + CUcomputemode.stringFor(mode[0])
+            + ", which allows no second context in this process: run CudaStreams with 'shared'");
+      }
       check(cuCtxCreate(context, 0, device), "cuCtxCreate");
       CUmodule module = new CUmodule();
       byte[] terminated = java.util.Arrays.copyOf(image, image.length + 1); // a PTX image must end with a NUL
-      check(cuModuleLoadData(module, terminated), "cuModuleLoadData");
+      JITOptions jit = new JITOptions();
+      byte[] errors = new byte[16384];
+      jit.putBytes(CUjit_option.CU_JIT_ERROR_LOG_BUFFER, errors);
+      jit.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, errors.length);
+      int rc = cuModuleLoadDataJIT(module, Pointer.to(terminated), jit);
+      if (rc != CUresult.CUDA_SUCCESS) {
+        String log = jit.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
+        throw new IllegalStateException("cuModuleLoadDataJIT failed: " + CUresult.stringFor(rc)
+            + (log == null || log.isBlank() ? "" : ": " + log.strip()));
+      }
       for (String name : KERNELS) {
         CUfunction f = new CUfunction();
         check(cuModuleGetFunction(f, module, name), "cuModuleGetFunction(" + name + ")");
@@ -229,6 +254,10 @@ public final class CudaStreams {
 
     @Override
     public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
+      if (grid.length != 3 || block.length != 3) {
+        throw new IllegalArgumentException("grid and block need 3 values each, got " + grid.length + " and "
+            + block.length);
+      }
       Pointer[] params = new Pointer[args.length];
       for (int i = 0; i < args.length; i++) {
         if (args[i] instanceof NativePointerObject p) {
@@ -292,14 +321,15 @@ public final class CudaStreams {
       boolean ok = true;
       try (StreamMessenger m1 = StreamMessenger.open(comm, k.context(), first, Duration.ofSeconds(30));
           StreamMessenger m2 = StreamMessenger.open(comm, k.context(), second, Duration.ofSeconds(30))) {
-        // no rank allocates, loads or creates (which may wait for the whole context) once another has enqueued
-        ready.await(60, TimeUnit.SECONDS);
+        // contexts, modules, buffers and streams (whose creation may wait for a whole context) are all made before
+        // any rank enqueues; the messengers' pools still allocate pinned blocks as the parts are queued
+        ready.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
         ok &= part("ring", () -> ring(m1, first));
         ok &= part("allreduce", () -> allreduce(m1, first, reader));
         ok &= part("bcast", () -> bcast(m1, first, reader));
         ok &= part("two-streams", () -> twoStreams(m1, first, m2, second, reader));
         ok &= part("control", () -> control(m1, first, reader));
-        allDone.await(60, TimeUnit.SECONDS); // no rank frees or closes while another still has messages coming
+        allDone.await(DEADLINE_SECONDS, TimeUnit.SECONDS); // no rank frees or closes while another still has messages coming
       } finally {
         check(cuCtxSetCurrent(k.context()), "cuCtxSetCurrent");
         cuStreamDestroy(first);
@@ -586,7 +616,7 @@ public final class CudaStreams {
 
     private static void join(List<CompletableFuture<Void>> futures) {
       for (CompletableFuture<Void> f : futures) {
-        f.orTimeout(60, TimeUnit.SECONDS).join();
+        f.orTimeout(DEADLINE_SECONDS, TimeUnit.SECONDS).join();
       }
     }
   }
