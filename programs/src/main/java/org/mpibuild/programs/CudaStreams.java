@@ -3,6 +3,7 @@ package org.mpibuild.programs;
 import static jcuda.driver.JCudaDriver.cuCtxCreate;
 import static jcuda.driver.JCudaDriver.cuCtxGetDevice;
 import static jcuda.driver.JCudaDriver.cuCtxSetCurrent;
+import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
 import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
@@ -14,7 +15,6 @@ import static jcuda.driver.JCudaDriver.cuMemFree;
 import static jcuda.driver.JCudaDriver.cuMemFreeHost;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuModuleGetFunction;
-import static jcuda.driver.JCudaDriver.cuDeviceGetAttribute;
 import static jcuda.driver.JCudaDriver.cuModuleLoadDataJIT;
 import static jcuda.driver.JCudaDriver.cuStreamCreate;
 import static jcuda.driver.JCudaDriver.cuStreamDestroy;
@@ -154,8 +154,16 @@ public final class CudaStreams {
       List<Future<Boolean>> results = new ArrayList<>();
       for (int r = 0; r < ranks; r++) {
         Communicator comm = world.rank(r);
-        results.add(pool.submit(() -> new Rank(image != null ? new Own(k, image) : new Shared(k), comm, rounds, seed,
-            ready, allDone).run()));
+        results.add(pool.submit(() -> {
+          try {
+            return new Rank(image != null ? new Own(k, image) : new Shared(k), comm, rounds, seed, ready, allDone)
+                .run();
+          } catch (Exception | Error e) {
+            ready.reset(); // the others stop waiting for this rank, and each says why
+            allDone.reset();
+            throw e;
+          }
+        }));
       }
       ok = true;
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS);
@@ -329,7 +337,8 @@ public final class CudaStreams {
         ok &= part("bcast", () -> bcast(m1, first, reader));
         ok &= part("two-streams", () -> twoStreams(m1, first, m2, second, reader));
         ok &= part("control", () -> control(m1, first, reader));
-        allDone.await(DEADLINE_SECONDS, TimeUnit.SECONDS); // no rank frees or closes while another still has messages coming
+        // no rank frees or closes while another still has messages coming
+        allDone.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
       } finally {
         check(cuCtxSetCurrent(k.context()), "cuCtxSetCurrent");
         cuStreamDestroy(first);
