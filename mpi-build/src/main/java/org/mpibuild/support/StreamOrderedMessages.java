@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
@@ -137,6 +138,57 @@ public final class StreamOrderedMessages implements AutoCloseable {
      * first puts an all-reduce's own input back into its staging buffer, so its device buffer is unchanged).
      */
     void fail();
+  }
+
+  /**
+   * The step of a collective whose device work the device refused to enqueue (a size past a buffer's end, a
+   * driver without a feature): it fails with the refusal when first asked. Pass it as the collective's
+   * {@code filled} step, with {@link #NOTHING_QUEUED} as gate and written step (or, where a rank has no
+   * {@code filled} step, a broadcast's receiver, as its {@code written} step): this rank still takes part, so
+   * that no rank waits for it, and a collective that agrees on its status fails on every rank with this
+   * failure and this rank's number.
+   *
+   * @param failure what the device refused
+   */
+  public record Refused(DeviceFailure failure) implements DeviceStep {
+    /**
+     * Checks the failure.
+     *
+     * @param failure what the device refused, not null
+     */
+    public Refused {
+      Objects.requireNonNull(failure, "failure");
+    }
+
+    @Override
+    public boolean finished() {
+      throw failure;
+    }
+
+    @Override
+    public void release() {}
+  }
+
+  /** Gate and written step where nothing was enqueued behind a refused collective ({@link Refused}). */
+  public static final NothingQueued NOTHING_QUEUED = new NothingQueued();
+
+  /** A gate with nothing behind it, and a step with nothing to do: see {@link #NOTHING_QUEUED}. */
+  public static final class NothingQueued implements Gate, DeviceStep {
+    private NothingQueued() {}
+
+    @Override
+    public void open() {}
+
+    @Override
+    public void fail() {}
+
+    @Override
+    public boolean finished() {
+      return true;
+    }
+
+    @Override
+    public void release() {}
   }
 
   private final Communicator comm;

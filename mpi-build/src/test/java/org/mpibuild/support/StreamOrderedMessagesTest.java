@@ -332,4 +332,69 @@ class StreamOrderedMessagesTest {
       helpers.forEach(StreamOrderedMessages::close);
     }
   }
+
+  @Test
+  void aRankWhoseDeviceRefusedTheCollectiveStillTakesPartSoNoRankWaitsForIt() throws Exception {
+    int size = 3;
+    org.mpibuild.testkit.InProcessCommunicator.World world = new org.mpibuild.testkit.InProcessCommunicator.World(size,
+        20_000);
+    List<StreamOrderedMessages> helpers = new ArrayList<>();
+    try {
+      List<CompletableFuture<Void>> reduced = new ArrayList<>();
+      List<CompletableFuture<Void>> fromRefusedRoot = new ArrayList<>();
+      List<CompletableFuture<Void>> toRefusedReceiver = new ArrayList<>();
+      for (int r = 0; r < size; r++) {
+        StreamOrderedMessages m = new StreamOrderedMessages(world.rank(r), "rank " + r);
+        helpers.add(m);
+        DeviceFailure refusal = new DeviceFailure("cuStreamWaitValue32 failed: CUDA_ERROR_NOT_SUPPORTED", 801);
+        // an all-reduce that rank 1's device refused: every rank fails with rank 1's refusal
+        ByteBuffer values = ByteBuffer.allocateDirect(4 * Integer.BYTES).order(java.nio.ByteOrder.nativeOrder());
+        Step filled = new Step();
+        filled.finished = true;
+        reduced.add(r == 1
+            ? m.allReduce(values, values, 4, Communicator.Datatype.INT, Communicator.ReduceOp.SUM,
+                new StreamOrderedMessages.Refused(refusal), StreamOrderedMessages.NOTHING_QUEUED,
+                StreamOrderedMessages.NOTHING_QUEUED)
+            : m.allReduce(values, values, 4, Communicator.Datatype.INT, Communicator.ReduceOp.SUM, filled, new Gate(),
+                new Step()));
+        // a broadcast whose root (rank 0) was refused: the refusal travels to every rank
+        ByteBuffer first = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + 16);
+        fromRefusedRoot.add(r == 0 ? m.broadcast(first, 0, new StreamOrderedMessages.Refused(refusal), null, null)
+            : m.broadcast(first, 0, null, new Gate(), finishedStep()));
+        // a broadcast whose receiver rank 2 was refused: only rank 2 fails, and the others do not wait for it
+        ByteBuffer second = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + 16);
+        toRefusedReceiver.add(r == 0 ? m.broadcast(second, 0, finishedStep(), null, null)
+            : r == 2 ? m.broadcast(second, 0, null, StreamOrderedMessages.NOTHING_QUEUED,
+                new StreamOrderedMessages.Refused(refusal))
+            : m.broadcast(second, 0, null, new Gate(), finishedStep()));
+      }
+      for (int r = 0; r < size; r++) {
+        int rank = r;
+        CompletionException e = assertThrows(CompletionException.class,
+            () -> reduced.get(rank).orTimeout(10, TimeUnit.SECONDS).join());
+        assertTrue(e.getCause().getMessage().contains("rank 1's device work before it failed (error 801)"),
+            "rank " + r + ": " + e.getCause().getMessage());
+        CompletionException b = assertThrows(CompletionException.class,
+            () -> fromRefusedRoot.get(rank).orTimeout(10, TimeUnit.SECONDS).join());
+        assertTrue(b.getCause().getMessage().contains("rank 0's device work before it failed (error 801)"),
+            "rank " + r + ": " + b.getCause().getMessage());
+        if (r == 2) {
+          CompletionException own = assertThrows(CompletionException.class,
+              () -> toRefusedReceiver.get(rank).orTimeout(10, TimeUnit.SECONDS).join());
+          assertTrue(own.getCause().getMessage().contains("CUDA_ERROR_NOT_SUPPORTED"), own.getCause().getMessage());
+        } else {
+          toRefusedReceiver.get(r).orTimeout(10, TimeUnit.SECONDS).join(); // completes: a receiver's refusal stays its own
+        }
+      }
+    } finally {
+      helpers.forEach(StreamOrderedMessages::close);
+    }
+    assertThrows(NullPointerException.class, () -> new StreamOrderedMessages.Refused(null));
+  }
+
+  private static Step finishedStep() {
+    Step s = new Step();
+    s.finished = true;
+    return s;
+  }
 }

@@ -13,6 +13,7 @@ import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
+import static org.mpibuild.support.StreamOrderedMessages.NOTHING_QUEUED;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -33,6 +34,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
 import org.mpibuild.support.DeviceFailure;
 import org.mpibuild.support.StreamOrderedMessages;
+import org.mpibuild.support.StreamOrderedMessages.Refused;
 
 /**
  * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of
@@ -160,7 +162,7 @@ public final class StreamMessenger implements AutoCloseable {
       CUevent written = gatedCopy(buffer, staging.host, bytes, flag);
       return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
     } catch (RuntimeException | Error e) {
-      flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
+      openAfterFailure(flag);
       throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
     }
   }
@@ -171,28 +173,42 @@ public final class StreamMessenger implements AutoCloseable {
    * already on its stream has finished; elsewhere, work enqueued after this call sees them. Every rank calls
    * it, in the same order as its other collectives on the communicator. Returns at once.
    *
-   * @return completes on the root when the broadcast is done, elsewhere when the bytes are on the device
+   * @return completes on the root when the broadcast is done, elsewhere when the bytes are on the device;
+   *     fails on every rank, with the same message, if the root's copy failed or the driver refused to enqueue
+   *     it; a receiver whose copy was refused fails alone (it still takes part, so that no rank waits for it)
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public synchronized CompletableFuture<Void> bcastAfter(CUdeviceptr buffer, long bytes, int root) {
     try (UseGuard.Use ignored = guard.enter()) {
       messages.checkRoot(root);
-      long total = StreamOrderedMessages.BROADCAST_HEADER + (long) StreamOrderedMessages.messageBytes(bytes);
-      current();
-      // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
-      Pinned staging = pinned.take(total, 0);
-      Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
-      if (comm.rank() == root) {
-        check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
-        return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
+      int n = StreamOrderedMessages.messageBytes(bytes);
+      if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
+        throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
       }
-      Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+      int total = StreamOrderedMessages.BROADCAST_HEADER + n;
+      // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
+      Pinned flag = null;
       try {
+        current();
+        Pinned staging = pinned.take(total, 0);
+        Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
+        if (comm.rank() == root) {
+          check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
+          return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
+        }
+        flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         CUevent written = gatedCopy(buffer, data, bytes, flag);
         return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
             new EventStep(written, staging, flag));
+      } catch (DeviceFailure e) {
+        openAfterFailure(flag);
+        // this rank still takes part, so that no rank waits for it: the root's refusal travels to every rank in
+        // the header; a receiver's stays its own
+        ByteBuffer none = messages.staging(total);
+        return comm.rank() == root ? messages.broadcast(none, root, new Refused(e), null, null)
+            : messages.broadcast(none, root, null, NOTHING_QUEUED, new Refused(e));
       } catch (RuntimeException | Error e) {
-        flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
+        openAfterFailure(flag);
         throw e;
       }
     }
@@ -203,7 +219,8 @@ public final class StreamMessenger implements AutoCloseable {
    * ordered with the stream as {@code QueueMessenger#allreduceAfter} is with an OpenCL queue. Returns at once.
    *
    * @return completes when the results are on the device; fails on every rank with the same message naming
-   *     the failing rank if one rank's copy failed
+   *     the failing rank if one rank's copy failed, or the driver refused to enqueue its copies or its stream
+   *     wait (that rank still takes part, so that no rank waits for it)
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public synchronized CompletableFuture<Void> allreduceAfter(CUdeviceptr buffer, int count, Datatype type, ReduceOp op) {
@@ -212,21 +229,39 @@ public final class StreamMessenger implements AutoCloseable {
         throw new IllegalArgumentException("count " + count + " must be 1 or more");
       }
       long bytes = (long) count * type.bytes();
-      StreamOrderedMessages.messageBytes(bytes);
-      current();
-      Pinned send = pinned.take(bytes, 0);
-      Pinned receive = pinned.take(bytes, 0);
-      Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+      int n = StreamOrderedMessages.messageBytes(bytes);
+      // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
+      Pinned flag = null;
+      CUevent read = null;
       try {
+        current();
+        Pinned send = pinned.take(bytes, 0);
+        Pinned receive = pinned.take(bytes, 0);
+        flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
-        CUevent read = record();
+        read = record();
         CUevent written = gatedCopy(buffer, receive.host, bytes, flag);
         return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
             new FlagGate(flag), new EventStep(written, receive, flag));
+      } catch (DeviceFailure e) {
+        openAfterFailure(flag);
+        if (read != null) {
+          cuEventDestroy(read); // its resources go once the copy before it has run
+        }
+        // this rank still takes part, so that every rank fails with its status instead of waiting for it
+        ByteBuffer none = messages.staging(n);
+        return messages.allReduce(none, none, count, type, op, new Refused(e), NOTHING_QUEUED, NOTHING_QUEUED);
       } catch (RuntimeException | Error e) {
-        flag.buffer.putInt(0, 1); // a wait enqueued before the failure lets the stream go on
-        throw e; // the blocks stay out of the pool: a copy enqueued before the failure may still use them
+        openAfterFailure(flag);
+        throw e;
       }
+    }
+  }
+
+  /** A wait enqueued before a failure, on {@code flag} (or null), lets the stream go on. */
+  private static void openAfterFailure(Pinned flag) {
+    if (flag != null) {
+      flag.buffer.putInt(0, 1);
     }
   }
 

@@ -24,6 +24,7 @@ import static org.jocl.CL.clGetMemObjectInfo;
 import static org.jocl.CL.clReleaseEvent;
 import static org.jocl.CL.clSetEventCallback;
 import static org.jocl.CL.clSetUserEventStatus;
+import static org.mpibuild.support.StreamOrderedMessages.NOTHING_QUEUED;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -44,6 +45,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
 import org.mpibuild.support.DeviceFailure;
 import org.mpibuild.support.StreamOrderedMessages;
+import org.mpibuild.support.StreamOrderedMessages.Refused;
 
 /**
  * MPI messages ordered with an OpenCL command queue, with no host synchronization in between:
@@ -250,7 +252,13 @@ public final class QueueMessenger implements AutoCloseable {
           flush();
           return messages.broadcast(staging, root, read, null, null);
         }
-        GatedWrite write = enqueueGatedWrite(buffer, bytes, data);
+        GatedWrite write;
+        try {
+          write = enqueueGatedWrite(buffer, bytes, data);
+        } catch (DeviceFailure e) {
+          // this rank still takes part (the others may need it to move the data on): its own future fails
+          return messages.broadcast(staging, root, null, NOTHING_QUEUED, new Refused(e));
+        }
         return messages.broadcast(staging, root, null, write.gate, write.written);
       }, staging);
     }
@@ -267,8 +275,9 @@ public final class QueueMessenger implements AutoCloseable {
    * @param type their type
    * @param op the reduction
    * @return completes when the results are on the device; fails on every rank, with the same message
-   *     naming the failing rank, if one rank's read of its buffer failed (no rank's buffer is then written,
-   *     and the work queued after it ends with an error)
+   *     naming the failing rank, if one rank's read of its buffer failed or was refused (every rank's buffer
+   *     then keeps its own values, and the work queued after it is released, not failed: PoCL aborts on a
+   *     failed user event)
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public synchronized CompletableFuture<Void> allreduceAfter(cl_mem buffer, int count, Datatype type, ReduceOp op) {
@@ -291,7 +300,7 @@ public final class QueueMessenger implements AutoCloseable {
         }
         // this rank still takes part, so that every rank fails with its status instead of waiting for it
         ByteBuffer none = staging(bytes);
-        return messages.allReduce(none, none, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+        return messages.allReduce(none, none, count, type, op, new Refused(e), NOTHING_QUEUED, NOTHING_QUEUED);
       }
       // in place on the mapped values: nothing allocated or copied on this thread (the progress thread copies
       // them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device) maps a
@@ -400,8 +409,8 @@ public final class QueueMessenger implements AutoCloseable {
     ByteBuffer receive = staging(bytes);
     return discardingOnFailure(() -> {
       StreamOrderedMessages.DeviceStep read = readOrFailure(buffer, bytes, send);
-      if (read instanceof FailedStep) {
-        return messages.allReduce(send, receive, count, type, op, read, NOTHING_GATED, NOTHING_GATED);
+      if (read instanceof Refused) {
+        return messages.allReduce(send, receive, count, type, op, read, NOTHING_QUEUED, NOTHING_QUEUED);
       }
       GatedWrite write;
       try {
@@ -409,7 +418,7 @@ public final class QueueMessenger implements AutoCloseable {
       } catch (DeviceFailure e) {
         flush(); // the read is queued: it runs, and its event goes
         read.release();
-        return messages.allReduce(send, receive, count, type, op, new FailedStep(e), NOTHING_GATED, NOTHING_GATED);
+        return messages.allReduce(send, receive, count, type, op, new Refused(e), NOTHING_QUEUED, NOTHING_QUEUED);
       }
       return messages.allReduce(send, receive, count, type, op, read, write.gate, write.written);
     }, send, receive);
@@ -479,38 +488,8 @@ public final class QueueMessenger implements AutoCloseable {
     try {
       return enqueueRead(buffer, bytes, into);
     } catch (DeviceFailure e) {
-      return new FailedStep(e);
+      return new Refused(e);
     }
-  }
-
-  /** A command the device refused: fails when polled. */
-  private record FailedStep(DeviceFailure failure) implements StreamOrderedMessages.DeviceStep {
-    @Override
-    public boolean finished() {
-      throw failure;
-    }
-
-    @Override
-    public void release() {}
-  }
-
-  /** Gate and write of a collective whose read could not be enqueued: nothing is queued behind them. */
-  private static final NothingGated NOTHING_GATED = new NothingGated();
-
-  private static final class NothingGated implements StreamOrderedMessages.Gate, StreamOrderedMessages.DeviceStep {
-    @Override
-    public void open() {}
-
-    @Override
-    public void fail() {}
-
-    @Override
-    public boolean finished() {
-      return true;
-    }
-
-    @Override
-    public void release() {}
   }
 
   private EventStep enqueueRead(cl_mem buffer, long bytes, ByteBuffer into) {

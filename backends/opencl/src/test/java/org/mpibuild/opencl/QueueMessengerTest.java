@@ -314,6 +314,36 @@ class QueueMessengerTest {
   }
 
   /**
+   * A broadcast whose write one receiver's device refuses (its buffer is too small), on the progress thread: that
+   * rank still takes part and fails alone, with the device's reason; the root and the other receiver get the data
+   * and do not wait for it.
+   */
+  @Test
+  void aBroadcastThatOneReceiversDeviceRefusesFailsThereAloneAndReachesTheOthers() throws Exception {
+    ranks(3, all(3, false), rank -> {
+      int r = rank.comm.rank();
+      rank.fill();
+      cl_mem small = clCreateBuffer(ocl.context(), CL_MEM_READ_WRITE, 16, null, null);
+      try {
+        CompletableFuture<Void> f = rank.messenger.bcastAfter(r == 2 ? small : rank.x, (long) N * Sizeof.cl_int, 0);
+        if (r == 2) {
+          CompletionException e = assertThrows(CompletionException.class,
+              () -> f.orTimeout(30, TimeUnit.SECONDS).join());
+          assertTrue(e.getCause().getMessage().contains("CL_INVALID_VALUE"), e.getCause().getMessage());
+        } else {
+          f.orTimeout(30, TimeUnit.SECONDS).join();
+          int[] x = rank.read(rank.x);
+          for (int i = 0; i < N; i++) {
+            assertEquals(i + 1, x[i], "rank " + r + " holds the root's values, element " + i);
+          }
+        }
+      } finally {
+        clReleaseMemObject(small);
+      }
+    });
+  }
+
+  /**
    * A collective that the other rank never joins: closing the messenger fails it and releases the queue, whether
    * it runs on the queue (the queue's thread sees the close) or on the progress thread (the gate opens).
    */
