@@ -383,7 +383,8 @@ class StreamOrderedMessagesTest {
               () -> toRefusedReceiver.get(rank).orTimeout(10, TimeUnit.SECONDS).join());
           assertTrue(own.getCause().getMessage().contains("CUDA_ERROR_NOT_SUPPORTED"), own.getCause().getMessage());
         } else {
-          toRefusedReceiver.get(r).orTimeout(10, TimeUnit.SECONDS).join(); // completes: a receiver's refusal stays its own
+          // completes: a receiver's refusal stays its own
+          toRefusedReceiver.get(r).orTimeout(10, TimeUnit.SECONDS).join();
         }
       }
     } finally {
