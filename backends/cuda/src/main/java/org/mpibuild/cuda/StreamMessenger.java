@@ -158,12 +158,23 @@ public final class StreamMessenger implements AutoCloseable {
     current();
     Pinned staging = pinned.take(bytes, 0);
     Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
+    boolean copyQueued = false;
     try {
-      CUevent written = gatedCopy(buffer, staging.host, bytes, flag);
+      enqueueGatedCopy(buffer, staging.host, bytes, flag);
+      copyQueued = true;
+      CUevent written = record();
       return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
+    } catch (DeviceFailure e) {
+      if (!copyQueued) {
+        openAfterFailure(flag);
+        throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
+      }
+      // the copy behind the gate is queued: opened now, it would write the staging block's old bytes, so the
+      // message is received first, and the future then fails with the reason (the event after it is missing)
+      return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new Refused(e));
     } catch (RuntimeException | Error e) {
       openAfterFailure(flag);
-      throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
+      throw e;
     }
   }
 
@@ -187,20 +198,29 @@ public final class StreamMessenger implements AutoCloseable {
       }
       int total = StreamOrderedMessages.BROADCAST_HEADER + n;
       // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
+      Pinned staging = null;
       Pinned flag = null;
+      boolean copyQueued = false;
       try {
         current();
-        Pinned staging = pinned.take(total, 0);
+        staging = pinned.take(total, 0);
         Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
         if (comm.rank() == root) {
           check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
           return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
         }
         flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
-        CUevent written = gatedCopy(buffer, data, bytes, flag);
+        enqueueGatedCopy(buffer, data, bytes, flag);
+        copyQueued = true;
+        CUevent written = record();
         return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
             new EventStep(written, staging, flag));
       } catch (DeviceFailure e) {
+        if (copyQueued) {
+          // the copy behind the gate is queued: it must not run before the data is in its block (see
+          // receiveBefore), so this receiver takes part as usual and fails alone
+          return messages.broadcast(staging.buffer, root, null, new FlagGate(flag), new Refused(e));
+        }
         openAfterFailure(flag);
         // this rank still takes part, so that no rank waits for it: the root's refusal travels to every rank in
         // the header; a receiver's stays its own
@@ -231,19 +251,31 @@ public final class StreamMessenger implements AutoCloseable {
       long bytes = (long) count * type.bytes();
       int n = StreamOrderedMessages.messageBytes(bytes);
       // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
+      Pinned send = null;
+      Pinned receive = null;
       Pinned flag = null;
       CUevent read = null;
+      boolean copyQueued = false;
       try {
         current();
-        Pinned send = pinned.take(bytes, 0);
-        Pinned receive = pinned.take(bytes, 0);
+        send = pinned.take(bytes, 0);
+        receive = pinned.take(bytes, 0);
         flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
         read = record();
-        CUevent written = gatedCopy(buffer, receive.host, bytes, flag);
+        enqueueGatedCopy(buffer, receive.host, bytes, flag);
+        copyQueued = true;
+        CUevent written = record();
         return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
             new FlagGate(flag), new EventStep(written, receive, flag));
       } catch (DeviceFailure e) {
+        if (copyQueued) {
+          // the copy behind the gate is queued: opened now, it would write the receive block's old bytes, so
+          // this rank takes part as usual and fails alone once the results are on its device (its buffer holds
+          // them; the event after the copy is missing)
+          return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
+              new FlagGate(flag), new Refused(e));
+        }
         openAfterFailure(flag);
         if (read != null) {
           cuEventDestroy(read); // its resources go once the copy before it has run
@@ -265,12 +297,14 @@ public final class StreamMessenger implements AutoCloseable {
     }
   }
 
-  /** Waits on the stream for {@code flag}, then copies {@code from} to the device; returns the event after. */
-  private CUevent gatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned flag) {
+  /**
+   * Waits on the stream for {@code flag}, then copies {@code from} to the device. If the copy is refused, the wait
+   * may be queued: the caller opens the flag.
+   */
+  private void enqueueGatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned flag) {
     check(cuStreamWaitValue32(stream, flag.device, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
         "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
     check(cuMemcpyHtoDAsync(buffer, from, bytes, stream), "cuMemcpyHtoDAsync");
-    return record();
   }
 
   /**
@@ -296,7 +330,11 @@ public final class StreamMessenger implements AutoCloseable {
   private CUevent record() {
     CUevent e = new CUevent();
     check(cuEventCreate(e, CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    check(cuEventRecord(e, stream), "cuEventRecord");
+    int rc = cuEventRecord(e, stream);
+    if (rc != CUDA_SUCCESS) {
+      cuEventDestroy(e);
+      check(rc, "cuEventRecord");
+    }
     return e;
   }
 
@@ -372,7 +410,11 @@ public final class StreamMessenger implements AutoCloseable {
       CUdeviceptr device = null;
       if ((flags & JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP) != 0) {
         device = new CUdeviceptr();
-        check(cuMemHostGetDevicePointer(device, host, 0), "cuMemHostGetDevicePointer");
+        int rc = cuMemHostGetDevicePointer(device, host, 0);
+        if (rc != CUDA_SUCCESS) {
+          cuMemFreeHost(host); // lent to nothing yet
+          check(rc, "cuMemHostGetDevicePointer");
+        }
       }
       return new Pinned(host, device, capacity, flags).use(bytes);
     }
