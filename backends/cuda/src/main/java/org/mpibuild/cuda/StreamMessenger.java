@@ -410,11 +410,9 @@ public final class StreamMessenger implements AutoCloseable {
       CUdeviceptr device = null;
       if ((flags & JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP) != 0) {
         device = new CUdeviceptr();
-        int rc = cuMemHostGetDevicePointer(device, host, 0);
-        if (rc != CUDA_SUCCESS) {
-          cuMemFreeHost(host); // lent to nothing yet
-          check(rc, "cuMemHostGetDevicePointer");
-        }
+        // a block that cannot be mapped is left to go with the context, not freed here: cuMemFreeHost waits for
+        // the device, which may be waiting at a gate
+        check(cuMemHostGetDevicePointer(device, host, 0), "cuMemHostGetDevicePointer");
       }
       return new Pinned(host, device, capacity, flags).use(bytes);
     }
