@@ -155,13 +155,19 @@ final class CollectiveSteps {
     return false;
   }
 
+  /**
+   * The byte order of a broadcast header's status word, whatever the order of the buffer it lies in: the root
+   * writes it and every receiver reads it from buffers that each rank's caller chose.
+   */
+  private static final ByteOrder HEADER_ORDER = ByteOrder.BIG_ENDIAN;
+
   /** The status word of a completed collective: the root's header of a broadcast, or the all-reduce MAX. */
   private static long statusWord(StreamOp op) {
     if (op.kind != StreamOp.Kind.BROADCAST) {
       return op.statusIn.getLong(0);
     }
     ByteBuffer header = op.entry != null ? op.entry.send : op.staging;
-    return header.getLong(op.entry != null ? 0 : op.staging.position());
+    return header.duplicate().order(HEADER_ORDER).getLong(op.entry != null ? 0 : op.staging.position());
   }
 
   /** Frees what a completed collective holds from MPI (its persistent request, its in-place copies). */
@@ -245,7 +251,7 @@ final class CollectiveSteps {
     op.startedAt = System.nanoTime();
     if (op.kind == StreamOp.Kind.BROADCAST) {
       if (comm.rank() == op.peer) {
-        op.staging.putLong(op.staging.position(), word);
+        op.staging.duplicate().order(HEADER_ORDER).putLong(op.staging.position(), word);
       }
       op.request = startData(op);
     } else {

@@ -362,6 +362,44 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   /**
+   * This rank's part in an all-reduce whose device work the device refused to enqueue: it takes part with the
+   * refusal, on staging buffers of its own and with nothing queued behind it, so that every rank fails with one
+   * message naming it instead of waiting for it ({@link Refused}).
+   *
+   * @param count how many values, the same on every rank
+   * @param type their type
+   * @param op the reduction
+   * @param refusal what the device refused
+   * @return fails on every rank once the collective's turn has come
+   */
+  public CompletableFuture<Void> allReduceRefused(int count, Datatype type, ReduceOp op, DeviceFailure refusal) {
+    if (count <= 0) {
+      throw new IllegalArgumentException("count " + count + " must be 1 or more");
+    }
+    ByteBuffer none = staging(messageBytes((long) count * type.bytes()));
+    return allReduce(none, none, count, type, op, new Refused(refusal), NOTHING_QUEUED, NOTHING_QUEUED);
+  }
+
+  /**
+   * This rank's part in a broadcast whose device work the device refused to enqueue, as
+   * {@link #allReduceRefused}: a refused root's failure travels to every rank in the header; a refused receiver
+   * fails alone, still taking part so that the others, which may need it to pass the data on, never wait for it.
+   *
+   * @param bytes the broadcast's data bytes, the same on every rank
+   * @param root the rank whose data is sent
+   * @param refusal what the device refused
+   * @return fails on every rank if this is the root, else on this rank alone
+   */
+  public CompletableFuture<Void> broadcastRefused(int bytes, int root, DeviceFailure refusal) {
+    if (bytes <= 0 || bytes > Integer.MAX_VALUE - BROADCAST_HEADER) {
+      throw new IllegalArgumentException("a broadcast of " + bytes + " bytes does not fit one staging buffer");
+    }
+    ByteBuffer none = staging(BROADCAST_HEADER + bytes);
+    return comm.rank() == root ? broadcast(none, root, new Refused(refusal), null, null)
+        : broadcast(none, root, null, NOTHING_QUEUED, new Refused(refusal));
+  }
+
+  /**
    * An operation that the device's queue runs itself: the backend enqueues a command (an OpenCL native kernel)
    * that calls {@link #run} on the thread that runs the queue's commands, with the device buffer's memory. The
    * operation then happens there, in the queue's order: the work queued before it has finished when it starts,

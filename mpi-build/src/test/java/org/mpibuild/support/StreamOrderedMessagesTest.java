@@ -352,20 +352,17 @@ class StreamOrderedMessagesTest {
         Step filled = new Step();
         filled.finished = true;
         reduced.add(r == 1
-            ? m.allReduce(values, values, 4, Communicator.Datatype.INT, Communicator.ReduceOp.SUM,
-                new StreamOrderedMessages.Refused(refusal), StreamOrderedMessages.NOTHING_QUEUED,
-                StreamOrderedMessages.NOTHING_QUEUED)
+            ? m.allReduceRefused(4, Communicator.Datatype.INT, Communicator.ReduceOp.SUM, refusal)
             : m.allReduce(values, values, 4, Communicator.Datatype.INT, Communicator.ReduceOp.SUM, filled, new Gate(),
                 new Step()));
         // a broadcast whose root (rank 0) was refused: the refusal travels to every rank
         ByteBuffer first = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + 16);
-        fromRefusedRoot.add(r == 0 ? m.broadcast(first, 0, new StreamOrderedMessages.Refused(refusal), null, null)
+        fromRefusedRoot.add(r == 0 ? m.broadcastRefused(16, 0, refusal)
             : m.broadcast(first, 0, null, new Gate(), finishedStep()));
         // a broadcast whose receiver rank 2 was refused: only rank 2 fails, and the others do not wait for it
         ByteBuffer second = ByteBuffer.allocateDirect(StreamOrderedMessages.BROADCAST_HEADER + 16);
         toRefusedReceiver.add(r == 0 ? m.broadcast(second, 0, finishedStep(), null, null)
-            : r == 2 ? m.broadcast(second, 0, null, StreamOrderedMessages.NOTHING_QUEUED,
-                new StreamOrderedMessages.Refused(refusal))
+            : r == 2 ? m.broadcastRefused(16, 0, refusal)
             : m.broadcast(second, 0, null, new Gate(), finishedStep()));
       }
       for (int r = 0; r < size; r++) {

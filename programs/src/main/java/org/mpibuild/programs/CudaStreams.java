@@ -8,7 +8,6 @@ import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
 import static jcuda.driver.JCudaDriver.cuEventSynchronize;
-import static jcuda.driver.JCudaDriver.cuLaunchKernel;
 import static jcuda.driver.JCudaDriver.cuMemAlloc;
 import static jcuda.driver.JCudaDriver.cuMemAllocHost;
 import static jcuda.driver.JCudaDriver.cuMemFree;
@@ -35,7 +34,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import jcuda.NativePointerObject;
 import jcuda.Pointer;
 import jcuda.driver.CUcomputemode;
 import jcuda.driver.CUcontext;
@@ -262,25 +260,8 @@ public final class CudaStreams {
 
     @Override
     public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
-      if (grid.length != 3 || block.length != 3) {
-        throw new IllegalArgumentException("grid and block need 3 values each, got " + grid.length + " and "
-            + block.length);
-      }
-      Pointer[] params = new Pointer[args.length];
-      for (int i = 0; i < args.length; i++) {
-        if (args[i] instanceof NativePointerObject p) {
-          params[i] = Pointer.to(p);
-        } else if (args[i] instanceof Integer v) {
-          params[i] = Pointer.to(new int[] {v});
-        } else if (args[i] instanceof Long v) {
-          params[i] = Pointer.to(new long[] {v});
-        } else {
-          throw new IllegalArgumentException("kernel argument " + i + " of " + name + " is a " + args[i].getClass());
-        }
-      }
       check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-      check(cuLaunchKernel(functions.get(name), grid[0], grid[1], grid[2], block[0], block[1], block[2],
-          sharedMemBytes, stream, Pointer.to(params), null), "cuLaunchKernel(" + name + ")");
+      CudaKernel.launchFunction(functions.get(name), name, grid, block, sharedMemBytes, stream, args);
     }
   }
 

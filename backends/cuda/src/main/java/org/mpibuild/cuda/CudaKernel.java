@@ -113,20 +113,53 @@ public final class CudaKernel implements LoadedProgram {
    *     closed, saying which (nothing reaches the driver then)
    */
   public void launch(String name, int[] grid, int[] block, int sharedMemBytes, CUstream stream, Object... args) {
+    Pointer params = parameters(grid, block, args);
+    // inside a use: a close on another thread waits for the launch before it unloads the module
+    try (UseGuard.Use ignored = functions.guard().enter()) {
+      CUfunction f = function(name);
+      check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
+      launch(f, name, grid, block, sharedMemBytes, stream, params);
+    }
+  }
+
+  /**
+   * Launches {@code function} on the calling thread's current context, with the arguments {@link #launch} takes:
+   * for a kernel a program loaded itself, for example from {@link org.mpibuild.BinaryData#binary()} into a context
+   * of its own.
+   *
+   * @param function the kernel, from the current context
+   * @param name the kernel's name, for error messages
+   * @param grid grid size, 3 values
+   * @param block block size, 3 values
+   * @param sharedMemBytes dynamic shared memory per block
+   * @param stream the stream, or null for the default stream
+   * @param args the kernel's arguments, as for {@link #launch}
+   * @throws IllegalArgumentException for grid or block without 3 values, or an argument of another type, naming
+   *     its index (nothing reaches the driver then)
+   * @throws IllegalStateException if the launch fails, with the CUDA error
+   */
+  public static void launchFunction(CUfunction function, String name, int[] grid, int[] block, int sharedMemBytes,
+      CUstream stream, Object... args) {
+    launch(function, name, grid, block, sharedMemBytes, stream, parameters(grid, block, args));
+  }
+
+  private static void launch(CUfunction f, String name, int[] grid, int[] block, int sharedMemBytes,
+      CUstream stream, Pointer params) {
+    check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream, params,
+        null), "cuLaunchKernel(" + name + ")");
+  }
+
+  /** The parameter array that {@code cuLaunchKernel} takes, once grid and block are checked. */
+  private static Pointer parameters(int[] grid, int[] block, Object[] args) {
     if (grid.length != 3 || block.length != 3) {
-      throw new IllegalArgumentException("grid and block need 3 values each, got " + grid.length + " and " + block.length);
+      throw new IllegalArgumentException("grid and block need 3 values each, got " + grid.length + " and "
+          + block.length);
     }
     Pointer[] params = new Pointer[args.length];
     for (int i = 0; i < args.length; i++) {
       params[i] = pointerTo(i, args[i]);
     }
-    // inside a use: a close on another thread waits for the launch before it unloads the module
-    try (UseGuard.Use ignored = functions.guard().enter()) {
-      CUfunction f = function(name);
-      check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
-      check(cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], sharedMemBytes, stream,
-          Pointer.to(params), null), "cuLaunchKernel(" + name + ")");
-    }
+    return Pointer.to(params);
   }
 
   private static Pointer pointerTo(int index, Object a) {

@@ -13,7 +13,6 @@ import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
-import static org.mpibuild.support.StreamOrderedMessages.NOTHING_QUEUED;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -158,23 +157,12 @@ public final class StreamMessenger implements AutoCloseable {
     current();
     Pinned staging = pinned.take(bytes, 0);
     Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
-    boolean copyQueued = false;
     try {
-      enqueueGatedCopy(buffer, staging.host, bytes, flag);
-      copyQueued = true;
-      CUevent written = record();
-      return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new EventStep(written, staging, flag));
-    } catch (DeviceFailure e) {
-      if (!copyQueued) {
-        openAfterFailure(flag);
-        throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
-      }
-      // the copy behind the gate is queued: opened now, it would write the staging block's old bytes, so the
-      // message is received first, and the future then fails with the reason (the event after it is missing)
-      return messages.receive(staging.buffer, source, tag, new FlagGate(flag), new Refused(e));
+      StreamOrderedMessages.DeviceStep written = gatedCopy(buffer, staging.host, bytes, staging, flag);
+      return messages.receive(staging.buffer, source, tag, new FlagGate(flag), written);
     } catch (RuntimeException | Error e) {
       openAfterFailure(flag);
-      throw e;
+      throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
     }
   }
 
@@ -198,35 +186,21 @@ public final class StreamMessenger implements AutoCloseable {
       }
       int total = StreamOrderedMessages.BROADCAST_HEADER + n;
       // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
-      Pinned staging = null;
       Pinned flag = null;
-      boolean copyQueued = false;
       try {
         current();
-        staging = pinned.take(total, 0);
+        Pinned staging = pinned.take(total, 0);
         Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
         if (comm.rank() == root) {
           check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
           return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
         }
         flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
-        enqueueGatedCopy(buffer, data, bytes, flag);
-        copyQueued = true;
-        CUevent written = record();
-        return messages.broadcast(staging.buffer, root, null, new FlagGate(flag),
-            new EventStep(written, staging, flag));
+        StreamOrderedMessages.DeviceStep written = gatedCopy(buffer, data, bytes, staging, flag);
+        return messages.broadcast(staging.buffer, root, null, new FlagGate(flag), written);
       } catch (DeviceFailure e) {
-        if (copyQueued) {
-          // the copy behind the gate is queued: it must not run before the data is in its block (see
-          // receiveBefore), so this receiver takes part as usual and fails alone
-          return messages.broadcast(staging.buffer, root, null, new FlagGate(flag), new Refused(e));
-        }
         openAfterFailure(flag);
-        // this rank still takes part, so that no rank waits for it: the root's refusal travels to every rank in
-        // the header; a receiver's stays its own
-        ByteBuffer none = messages.staging(total);
-        return comm.rank() == root ? messages.broadcast(none, root, new Refused(e), null, null)
-            : messages.broadcast(none, root, null, NOTHING_QUEUED, new Refused(e));
+        return messages.broadcastRefused(n, root, e);
       } catch (RuntimeException | Error e) {
         openAfterFailure(flag);
         throw e;
@@ -251,38 +225,24 @@ public final class StreamMessenger implements AutoCloseable {
       long bytes = (long) count * type.bytes();
       int n = StreamOrderedMessages.messageBytes(bytes);
       // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
-      Pinned send = null;
-      Pinned receive = null;
       Pinned flag = null;
       CUevent read = null;
-      boolean copyQueued = false;
       try {
         current();
-        send = pinned.take(bytes, 0);
-        receive = pinned.take(bytes, 0);
+        Pinned send = pinned.take(bytes, 0);
+        Pinned receive = pinned.take(bytes, 0);
         flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
         read = record();
-        enqueueGatedCopy(buffer, receive.host, bytes, flag);
-        copyQueued = true;
-        CUevent written = record();
+        StreamOrderedMessages.DeviceStep written = gatedCopy(buffer, receive.host, bytes, receive, flag);
         return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
-            new FlagGate(flag), new EventStep(written, receive, flag));
+            new FlagGate(flag), written);
       } catch (DeviceFailure e) {
-        if (copyQueued) {
-          // the copy behind the gate is queued: opened now, it would write the receive block's old bytes, so
-          // this rank takes part as usual and fails alone once the results are on its device (its buffer holds
-          // them; the event after the copy is missing)
-          return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
-              new FlagGate(flag), new Refused(e));
-        }
         openAfterFailure(flag);
         if (read != null) {
           cuEventDestroy(read); // its resources go once the copy before it has run
         }
-        // this rank still takes part, so that every rank fails with its status instead of waiting for it
-        ByteBuffer none = messages.staging(n);
-        return messages.allReduce(none, none, count, type, op, new Refused(e), NOTHING_QUEUED, NOTHING_QUEUED);
+        return messages.allReduceRefused(count, type, op, e);
       } catch (RuntimeException | Error e) {
         openAfterFailure(flag);
         throw e;
@@ -298,13 +258,21 @@ public final class StreamMessenger implements AutoCloseable {
   }
 
   /**
-   * Waits on the stream for {@code flag}, then copies {@code from} to the device. If the copy is refused, the wait
-   * may be queued: the caller opens the flag.
+   * Waits on the stream for {@code flag}, then copies {@code from} (in {@code block}) to the device; returns the
+   * step after the copy. Throws if the wait or the copy is refused (the wait may be queued: the caller opens the
+   * flag). Once the copy is queued, a refused event after it comes back as a {@link Refused} step: the operation
+   * then goes on as usual and fails alone at its end, since a gate opened early would copy the block's old bytes.
    */
-  private void enqueueGatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned flag) {
+  private StreamOrderedMessages.DeviceStep gatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned block,
+      Pinned flag) {
     check(cuStreamWaitValue32(stream, flag.device, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
         "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
     check(cuMemcpyHtoDAsync(buffer, from, bytes, stream), "cuMemcpyHtoDAsync");
+    try {
+      return new EventStep(record(), block, flag);
+    } catch (DeviceFailure e) {
+      return new Refused(e);
+    }
   }
 
   /**

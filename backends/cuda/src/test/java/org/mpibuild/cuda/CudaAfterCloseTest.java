@@ -69,4 +69,15 @@ class CudaAfterCloseTest {
     e = assertThrows(IllegalStateException.class, () -> messenger.receiveBefore(new CUdeviceptr(), 64, 0, 0));
     assertTrue(e.getMessage().endsWith(": it was closed"), e.getMessage());
   }
+
+  @Test
+  void aLaunchOfAFunctionChecksGridBlockAndArgumentsBeforeAnyDriverCall() {
+    IllegalArgumentException grid = assertThrows(IllegalArgumentException.class,
+        () -> CudaKernel.launchFunction(new CUfunction(), "saxpy", new int[] {1, 1}, new int[] {32, 1, 1}, 0, null));
+    assertEquals("grid and block need 3 values each, got 2 and 3", grid.getMessage());
+    IllegalArgumentException argument = assertThrows(IllegalArgumentException.class,
+        () -> CudaKernel.launchFunction(new CUfunction(), "saxpy", new int[] {1, 1, 1}, new int[] {32, 1, 1}, 0, null,
+            2.0f, "x"));
+    assertTrue(argument.getMessage().startsWith("kernel argument 1 is a java.lang.String"), argument.getMessage());
+  }
 }

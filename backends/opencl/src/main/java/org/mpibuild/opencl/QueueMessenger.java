@@ -257,8 +257,7 @@ public final class QueueMessenger implements AutoCloseable {
         try {
           write = enqueueGatedWrite(buffer, bytes, data);
         } catch (DeviceFailure e) {
-          // this rank still takes part (the others may need it to move the data on): its own future fails
-          return messages.broadcast(staging, root, null, NOTHING_QUEUED, new Refused(e));
+          return messages.broadcastRefused(n, root, e);
         }
         return messages.broadcast(staging, root, null, write.gate, write.written);
       }, staging);
@@ -299,9 +298,7 @@ public final class QueueMessenger implements AutoCloseable {
           // OpenCL specification allows it to): this call stages through host buffers instead
           return stagedAllReduce(buffer, bytes, count, type, op);
         }
-        // this rank still takes part, so that every rank fails with its status instead of waiting for it
-        ByteBuffer none = staging(bytes);
-        return messages.allReduce(none, none, count, type, op, new Refused(e), NOTHING_QUEUED, NOTHING_QUEUED);
+        return messages.allReduceRefused(count, type, op, e);
       }
       // in place on the mapped values: nothing allocated or copied on this thread (the progress thread copies
       // them for MPI at the collective's turn); a device that shares host memory (PoCL's CPU device) maps a
