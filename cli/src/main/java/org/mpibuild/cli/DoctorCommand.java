@@ -146,22 +146,33 @@ final class DoctorCommand implements Callable<Integer> {
             + "--mpi=pmix (srun --mpi=list shows what this Slurm offers)");
       }
     }
+    String launcherVersion = launcherVersion();
+    boolean openMpi = launcherVersion != null && isOpenMpi(launcherVersion);
+    MpiBinding ffm = MpiBinding.find("ffm");
+    String ffmWhy = ffm == null ? "mpi-build-ffm is not on the class path, or this Java ("
+        + Runtime.version().feature() + ") cannot load it (Java 22+)" : ffm.unavailable();
+    String[] ffmSaid = ffmWhy == null ? persistentCollectives(ffm.describe()) : null;
     MpiBinding mpiJava = MpiBinding.find("mpijava");
     String jarWhy = mpiJava == null ? "mpi-build-mpijava is not on the class path" : mpiJava.unavailable();
     String[] jar = jarWhy == null ? persistentCollectives(mpiJava.describe()) : null;
+    boolean needsBinding = launched || raw("MPI_BUILD_MODE").equals("mpi");
     if (jarWhy == null) {
       ok("mpi.jar binding: " + jar[0]);
-    } else if (launched || raw("MPI_BUILD_MODE").equals("mpi")) {
+    } else if (!openMpi && launcherVersion != null) {
+      // mpi.jar is Open MPI's; on another MPI its absence is normal, and Open MPI's advice would mislead.
+      out.println("  info  mpi.jar binding: not for this MPI (mpi.jar comes only with Open MPI's Java bindings; "
+          + launcherVersion + ")" + (ffmWhy == null ? ": the FFM binding serves it" : ""));
+      if (ffmWhy != null && needsBinding) {
+        fail("no binding can drive this MPI (" + launcherVersion + "), so every rank would build alone",
+            "run the ranks on a Java 22 or later (MPI_BUILD_JAVA for bin/mpi-build-rank): the FFM binding serves it");
+      }
+    } else if (needsBinding) {
       fail(jarWhy + ", so every rank would build alone",
           "launch ranks with bin/mpi-build-rank or 'mpirun ... java' (which add Open MPI's mpi.jar), or run "
               + "scripts/provision to build mpi.jar");
     } else {
       out.println("  info  " + jarWhy + ": local mode (bin/mpi-build-rank adds mpi.jar under mpirun)");
     }
-    MpiBinding ffm = MpiBinding.find("ffm");
-    String ffmWhy = ffm == null ? "mpi-build-ffm is not on the class path, or this Java ("
-        + Runtime.version().feature() + ") cannot load it (Java 22+)" : ffm.unavailable();
-    String[] ffmSaid = ffmWhy == null ? persistentCollectives(ffm.describe()) : null;
     if (ffmWhy == null) {
       ok("FFM binding: " + ffmSaid[0]);
     } else {
@@ -173,12 +184,43 @@ final class DoctorCommand implements Callable<Integer> {
         + bindingInUse(choice, jarWhy == null, ffmWhy == null));
     boolean jarInUse = choice.equals("mpijava") || !choice.equals("ffm") && ffmWhy != null;
     out.println("  persistent collectives: " + persistentLine(jarInUse ? "mpi.jar" : "FFM", jarInUse ? jar : ffmSaid));
-    String version = firstLine("mpirun", "--version");
-    if (version != null) {
-      ok("mpirun: " + version);
+    if (launcherVersion != null) {
+      ok("launcher: " + launcherVersion);
     } else {
-      warn("mpirun not found on the PATH: only local builds (install Open MPI: scripts/provision)");
+      warn("no MPI launcher (mpirun or mpiexec) on the PATH: only local builds (install an MPI or load its module;"
+          + " on Debian, scripts/provision installs Open MPI)");
     }
+  }
+
+  /**
+   * The MPI launcher on the PATH (mpirun, else mpiexec) in words, from its {@code --version}: "mpirun (Open MPI)
+   * 4.1.4", or "mpiexec: MPICH's Hydra 4.0.2"; null if neither runs.
+   */
+  private static String launcherVersion() {
+    for (String launcher : List.of("mpirun", "mpiexec")) {
+      String said = output(launcher, "--version");
+      if (said != null && !said.isBlank()) {
+        return describeLauncher(launcher, said);
+      }
+    }
+    return null;
+  }
+
+  /** A launcher's {@code --version} output in one line (Hydra's first line says only "HYDRA build details:"). */
+  static String describeLauncher(String launcher, String versionOutput) {
+    List<String> lines = versionOutput.lines().map(String::strip).filter(l -> !l.isEmpty()).toList();
+    if (!lines.isEmpty() && lines.get(0).startsWith("HYDRA")) {
+      String version = lines.stream().filter(l -> l.startsWith("Version:")).findFirst()
+          .map(l -> l.substring("Version:".length()).strip()).orElse("(version not given)");
+      return launcher + ": MPICH's Hydra " + version;
+    }
+    return lines.isEmpty() ? launcher : lines.get(0);
+  }
+
+  /** Whether a launcher's line is Open MPI's (mpirun 4 says "(Open MPI)", 5 and later "(Open MPI)" or prterun). */
+  static boolean isOpenMpi(String launcherLine) {
+    return launcherLine.contains("Open MPI") || launcherLine.contains("OpenRTE") || launcherLine.contains("prterun")
+        || launcherLine.contains("PRRTE");
   }
 
   /**
@@ -348,12 +390,13 @@ final class DoctorCommand implements Callable<Integer> {
     }
   }
 
-  private static String firstLine(String... command) {
+  /** What a command prints (stdout and stderr together), or null if it cannot be started. */
+  private static String output(String... command) {
     try {
       Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
       String text = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       p.waitFor();
-      return text.lines().filter(l -> !l.isBlank()).findFirst().orElse("").trim();
+      return text;
     } catch (IOException e) {
       return null;
     } catch (InterruptedException e) {

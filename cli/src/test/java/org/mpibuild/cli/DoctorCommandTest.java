@@ -1,6 +1,7 @@
 package org.mpibuild.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -101,5 +102,18 @@ class DoctorCommandTest {
     assertEquals("FFM, unless the program initialized MPI through mpi.jar", DoctorCommand.bindingInUse("auto", true, true));
     assertEquals("mpi.jar (the FFM binding is unavailable)", DoctorCommand.bindingInUse("auto", true, false));
     assertEquals("local mode (no binding usable)", DoctorCommand.bindingInUse("auto", false, false));
+  }
+
+  @Test
+  void theLauncherIsNamedByItsMpiAndOnlyOpenMpisIsOpenMpi() {
+    String hydra = "HYDRA build details:\n    Version:                                 4.0.2\n    Release Date: "
+        + "Thu Apr  7 12:34:45 CDT 2022\n";
+    assertEquals("mpiexec: MPICH's Hydra 4.0.2", DoctorCommand.describeLauncher("mpiexec", hydra));
+    assertEquals("mpirun (Open MPI) 4.1.4", DoctorCommand.describeLauncher("mpirun",
+        "mpirun (Open MPI) 4.1.4\n\nReport bugs to http://www.open-mpi.org/community/help/\n"));
+    assertTrue(DoctorCommand.isOpenMpi("mpirun (Open MPI) 4.1.4"));
+    assertTrue(DoctorCommand.isOpenMpi("prterun (Open MPI) 5.0.7"));
+    assertFalse(DoctorCommand.isOpenMpi(DoctorCommand.describeLauncher("mpiexec", hydra)));
+    assertFalse(DoctorCommand.isOpenMpi("mpiexec: Intel(R) MPI Library for Linux* OS, Version 2021.10"));
   }
 }

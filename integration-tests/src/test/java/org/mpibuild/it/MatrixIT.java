@@ -1,6 +1,7 @@
 package org.mpibuild.it;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -288,11 +289,18 @@ class MatrixIT {
         900).lines().reduce((a, b) -> b).orElseThrow().strip();
     String out = RuntimeImage.run(List.of(CLI, "run", "--rm", "--network", "none", "--shm-size=1g", "-v",
         Mpirun.REPO + ":" + Mpirun.REPO + ":ro", image, "bash", "-c", "set -e; ! command -v ompi_info; "
-        + "mpiexec --version | head -2; cd " + Mpirun.REPO + " && bin/mpi-build demo -np 2"), 600);
-    System.out.println("MatrixIT: MPICH only (" + image + "), bin/mpi-build demo -np 2:\n" + out);
-    assertTrue(out.contains("HYDRA"), "MPICH's launcher ran the job:\n" + out);
-    assertTrue(out.contains("summary: ranks=2 compiles=1") && out.contains("binding=FFM (MPICH)"), out);
-    assertEquals(2, out.lines().filter(l -> l.startsWith("rank ") && l.endsWith("verified yes")).count(), out);
+        + "mpiexec --version | head -2; cd " + Mpirun.REPO + " && bin/mpi-build demo -np 2; "
+        + "echo DOCTOR-BEGIN; bin/mpi-build doctor 2>&1 || true"), 600);
+    System.out.println("MatrixIT: MPICH only (" + image + "), bin/mpi-build demo -np 2, then doctor:\n" + out);
+    String demo = out.substring(0, out.indexOf("DOCTOR-BEGIN"));
+    assertTrue(demo.contains("HYDRA"), "MPICH's launcher ran the job:\n" + out);
+    assertTrue(demo.contains("summary: ranks=2 compiles=1") && demo.contains("binding=FFM (MPICH)"), out);
+    assertEquals(2, demo.lines().filter(l -> l.startsWith("rank ") && l.endsWith("verified yes")).count(), out);
+    // doctor, run by hand here: no JVM warnings of its own, and no advice to use Open MPI's mpirun for mpi.jar.
+    String doctor = out.substring(out.indexOf("DOCTOR-BEGIN"));
+    assertTrue(doctor.contains("MPICH's Hydra") && doctor.contains("the FFM binding serves it"), doctor);
+    assertFalse(doctor.contains("mpirun ... java") || doctor.contains("Open MPI's mpi.jar"), doctor);
+    assertFalse(doctor.lines().anyMatch(l -> l.startsWith("WARNING")), doctor);
   }
 
   static void skip(Cell cell, String why) {
