@@ -65,6 +65,18 @@ final class BenchJson {
     return out;
   }
 
+  /** JSON Lines with every line whose strategy is {@code from} given strategy {@code to}; the others as they were. */
+  static String withStrategy(String jsonl, String from, String to) {
+    StringBuilder out = new StringBuilder();
+    for (Map<String, String> cell : readLines(jsonl)) {
+      if (from.equals(cell.get("strategy"))) {
+        cell.put("strategy", to);
+      }
+      out.append(write(typed(cell))).append('\n');
+    }
+    return out.toString();
+  }
+
   /** A map of texts as JSON values: numbers where the text is one, strings otherwise. */
   static Map<String, Object> typed(Map<String, String> texts) {
     Map<String, Object> o = new LinkedHashMap<>();

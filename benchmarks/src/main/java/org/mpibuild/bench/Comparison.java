@@ -198,19 +198,32 @@ final class Comparison {
     System.out.println("bench: mode " + mode.name() + ", ranks " + mode.ranks() + ", " + mode.reps()
         + " repetitions per cell after a dropped warm-up (cold cells paired in one job, warm cells in another), program " + mode.program() + "; machine " + machine);
     List<Map<String, String>> cells = new ArrayList<>();
+    List<String> lost = new ArrayList<>(); // the jobs that failed: said in the report, never the end of it
     for (int n : mode.ranks()) {
       Path work = Files.createTempDirectory(out, "work-" + n + "-");
       String salt = Long.toString(System.nanoTime());
       for (String phase : List.of("cold", "warm")) {
         Path jsonl = out.resolve("cells-" + n + "-" + phase + ".jsonl");
-        BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp",
-            System.getProperty("java.class.path"), "org.mpibuild.bench.Bench", jsonl.toString(), phase,
-            Integer.toString(mode.reps()), mode.program()),
-            Map.of("MPI_BUILD_BENCH_DIR", work.toString(), "MPI_BUILD_BENCH_RUN", salt,
-                "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
-        cells.addAll(BenchJson.readLines(Files.readString(jsonl)));
+        try {
+          BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp",
+              System.getProperty("java.class.path"), "org.mpibuild.bench.Bench", jsonl.toString(), phase,
+              Integer.toString(mode.reps()), mode.program()),
+              Map.of("MPI_BUILD_BENCH_DIR", work.toString(), "MPI_BUILD_BENCH_RUN", salt,
+                  "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
+          cells.addAll(BenchJson.readLines(Files.readString(jsonl)));
+        } catch (Exception | AssertionError e) {
+          String why = "the " + phase + " job at N = " + n + " failed, so its cells are missing: " + firstLine(e);
+          System.out.println("bench: " + why);
+          lost.add(why);
+        }
       }
       BenchReport.deleteTree(work);
+    }
+    for (int n : mode.ranks()) {
+      if (!series(cells, n, Bench.LOCK_LONG_VOID, "ms").isEmpty()) {
+        lost.add("lock-long at N = " + n + " measured nothing (its compile was not longer than its stale age): its "
+            + "cells are in results.json as " + Bench.LOCK_LONG_VOID + ", left out of the tables");
+      }
     }
     List<Map<String, String>> bcasts = new ArrayList<>();
     for (int n : List.of(4, 2)) {
@@ -225,9 +238,10 @@ final class Comparison {
     String md = markdown(mode, cells, bcasts, cores);
     Map<String, Object> line = lineFigures(mode, cells, bcasts);
     String benchLine = benchLine(mode, line);
-    Files.writeString(out.resolve("results.md"), md + "\n" + benchLine + "\n");
-    Chart.write(mode, cells, machine, out.resolve("time-to-ready.png"));
-    Chart.writePhases(mode, cells, machine, out.resolve("phases.png"));
+    StringBuilder notes = new StringBuilder();
+    lost.forEach(l -> notes.append("\n- ").append(l));
+    Files.writeString(out.resolve("results.md"), md + "\n" + benchLine + "\n"
+        + (notes.length() == 0 ? "" : "\nNot measured:" + notes + "\n"));
     List<Object> typedCells = new ArrayList<>();
     cells.forEach(c -> typedCells.add(BenchJson.typed(c)));
     List<Object> typedBcasts = new ArrayList<>();
@@ -236,13 +250,29 @@ final class Comparison {
         "program", mode.program(), "reps", mode.reps(), "phases", "each cell's phase_*_ms are the slowest rank's "
         + "(phase_rank), phase_other_ms its time outside every phase; receiver_ready_ms is the slowest receiver's "
         + "load + first launch (-1: no rank received a binary)", "machine", machine, "bench", line, "cells", typedCells,
-        "broadcast", typedBcasts)));
+        "broadcast", typedBcasts, "not_measured", lost)));
+    // The charts last: results.md and results.json are written whatever happens to them.
+    try {
+      Chart.write(mode, cells, machine, out.resolve("time-to-ready.png"));
+      Chart.writePhases(mode, cells, machine, out.resolve("phases.png"));
+    } catch (RuntimeException e) {
+      System.out.println("bench: the charts failed (results.md and results.json are written): " + firstLine(e));
+      e.printStackTrace(System.out);
+    }
     System.out.println();
     System.out.println(md);
+    lost.forEach(l -> System.out.println("bench: not measured: " + l));
     System.out.printf(Locale.ROOT, "bench: wrote %s, %s, %s and %s in %.1f min%n", out.resolve("results.md"),
         out.resolve("time-to-ready.png"), out.resolve("phases.png"), out.resolve("results.json"),
         (System.nanoTime() - started) / 6e10);
     System.out.println(benchLine);
+  }
+
+  /** A failure's class and the first line of its message. */
+  static String firstLine(Throwable e) {
+    String m = String.valueOf(e.getMessage());
+    int nl = m.indexOf('\n');
+    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
   }
 
   static String join(List<Integer> xs) {

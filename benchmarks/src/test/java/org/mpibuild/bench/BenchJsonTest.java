@@ -26,4 +26,14 @@ class BenchJsonTest {
     String report = BenchJson.write(BenchJson.typed(Map.of("one_rank_s", "1.250", "mode", "quick")));
     assertTrue(report.contains("\"one_rank_s\":1.250") && report.contains("\"mode\":\"quick\""), report);
   }
+
+  @Test
+  void aStrategyIsRenamedInItsLinesOnly() {
+    String jsonl = BenchJson.line("n", 16, "strategy", "lock-long", "rep", 0, "ms", 2434.85)
+        + BenchJson.line("n", 16, "strategy", "naive", "rep", 0, "ms", 14700.5);
+    List<Map<String, String>> cells = BenchJson.readLines(BenchJson.withStrategy(jsonl, "lock-long", "lock-long-void"));
+    assertEquals(List.of("lock-long-void", "naive"), cells.stream().map(c -> c.get("strategy")).toList());
+    assertEquals(2434.85, Double.parseDouble(cells.get(0).get("ms")));
+    assertEquals("16", cells.get(1).get("n"));
+  }
 }
