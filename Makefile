@@ -5,6 +5,7 @@
 
 MVN ?= mvn -B -Dstyle.color=never
 NP ?= 4
+comma := ,
 # The container tests (DockerIT) use the engine that scripts/container-engine set up, if it did; without
 # one they skip, saying why.
 ENGINE_SOCK := /run/mpi-build-podman/podman.sock
@@ -16,12 +17,12 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
+.PHONY: all provision build image demo test bench bench-main bench-main-trixie bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
 
 all: build ## the same as make build
 
 # make help prints every target by group, with the line after its ##.
-HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-generic bench-batch bench-stream bench-allreduce bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
+HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-main-trixie bench-generic bench-batch bench-stream bench-allreduce bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
 
 help: ## this list
 	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / { d[$$1] = $$2 } END { \
@@ -59,6 +60,14 @@ bench: build ## every benchmark, then the main comparison, whose bench: line jud
 # The main comparison alone.
 bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ranks=1,2,4 reps=6")
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
+
+# The main comparison on Debian 13's PoCL 6.0, where users of a current distribution are: the version matrix's
+# trixie image (Open MPI 5 with mpi.jar, Java 25, PoCL 6.0), this build's jars mounted, N = 1 and 2 by default
+# (BENCH_ARGS overrides, e.g. "ranks=1,2 reps=6"). Writes benchmarks/target/bench-trixie/, beside bookworm's.
+bench-main-trixie: build ## the main comparison in the trixie image (PoCL 6.0), N = 1 and 2
+	image=$$(scripts/matrix-image trixie) && $(CONTAINER_CLI) run --rm --network none --shm-size=1g \
+	  -e MPI_BUILD_BENCH_OUT=$(CURDIR)/benchmarks/target/bench-trixie -v "$(CURDIR):$(CURDIR)" -w "$(CURDIR)" \
+	  "$$image" java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(or $(BENCH_ARGS),ranks=1$(comma)2)
 
 # What generic code costs: matmul4's kernels at N=512, specialized against generic code (paired, 8 jobs of
 # each), and a receiver's load + first launch with the launch shapes named and without (2 ranks).

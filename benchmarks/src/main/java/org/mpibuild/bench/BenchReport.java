@@ -35,7 +35,10 @@ public final class BenchReport {
 
   public static void main(String[] args) throws Exception {
     Path repo = Path.of(args[0]).toAbsolutePath();
-    Path out = repo.resolve("benchmarks/target/bench");
+    // MPI_BUILD_BENCH_OUT: another folder for the results (make bench-main-trixie keeps bookworm's apart).
+    String elsewhere = System.getenv("MPI_BUILD_BENCH_OUT");
+    Path out = elsewhere != null && !elsewhere.isBlank() ? Path.of(elsewhere).toAbsolutePath()
+        : repo.resolve("benchmarks/target/bench");
     Files.createDirectories(out);
     if (args.length > 1 && args[1].equals("ffm")) {
       ffm(repo, out, 5, ffmJava(repo));

@@ -255,7 +255,7 @@ final class Comparison {
     try {
       Chart.write(mode, cells, machine, out.resolve("time-to-ready.png"));
       Chart.writePhases(mode, cells, machine, out.resolve("phases.png"));
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) { // AWT without fonts (a bare container) throws an Error
       System.out.println("bench: the charts failed (results.md and results.json are written): " + firstLine(e));
       e.printStackTrace(System.out);
     }
