@@ -202,8 +202,13 @@ final class Comparison {
     for (int n : mode.ranks()) {
       Path work = Files.createTempDirectory(out, "work-" + n + "-");
       String salt = Long.toString(System.nanoTime());
+      boolean coldLost = false;
       for (String phase : List.of("cold", "warm")) {
         Path jsonl = out.resolve("cells-" + n + "-" + phase + ".jsonl");
+        if (coldLost) { // the warm job reads the cold job's caches: without them its cells would be cold ones
+          lost.add("the warm job at N = " + n + " was not run: the cold job before it failed");
+          continue;
+        }
         try {
           BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp",
               System.getProperty("java.class.path"), "org.mpibuild.bench.Bench", jsonl.toString(), phase,
@@ -212,9 +217,10 @@ final class Comparison {
                   "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
           cells.addAll(BenchJson.readLines(Files.readString(jsonl)));
         } catch (Exception | AssertionError e) {
-          String why = "the " + phase + " job at N = " + n + " failed, so its cells are missing: " + firstLine(e);
+          String why = "the " + phase + " job at N = " + n + " failed, so its cells are missing: " + org.mpibuild.support.BackendSupport.firstLine(e);
           System.out.println("bench: " + why);
           lost.add(why);
+          coldLost = phase.equals("cold");
         }
       }
       BenchReport.deleteTree(work);
@@ -228,16 +234,34 @@ final class Comparison {
     List<Map<String, String>> bcasts = new ArrayList<>();
     for (int n : List.of(4, 2)) {
       Path jsonl = out.resolve("bcast-" + n + ".jsonl");
-      BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp",
-          System.getProperty("java.class.path"), "org.mpibuild.bench.BcastBench", jsonl.toString(),
-          Integer.toString(mode.bcastReps()), join(mode.bcastSizes())),
-          Map.of("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=6g"), 1800);
-      bcasts.addAll(BenchJson.readLines(Files.readString(jsonl)));
+      try {
+        BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp",
+            System.getProperty("java.class.path"), "org.mpibuild.bench.BcastBench", jsonl.toString(),
+            Integer.toString(mode.bcastReps()), join(mode.bcastSizes())),
+            Map.of("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=6g"), 1800);
+        bcasts.addAll(BenchJson.readLines(Files.readString(jsonl)));
+      } catch (Exception | AssertionError e) {
+        lost.add("the broadcast job at N = " + n + " failed: " + org.mpibuild.support.BackendSupport.firstLine(e));
+      }
     }
     int cores = ((Number) machine.get("cores")).intValue();
-    String md = markdown(mode, cells, bcasts, cores);
-    Map<String, Object> line = lineFigures(mode, cells, bcasts);
-    String benchLine = benchLine(mode, line);
+    String md;
+    Map<String, Object> line;
+    String benchLine;
+    try {
+      md = markdown(mode, cells, bcasts, cores);
+      line = lineFigures(mode, cells, bcasts);
+      benchLine = benchLine(mode, line);
+    } catch (RuntimeException e) {
+      // The tables need every strategy at every N; where one is missing they cannot be made, but the cells stay.
+      String why = "the tables and the bench: line could not be made from what was measured ("
+          + org.mpibuild.support.BackendSupport.firstLine(e) + "); every cell is in results.json";
+      System.out.println("bench: " + why);
+      lost.add(why);
+      md = "(no tables: see Not measured)";
+      line = Map.of();
+      benchLine = "bench: not judged";
+    }
     StringBuilder notes = new StringBuilder();
     lost.forEach(l -> notes.append("\n- ").append(l));
     Files.writeString(out.resolve("results.md"), md + "\n" + benchLine + "\n"
@@ -256,7 +280,7 @@ final class Comparison {
       Chart.write(mode, cells, machine, out.resolve("time-to-ready.png"));
       Chart.writePhases(mode, cells, machine, out.resolve("phases.png"));
     } catch (RuntimeException | Error e) { // AWT without fonts (a bare container) throws an Error
-      System.out.println("bench: the charts failed (results.md and results.json are written): " + firstLine(e));
+      System.out.println("bench: the charts failed (results.md and results.json are written): " + org.mpibuild.support.BackendSupport.firstLine(e));
       e.printStackTrace(System.out);
     }
     System.out.println();
@@ -266,13 +290,6 @@ final class Comparison {
         out.resolve("time-to-ready.png"), out.resolve("phases.png"), out.resolve("results.json"),
         (System.nanoTime() - started) / 6e10);
     System.out.println(benchLine);
-  }
-
-  /** A failure's class and the first line of its message. */
-  static String firstLine(Throwable e) {
-    String m = String.valueOf(e.getMessage());
-    int nl = m.indexOf('\n');
-    return e.getClass().getSimpleName() + ": " + (nl < 0 ? m : m.substring(0, nl));
   }
 
   static String join(List<Integer> xs) {

@@ -164,8 +164,11 @@ final class DoctorCommand implements Callable<Integer> {
           + launcherVersion + ")" + (ffmWhy == null ? ": the FFM binding serves it" : ""));
       if (ffmWhy != null && needsBinding) {
         fail("no binding can drive this MPI (" + launcherVersion + "), so every rank would build alone",
-            "run the ranks on a Java 22 or later (MPI_BUILD_JAVA for bin/mpi-build-rank): the FFM binding serves it");
+            "install a JDK 22 or later, run scripts/provision again (or set MPI_BUILD_FFM_JDK) to build the FFM "
+                + "binding, and run the ranks on it (MPI_BUILD_JAVA for bin/mpi-build-rank)");
       }
+    } else if (needsBinding && ffmWhy == null) {
+      out.println("  info  " + jarWhy + ": the FFM binding serves this job");
     } else if (needsBinding) {
       fail(jarWhy + ", so every rank would build alone",
           "launch ranks with bin/mpi-build-rank or 'mpirun ... java' (which add Open MPI's mpi.jar), or run "
