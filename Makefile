@@ -65,9 +65,7 @@ bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ran
 # trixie image (Open MPI 5 with mpi.jar, Java 25, PoCL 6.0), this build's jars mounted, N = 1 and 2 by default
 # (BENCH_ARGS overrides, e.g. "ranks=1,2 reps=6"). Writes benchmarks/target/bench-trixie/, beside bookworm's.
 bench-main-trixie: build ## the main comparison in the trixie image (PoCL 6.0), N = 1 and 2
-	image=$$(scripts/matrix-image trixie) && $(CONTAINER_CLI) run --rm --network none --shm-size=1g \
-	  -e MPI_BUILD_BENCH_OUT=$(CURDIR)/benchmarks/target/bench-trixie -v "$(CURDIR):$(CURDIR)" -w "$(CURDIR)" \
-	  "$$image" java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(or $(BENCH_ARGS),ranks=1$(comma)2)
+	$(call bench-in-matrix-image,trixie,-e MPI_BUILD_BENCH_OUT=$(CURDIR)/benchmarks/target/bench-trixie,quick $(or $(BENCH_ARGS),ranks=1$(comma)2))
 
 # What generic code costs: matmul4's kernels at N=512, specialized against generic code (paired, 8 jobs of
 # each), and a receiver's load + first launch with the launch shapes named and without (2 ranks).
@@ -126,8 +124,13 @@ bench-ffm: build ## the FFM binding's broadcast against C's, then bench-ffm-abi
 # transport needs more than the engine's default 64 MB.
 CONTAINER_CLI ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
 bench-ffm-abi: ## the FFM binding on the MPI 5.0 standard ABI, in the matrix sid image
-	image=$$(scripts/matrix-image sid) && $(CONTAINER_CLI) run --rm --network none --shm-size=1g \
-	  -v "$(CURDIR):$(CURDIR)" -w "$(CURDIR)" "$$image" java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm-abi
+	$(call bench-in-matrix-image,sid,,ffm-abi)
+
+# $(call bench-in-matrix-image,SUITE,ENGINE OPTIONS,BENCHREPORT ARGUMENTS): BenchReport in the version matrix's image
+# of SUITE, with this checkout (its build) mounted at the same path, and no network.
+bench-in-matrix-image = image=$$(scripts/matrix-image $(1)) && $(CONTAINER_CLI) run --rm --network none \
+  --shm-size=1g $(2) -v "$(CURDIR):$(CURDIR)" -w "$(CURDIR)" "$$image" java -cp "$(BENCH_CP)" \
+  org.mpibuild.bench.BenchReport . $(3)
 
 bench-full: build ## the main comparison with every strategy and size
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . full $(BENCH_ARGS)

@@ -3,11 +3,8 @@ package org.mpibuild.bench;
 import java.nio.ByteBuffer;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -65,10 +62,6 @@ import org.mpibuild.spi.LoadedProgram;
  * <p>usage: Bench OUT.jsonl cold|warm|shapes REPS PROGRAM
  */
 public final class Bench {
-  /** OCCA's stale age and polling (occa/src/utils/io/lock.cpp up to v1.1). */
-  static final long OCCA_STALE_MS = 20_000;
-  static final long OCCA_POLL_MS = 500;
-
   private static int rank;
   private static int size;
   private static Backend backend;
@@ -79,9 +72,6 @@ public final class Bench {
   /** What one cell measured; times in ns, counters summed over ranks unless said. */
   record Cell(long nanos, long cpuNanos, long compiles, long fsops, long bytes, long binaryBytes, long compileNanos,
       Phases.Slowest phases) {}
-
-  /** The stale age and poll of the lock, in ms. */
-  record Lock(long staleMillis, long pollMillis) {}
 
   /** One rank's account of a cell while it runs: phases, counters and what to close after the timing. */
   static final class Run {
@@ -145,8 +135,8 @@ public final class Bench {
   static void cold(StringBuilder json, Path work, int reps) throws Exception {
     long compileMs = calibrate();
     long stale = compileMs * 20 / 23;
-    Lock occa = new Lock(OCCA_STALE_MS, OCCA_POLL_MS);
-    Lock scaled = new Lock(stale, Math.max(1, stale / 40));
+    OccaCaches.Lock occa = new OccaCaches.Lock(OccaCaches.OCCA_STALE_MS, OccaCaches.OCCA_POLL_MS);
+    OccaCaches.Lock scaled = new OccaCaches.Lock(stale, Math.max(1, stale / 40));
     if (rank == 0) {
       System.out.printf(Locale.ROOT, "bench n=%d: fastest compile of %s measured at %d ms; lock-long stale age %d ms, poll %d ms"
           + " (20/23 of the compile, and 2.5%% of that)%n", size, program, compileMs, scaled.staleMillis(), scaled.pollMillis());
@@ -158,9 +148,10 @@ public final class Bench {
         String tag = s + " " + rep + " " + size;
         Cell c = switch (s) {
           case "naive" -> naive(variant(program, tag, false));
-          case "lock" -> lock(variant(program, tag, false), work.resolve("lock-" + rep), occa);
-          case "lock-long" -> lock(variant(program, tag, false), work.resolve("lock-long-" + rep), scaled);
-          case "occa12" -> occa12(variant(program, tag, false), work.resolve("occa12-" + rep));
+          case "lock" -> OccaCaches.lock(variant(program, tag, false), work.resolve("lock-" + rep), occa, rank, program);
+          case "lock-long" -> OccaCaches.lock(variant(program, tag, false), work.resolve("lock-long-" + rep), scaled, rank,
+              program);
+          case "occa12" -> OccaCaches.occa12(variant(program, tag, false), work.resolve("occa12-" + rep), program);
           case "collective" -> collective(variant(program, tag, true), work.resolve("collective-" + rep));
           case "limit-finished" -> limitFinished(variant(program, tag, true));
           default -> throw new IllegalStateException(s);
@@ -184,16 +175,12 @@ public final class Bench {
     // A lock-long that measured nothing is not a result, but it must not cost the job's other cells: its
     // lines are kept under another strategy id, which the tables and the bench: line leave out, and the report
     // says so for this N.
-    json.append(holds ? longJson : voided(longJson.toString()));
+    json.append(holds ? longJson : BenchJson.withStrategy(longJson.toString(), "lock-long", LOCK_LONG_VOID));
   }
 
   /** What the cold job marks lock-long's cells with when its compile did not outlast the stale age. */
   static final String LOCK_LONG_VOID = "lock-long-void";
 
-  /** {@code jsonl}'s lock-long lines under {@link #LOCK_LONG_VOID}. */
-  static String voided(String jsonl) {
-    return BenchJson.withStrategy(jsonl, "lock-long", LOCK_LONG_VOID);
-  }
 
   /** The warm cells, on the directories of the cold job's repetitions, with the cold cells' requests. */
   static void warm(StringBuilder json, Path work, int reps) throws Exception {
@@ -201,7 +188,8 @@ public final class Bench {
       for (String s : rotated(WARM, rep)) {
         Cell c = s.equals("collective-warm")
             ? collective(variant(program, "collective " + rep + " " + size, true), work.resolve("collective-" + rep))
-            : occa12(variant(program, "occa12 " + rep + " " + size, false), work.resolve("occa12-" + rep));
+            : OccaCaches.occa12(variant(program, "occa12 " + rep + " " + size, false), work.resolve("occa12-" + rep),
+                program);
         record(json, s, rep, c, null);
       }
     }
@@ -312,123 +300,6 @@ public final class Bench {
       r.compiles = 1;
       Launch.everyKernel(cl, cl.kernels(p, request.kernelNames()), program);
       r.lap(Phases.LAUNCH);
-    });
-  }
-
-  /** The compiling rank's share of a file-based strategy: build, read the binary. */
-  static byte[] compileAndRead(Run r, Ocl cl, KernelSource request, cl_program[] out) {
-    out[0] = cl.build(request.source(), request.options());
-    long front = r.lap(Phases.COMPILE);
-    byte[] b = Ocl.binary(out[0]);
-    r.compileNanos = front + r.lap(Phases.CODEGEN);
-    r.compiles++;
-    return b;
-  }
-
-  /**
-   * OCCA up to v1.1: the first rank to create the lock directory compiles; the others poll until the lock
-   * is gone, then read the binary; a lock older than the stale age is taken over. Every file system call
-   * on the shared directory is counted. Writing and reading the file count as the broadcast.
-   */
-  static Cell lock(KernelSource request, Path dir, Lock lock) throws Exception {
-    return timed(r -> {
-      Ocl cl = Ocl.open();
-      r.closers.add(cl);
-      Path binary = dir.resolve("binary");
-      Path lockDir = dir.resolve("lock");
-      cl_program[] program = {null};
-      r.fsops++;
-      Files.createDirectories(dir);
-      r.lap(Phases.SETUP);
-      while (program[0] == null) {
-        r.fsops++;
-        if (Files.exists(binary)) {
-          r.fsops++;
-          byte[] b = Files.readAllBytes(binary);
-          r.bytes += b.length;
-          r.lap(Phases.BROADCAST);
-          program[0] = cl.load(b);
-          r.lap(Phases.LOAD);
-          r.receiver = true;
-          break;
-        }
-        boolean mine;
-        try {
-          r.fsops++;
-          Files.createDirectory(lockDir);
-          mine = true;
-        } catch (FileAlreadyExistsException e) {
-          mine = false;
-        }
-        r.lap(Phases.WAIT);
-        if (mine) {
-          byte[] b = compileAndRead(r, cl, request, program);
-          Path tmp = dir.resolve("binary." + rank + ".tmp");
-          r.fsops += 3;
-          Files.write(tmp, b);
-          Files.move(tmp, binary, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-          Files.deleteIfExists(lockDir);
-          r.bytes += b.length;
-          r.lap(Phases.BROADCAST);
-          break;
-        }
-        while (true) {
-          Thread.sleep(lock.pollMillis());
-          long age;
-          try {
-            r.fsops++;
-            age = System.currentTimeMillis() - Files.getLastModifiedTime(lockDir).toMillis();
-          } catch (NoSuchFileException e) {
-            break; // released
-          }
-          if (age > lock.staleMillis()) {
-            r.fsops++;
-            Files.deleteIfExists(lockDir); // stale: take it over
-            break;
-          }
-        }
-        r.lap(Phases.WAIT);
-      }
-      Launch.everyKernel(cl, cl.kernels(program[0], request.kernelNames()), Bench.program);
-      r.lap(Phases.LAUNCH);
-      r.binaryBytes = Files.size(binary);
-    });
-  }
-
-  /**
-   * OCCA from v1.2: a rank that finds the binary loads it; one that does not compiles into a temporary file
-   * of its own and renames it over the binary (atomic, last writer wins). Cold, every rank compiles.
-   */
-  static Cell occa12(KernelSource request, Path dir) throws Exception {
-    return timed(r -> {
-      Ocl cl = Ocl.open();
-      r.closers.add(cl);
-      Path binary = dir.resolve("binary");
-      cl_program[] program = {null};
-      r.fsops += 2;
-      Files.createDirectories(dir);
-      boolean found = Files.exists(binary);
-      r.lap(Phases.SETUP);
-      if (found) {
-        r.fsops++;
-        byte[] b = Files.readAllBytes(binary);
-        r.bytes += b.length;
-        r.lap(Phases.BROADCAST);
-        program[0] = cl.load(b);
-        r.lap(Phases.LOAD);
-        r.receiver = true;
-      } else {
-        byte[] b = compileAndRead(r, cl, request, program);
-        Path tmp = Files.createTempFile(dir, "binary.", ".tmp");
-        r.fsops += 3;
-        Files.write(tmp, b);
-        Files.move(tmp, binary, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        r.bytes += b.length;
-        r.lap(Phases.BROADCAST);
-      }
-      Launch.everyKernel(cl, cl.kernels(program[0], request.kernelNames()), Bench.program);
-      r.lap(Phases.LAUNCH);
-      r.binaryBytes = Files.size(binary);
     });
   }
 
@@ -544,7 +415,7 @@ public final class Bench {
     return out;
   }
 
-  static void record(StringBuilder json, String strategy, int rep, Cell c, Lock lock) {
+  static void record(StringBuilder json, String strategy, int rep, Cell c, OccaCaches.Lock lock) {
     Phases.Slowest ph = c.phases();
     if (rank == 0) {
       StringBuilder parts = new StringBuilder();

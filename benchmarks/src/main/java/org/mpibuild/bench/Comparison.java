@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import org.mpibuild.support.BackendSupport;
 
 /**
  * {@code make bench}: the main comparison. For each N it runs a {@link Bench} cold job and a warm job under
@@ -217,7 +218,7 @@ final class Comparison {
                   "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
           cells.addAll(BenchJson.readLines(Files.readString(jsonl)));
         } catch (Exception | AssertionError e) {
-          String why = "the " + phase + " job at N = " + n + " failed, so its cells are missing: " + org.mpibuild.support.BackendSupport.firstLine(e);
+          String why = "the " + phase + " job at N = " + n + " failed, so its cells are missing: " + BackendSupport.firstLine(e);
           System.out.println("bench: " + why);
           lost.add(why);
           coldLost = phase.equals("cold");
@@ -241,7 +242,7 @@ final class Comparison {
             Map.of("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=6g"), 1800);
         bcasts.addAll(BenchJson.readLines(Files.readString(jsonl)));
       } catch (Exception | AssertionError e) {
-        lost.add("the broadcast job at N = " + n + " failed: " + org.mpibuild.support.BackendSupport.firstLine(e));
+        lost.add("the broadcast job at N = " + n + " failed: " + BackendSupport.firstLine(e));
       }
     }
     int cores = ((Number) machine.get("cores")).intValue();
@@ -255,7 +256,7 @@ final class Comparison {
     } catch (RuntimeException e) {
       // The tables need every strategy at every N; where one is missing they cannot be made, but the cells stay.
       String why = "the tables and the bench: line could not be made from what was measured ("
-          + org.mpibuild.support.BackendSupport.firstLine(e) + "); every cell is in results.json";
+          + BackendSupport.firstLine(e) + "); every cell is in results.json";
       System.out.println("bench: " + why);
       lost.add(why);
       md = "(no tables: see Not measured)";
@@ -280,7 +281,7 @@ final class Comparison {
       Chart.write(mode, cells, machine, out.resolve("time-to-ready.png"));
       Chart.writePhases(mode, cells, machine, out.resolve("phases.png"));
     } catch (RuntimeException | Error e) { // AWT without fonts (a bare container) throws an Error
-      System.out.println("bench: the charts failed (results.md and results.json are written): " + org.mpibuild.support.BackendSupport.firstLine(e));
+      System.out.println("bench: the charts failed (results.md and results.json are written): " + BackendSupport.firstLine(e));
       e.printStackTrace(System.out);
     }
     System.out.println();
