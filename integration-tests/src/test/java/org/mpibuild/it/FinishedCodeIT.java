@@ -53,6 +53,19 @@ class FinishedCodeIT {
     }
   }
 
+  /**
+   * The binary carries the named functions only: no generic ones (PoCL forces them at the binary query; the
+   * compile gives it stand-ins and removes them), so a kernel whose shape nobody named is generated at its
+   * first launch on every rank, from the program's bitcode, and computes right.
+   */
+  @Test
+  void aShapeNobodyNamedIsGeneratedFromTheBitcodeOnEveryRank() {
+    List<String> generated = generated(3, "some");
+    for (int r = 0; r < generated.size(); r++) {
+      assertEquals("mm16/16-16-1-goffs0-smallgrid", generated.get(r), "rank " + r);
+    }
+  }
+
   @Test
   void unnamedShapesAreGeneratedAtTheFirstLaunchOnEveryRank() {
     List<String> generated = generated(2, "none");

@@ -35,11 +35,13 @@ import org.mpibuild.opencl.OpenClKernel;
  * Ready means ready: every rank builds two tiled matrix kernels collectively, then launches each once at its
  * shape and reports the work-group functions its PoCL cache ({@code POCL_CACHE_DIR}, private to the rank
  * under {@code bin/mpi-build-rank}) gained during that launch. With {@code shapes}, the request names both
- * launch shapes, and no rank may gain one; with {@code none}, every rank generates them at its first launch.
+ * launch shapes, and no rank may gain one; with {@code none}, every rank generates them at its first launch;
+ * with {@code some}, only {@code mm8}'s shape is named, so the binary holds no code for {@code mm16} and every
+ * rank generates that one (from the program's bitcode) and computes right with it.
  *
  * <p>Prints, per rank: {@code FINISHED rank=R mode=M loadMs=L launchMs=F verified=V generated=[...]}.
  *
- * <p>usage: FinishedCode shapes|none
+ * <p>usage: FinishedCode shapes|some|none
  */
 public final class FinishedCode {
   /** The matrix order: 4 x 4 work-groups of the larger tile. */
@@ -72,23 +74,29 @@ public final class FinishedCode {
     return sb.toString();
   }
 
-  /** The request, with or without its launch shapes. */
-  public static KernelSource request(boolean shapes) {
+  /** The request, with the launch shapes of the first {@code named} tiles. */
+  public static KernelSource request(int named) {
     KernelSource r = KernelSource.of(source()).withKernels("mm8", "mm16");
-    if (!shapes) {
+    if (named == 0) {
       return r;
     }
-    List<LaunchShape> named = new ArrayList<>();
-    for (int t : TILES) {
-      named.add(LaunchShape.of("mm" + t, t, t).withGlobalSize(N, N));
+    List<LaunchShape> shapes = new ArrayList<>();
+    for (int i = 0; i < named; i++) {
+      shapes.add(LaunchShape.of("mm" + TILES[i], TILES[i], TILES[i]).withGlobalSize(N, N));
     }
-    return r.withLaunchShapes(named);
+    return r.withLaunchShapes(shapes);
   }
 
   public static void main(String[] args) {
-    boolean shapes = args.length > 0 && args[0].equals("shapes");
+    String mode = args.length > 0 ? args[0] : "none";
+    int named = switch (mode) {
+      case "shapes" -> TILES.length;
+      case "some" -> 1;
+      case "none" -> 0;
+      default -> throw new IllegalArgumentException("usage: FinishedCode shapes|some|none, not '" + mode + "'");
+    };
     Path pocl = Path.of(System.getenv().getOrDefault("POCL_CACHE_DIR", System.getProperty("user.home") + "/.cache/pocl"));
-    try (MpiBuild mpi = MpiBuild.create(); Kernel built = mpi.mpiBuildKernel(request(shapes), 0)) {
+    try (MpiBuild mpi = MpiBuild.create(); Kernel built = mpi.mpiBuildKernel(request(named), 0)) {
       OpenClKernel k = built.as(OpenClKernel.class);
       TreeSet<String> before = workGroupFunctions(pocl);
       long t0 = System.nanoTime();
@@ -97,7 +105,7 @@ public final class FinishedCode {
       TreeSet<String> generated = workGroupFunctions(pocl);
       generated.removeAll(before);
       System.out.printf("FINISHED rank=%d mode=%s loadMs=%.1f launchMs=%.1f verified=%b generated=%s%n", mpi.rank(),
-          shapes ? "shapes" : "none", built.stats().loadNanos() / 1e6, launchNanos / 1e6, verified, generated);
+          mode, built.stats().loadNanos() / 1e6, launchNanos / 1e6, verified, generated);
     }
   }
 

@@ -345,7 +345,7 @@ final class OpenClBackend implements Backend {
     }
   }
 
-  private static List<String> definedKernels(cl_program program) {
+  static List<String> definedKernels(cl_program program) {
     String names = programString(program, CL_PROGRAM_KERNEL_NAMES);
     List<String> out = new ArrayList<>();
     for (String s : names.split(";")) {

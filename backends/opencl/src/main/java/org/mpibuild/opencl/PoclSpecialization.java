@@ -36,10 +36,10 @@ import org.mpibuild.support.NativeLibraries;
  * through {@code getenv} and keeps the first value it finds for the life of the process
  * ({@code pocl_runtime_config.c}), and it applies every named specialization to every kernel of the
  * program. So the compile runs in a short-lived child process of this backend's own classes, with the
- * variable set to the request's shapes; the parent loads the binary it writes. Where kernels name different
- * shapes, a first pass builds the program and its generic code, and every (kernel, shape) pair that was not
- * named gets the generic function under that shape's name, so that the second pass builds the named pairs
- * only (a tiled program of 4 kernels at 3 tile sizes builds 4 specializations, not 12). The files live in a
+ * variable set to the request's shapes; the parent loads the binary it writes. The child builds only the named
+ * (kernel, shape) pairs: it gives PoCL stand-ins for every other work-group function, the generic ones
+ * included, and removes them from the binary ({@link #standIns}), so that the compile costs what a rank that
+ * builds for itself pays for its first launches (the front end and the named functions). The files live in a
  * private directory, PoCL's cache of the compile included, that is deleted afterwards.
  */
 final class PoclSpecialization {
@@ -111,16 +111,11 @@ final class PoclSpecialization {
           PosixFilePermissions.fromString("rwx------")));
       Files.writeString(dir.resolve("source.cl"), request.source());
       Files.writeString(dir.resolve("options"), request.options());
-      Map<String, Set<String>> perKernel = perKernel(request.launchShapes());
-      List<String> union = names(request.launchShapes());
-      if (!exact(request, perKernel, union)) {
-        // First the program and its generic code, in a cache of this compile's own; then every (kernel, shape)
-        // that nobody named gets the generic function under the shape's name (it runs any shape), so that
-        // the second pass, with PoCL's variable set, builds the named pairs only.
-        run(dir, platformIndex, deviceIndex, null);
-        fillWithGeneric(dir.resolve("pocl"), perKernel, union);
-      }
-      run(dir, platformIndex, deviceIndex, String.join(",", union));
+      StringBuilder named = new StringBuilder();
+      perKernel(request.launchShapes()).forEach((kernel, specs) -> specs.forEach(
+          spec -> named.append(kernel).append('\t').append(spec).append('\n')));
+      Files.writeString(dir.resolve("named"), named);
+      run(dir, platformIndex, deviceIndex, String.join(",", names(request.launchShapes())));
       return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot run the PoCL compile process: " + e.getMessage(), e);
@@ -142,48 +137,6 @@ final class PoclSpecialization {
       out.computeIfAbsent(s.kernel(), k -> new LinkedHashSet<>()).addAll(names(List.of(s)));
     }
     return out;
-  }
-
-  /**
-   * Whether one pass builds nothing that was not named: the request names its kernels, and each of them
-   * names every shape of the union.
-   */
-  static boolean exact(KernelSource request, Map<String, Set<String>> perKernel, List<String> union) {
-    return !request.kernelNames().isEmpty() && request.kernelNames().stream()
-        .allMatch(k -> perKernel.getOrDefault(k, Set.of()).containsAll(union));
-  }
-
-  /**
-   * Puts each kernel's generic work-group function ({@code KERNEL/0-0-0/KERNEL.so} in the program's cache
-   * directory, the one that holds {@code program.bc}) under every name of {@code union} that the kernel did
-   * not name, where PoCL looks for a built specialization before it builds one
-   * ({@code pocl_check_kernel_disk_cache}). PoCL's generic function takes its local size at run time, so it
-   * runs those launches correctly, as unspecialized code.
-   */
-  static void fillWithGeneric(Path cache, Map<String, Set<String>> perKernel, List<String> union) throws IOException {
-    List<Path> programs;
-    try (Stream<Path> files = Files.walk(cache)) {
-      programs = files.filter(f -> f.getFileName().toString().equals("program.bc")).map(Path::getParent).toList();
-    }
-    if (programs.size() != 1) {
-      throw new IllegalStateException("the PoCL compile process left " + programs.size() + " programs in " + cache
-          + ", not one");
-    }
-    try (Stream<Path> kernels = Files.list(programs.get(0))) {
-      for (Path kernel : kernels.filter(Files::isDirectory).toList()) {
-        String name = kernel.getFileName().toString();
-        Path generic = kernel.resolve("0-0-0").resolve(name + ".so");
-        if (!Files.isRegularFile(generic)) {
-          continue;
-        }
-        for (String spec : union) {
-          if (!perKernel.getOrDefault(name, Set.of()).contains(spec)) {
-            Files.createDirectories(kernel.resolve(spec));
-            Files.copy(generic, kernel.resolve(spec).resolve(name + ".so"), StandardCopyOption.REPLACE_EXISTING);
-          }
-        }
-      }
-    }
   }
 
   /**
@@ -259,9 +212,11 @@ final class PoclSpecialization {
   }
 
   /**
-   * The child: {@code DIR PLATFORM-INDEX DEVICE-INDEX}. Builds {@code DIR/source.cl} with the options in
-   * {@code DIR/options}, writes {@code DIR/build.log} and {@code DIR/program.bin}; exits 10 when the source
-   * does not compile, 11 when the options are invalid (the reason in {@code DIR/error}).
+   * The child: {@code DIR PLATFORM-INDEX DEVICE-INDEX}, with {@code POCL_BINARY_SPECIALIZE_WG} set to every
+   * shape's name. Builds {@code DIR/source.cl} with the options in {@code DIR/options}, writes
+   * {@code DIR/build.log} and {@code DIR/program.bin}, a binary with the work-group functions of the (kernel,
+   * shape) pairs in {@code DIR/named} and no others; exits 10 when the source does not compile, 11 when the
+   * options are invalid (the reason in {@code DIR/error}).
    */
   public static void main(String[] args) throws IOException {
     Path dir = Path.of(args[0]);
@@ -270,8 +225,19 @@ final class PoclSpecialization {
     try {
       cl_program program = backend.build(Files.readString(dir.resolve("source.cl")), Files.readString(dir.resolve("options")));
       Files.writeString(dir.resolve("build.log"), backend.buildLog(program));
-      Files.write(dir.resolve("program.bin"), backend.programBinary(program));
-      CL.clReleaseProgram(program);
+      Map<String, Set<String>> named = readNamed(dir.resolve("named"));
+      List<String> union = List.of(System.getenv("POCL_BINARY_SPECIALIZE_WG").split(","));
+      cl_program stubs = standIns(backend, dir.resolve("pocl"), OpenClBackend.definedKernels(program), named, union);
+      try {
+        byte[] binary = backend.programBinary(program);
+        Files.write(dir.resolve("program.bin"),
+            PoclBinary.keepOnly(binary, (kernel, spec) -> named.getOrDefault(kernel, Set.of()).contains(spec)));
+      } finally {
+        if (stubs != null) {
+          CL.clReleaseProgram(stubs);
+        }
+        CL.clReleaseProgram(program);
+      }
     } catch (CompileException e) {
       Files.writeString(dir.resolve("build.log"), Objects.toString(e.buildLog(), ""));
       Files.writeString(dir.resolve("error"), Objects.toString(e.reason(), e.toString()));
@@ -283,5 +249,85 @@ final class PoclSpecialization {
       backend.close();
     }
     System.exit(exit);
+  }
+
+  private static Map<String, Set<String>> readNamed(Path file) throws IOException {
+    Map<String, Set<String>> out = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+      int tab = line.indexOf('\t');
+      out.computeIfAbsent(line.substring(0, tab), k -> new LinkedHashSet<>()).add(line.substring(tab + 1));
+    }
+    return out;
+  }
+
+  /**
+   * Keeps PoCL from generating, at the binary query, the work-group functions nobody named: the generic one of
+   * each kernel, which PoCL forces ({@code pocl_driver_build_poclbinary}: "Force generate a generic WG
+   * function"), and the shapes another kernel named, which {@code POCL_BINARY_SPECIALIZE_WG} applies to every
+   * kernel. PoCL builds none that it finds on disk, once it has loaded it and found its work-group symbol
+   * ({@code pocl_check_kernel_disk_cache}, {@code _pocl_kernel_NAME_workgroup}). So a program of empty kernels
+   * with the same names is built and queried first (its generic functions cost milliseconds; its other
+   * functions are links to them, which PoCL finds as built), and the program's unnamed functions are links to
+   * those. They reach the binary, which {@link PoclBinary#keepOnly} then removes: a rank that launches an
+   * unnamed shape builds it from {@code program.bc}, as it would without the binary.
+   *
+   * <p>Anything that fails here leaves PoCL to build the functions for real (slower, as correct): the stand-ins'
+   * program, or a kernel whose directory is not named after it (PoCL 6.0 and later shorten long names).
+   *
+   * @return the stand-ins' program, to release after the query; null where there is none
+   */
+  private static cl_program standIns(OpenClBackend backend, Path cache, List<String> kernels,
+      Map<String, Set<String>> named, List<String> union) throws IOException {
+    Path program = programDirectory(cache, null);
+    StringBuilder source = new StringBuilder();
+    kernels.forEach(k -> source.append("__kernel void ").append(k).append("(void) {}\n"));
+    cl_program stubs;
+    try {
+      stubs = backend.build(source.toString(), "");
+    } catch (RuntimeException e) {
+      return null;
+    }
+    Path stubDir = programDirectory(cache, program);
+    for (String k : kernels) {
+      for (String spec : union) {
+        link(stubDir.resolve(k).resolve(spec).resolve(k + ".so"), Path.of("..", GENERIC, k + ".so"));
+      }
+    }
+    backend.programBinary(stubs);
+    for (String k : kernels) {
+      Path generic = stubDir.resolve(k).resolve(GENERIC).resolve(k + ".so");
+      if (!Files.isRegularFile(generic)) {
+        continue;
+      }
+      Set<String> mine = named.getOrDefault(k, Set.of());
+      for (String spec : Stream.concat(Stream.of(GENERIC), union.stream()).toList()) {
+        if (!mine.contains(spec)) {
+          link(program.resolve(k).resolve(spec).resolve(k + ".so"), generic);
+        }
+      }
+    }
+    return stubs;
+  }
+
+  /** PoCL's directory for a generic work-group function: {@code !specialized ? 0 : local size}. */
+  private static final String GENERIC = "0-0-0";
+
+  private static void link(Path link, Path target) throws IOException {
+    Files.createDirectories(link.getParent());
+    Files.createSymbolicLink(link, target);
+  }
+
+  /** The directory of the one program in PoCL's cache (the one with {@code program.bc}) other than {@code not}. */
+  private static Path programDirectory(Path cache, Path not) throws IOException {
+    List<Path> programs;
+    try (Stream<Path> files = Files.walk(cache)) {
+      programs = files.filter(f -> f.getFileName().toString().equals("program.bc")).map(Path::getParent)
+          .filter(p -> !p.equals(not)).toList();
+    }
+    if (programs.size() != 1) {
+      throw new IllegalStateException("the PoCL compile process found " + programs.size() + " new programs in "
+          + cache + ", not one");
+    }
+    return programs.get(0);
   }
 }

@@ -20,22 +20,6 @@ class PoclSpecializationTest {
   }
 
   @Test
-  void onePassIsExactOnlyWhereEveryRequestedKernelNamesEveryShape() {
-    LaunchShape a16 = LaunchShape.of("a", 16, 16);
-    LaunchShape b16 = LaunchShape.of("b", 16, 16);
-    LaunchShape b8 = LaunchShape.of("b", 8, 8);
-    org.mpibuild.KernelSource ab = org.mpibuild.KernelSource.of("x").withKernels("a", "b");
-    assertEquals(true, exact(ab, List.of(a16, b16)));
-    assertEquals(false, exact(ab, List.of(a16, b8)), "b would build 16x16, a 8x8, for nothing");
-    assertEquals(false, exact(ab, List.of(a16)), "b names nothing");
-    assertEquals(false, exact(org.mpibuild.KernelSource.of("x"), List.of(a16)), "every kernel: unknown which");
-  }
-
-  static boolean exact(org.mpibuild.KernelSource request, List<LaunchShape> shapes) {
-    return PoclSpecialization.exact(request, PoclSpecialization.perKernel(shapes), PoclSpecialization.names(shapes));
-  }
-
-  @Test
   void theGridLimitIsPoclsWidestDimensionIncludingItsLocalSizeSquaredTerm() {
     assertEquals(List.of("16-16-1-goffs0-smallgrid"),
         PoclSpecialization.names(List.of(LaunchShape.of("a", 16, 16).withGlobalSize(65_520, 16))));
