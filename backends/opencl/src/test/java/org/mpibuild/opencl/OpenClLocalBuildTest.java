@@ -154,12 +154,15 @@ class OpenClLocalBuildTest {
 
   @Test
   void kernelsWithShapesOfTheirOwnRunAtEveryShapeOfTheRequest() {
-    // add names 4, unused names 2: two passes; add's launch at 2 (named only for unused) runs generic code.
+    // add names 4, unused names 2: the binary holds those two functions and no other (no generic code, no add
+    // at 2); add's launch at 2 is generated from the program's bitcode, and computes the same.
     KernelSource request = KernelSource.of(ADD).withOptions("-D SCALE=2.0f")
         .withLaunchShapes(LaunchShape.of("add", 4), LaunchShape.of("unused", 2));
     try (Kernel kernel = mpiBuild.mpiBuildKernel(request, 0)) {
       byte[] binary = kernel.binaryData().toBytes();
-      assertTrue(contains(binary, "4-1-1-goffs0-smallgrid") && contains(binary, "2-1-1-goffs0-smallgrid"));
+      assertTrue(contains(binary, "/add/4-1-1-goffs0-smallgrid/") && contains(binary, "/unused/2-1-1-goffs0-smallgrid/"));
+      assertFalse(contains(binary, "/add/2-1-1-goffs0-smallgrid/") || contains(binary, "/unused/4-1-1-goffs0-smallgrid/")
+          || contains(binary, "/0-0-0/"), "a function nobody named travelled");
       assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(kernel.as(OpenClKernel.class), 4));
       assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(kernel.as(OpenClKernel.class), 2));
     }
