@@ -119,20 +119,19 @@ public final class Bench {
     }
     Path work = Path.of(System.getenv("MPI_BUILD_BENCH_DIR"));
     backend = org.mpibuild.programs.Scenarios.openCl(); // loads JOCL's natives; calibrates
-    StringBuilder json = new StringBuilder();
-    switch (job) {
-      case "warm" -> warm(json, work, reps);
-      case "shapes" -> shapes(json, work, reps);
-      default -> cold(json, work, reps);
-    }
-    if (rank == 0) {
-      Files.writeString(out, json.toString());
+    // Each cell's line is in the file as soon as it is measured: a job that dies later leaves its cells usable.
+    try (Cells json = new Cells(rank == 0 ? out : null)) {
+      switch (job) {
+        case "warm" -> warm(json, work, reps);
+        case "shapes" -> shapes(json, work, reps);
+        default -> cold(json, work, reps);
+      }
     }
     backend.close();
     MPI.Finalize();
   }
 
-  static void cold(StringBuilder json, Path work, int reps) throws Exception {
+  static void cold(Cells json, Path work, int reps) throws Exception {
     long compileMs = calibrate();
     long stale = compileMs * 20 / 23;
     OccaCaches.Lock occa = new OccaCaches.Lock(OccaCaches.OCCA_STALE_MS, OccaCaches.OCCA_POLL_MS);
@@ -142,7 +141,7 @@ public final class Bench {
           + " (20/23 of the compile, and 2.5%% of that)%n", size, program, compileMs, scaled.staleMillis(), scaled.pollMillis());
     }
     List<Double> longCompiles = new ArrayList<>();
-    StringBuilder longJson = new StringBuilder(); // lock-long's lines, kept apart until its check below
+    Cells longJson = new Cells(null); // lock-long's lines, kept apart until its check below
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(COLD, rep)) {
         String tag = s + " " + rep + " " + size;
@@ -175,7 +174,44 @@ public final class Bench {
     // A lock-long that measured nothing is not a result, but it must not cost the job's other cells: its
     // lines are kept under another strategy id, which the tables and the bench: line leave out, and the report
     // says so for this N.
-    json.append(holds ? longJson : BenchJson.withStrategy(longJson.toString(), "lock-long", LOCK_LONG_VOID));
+    json.append(holds ? longJson.held() : BenchJson.withStrategy(longJson.held(), "lock-long", LOCK_LONG_VOID));
+  }
+
+  /**
+   * Where a job's cell lines go: appended to the output file and flushed as each is measured (rank 0; the other
+   * ranks write nothing), or held in memory ({@code file} null) until the caller knows what they are.
+   */
+  static final class Cells implements AutoCloseable {
+    private final java.io.Writer out;
+    private final StringBuilder held = new StringBuilder();
+
+    Cells(Path file) throws java.io.IOException {
+      out = file == null ? null : Files.newBufferedWriter(file, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    void append(String lines) {
+      if (out == null) {
+        held.append(lines);
+        return;
+      }
+      try {
+        out.write(lines);
+        out.flush();
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException("cannot write the benchmark's cells: " + e.getMessage(), e);
+      }
+    }
+
+    String held() {
+      return held.toString();
+    }
+
+    @Override
+    public void close() throws java.io.IOException {
+      if (out != null) {
+        out.close();
+      }
+    }
   }
 
   /** What the cold job marks lock-long's cells with when its compile did not outlast the stale age. */
@@ -183,7 +219,7 @@ public final class Bench {
 
 
   /** The warm cells, on the directories of the cold job's repetitions, with the cold cells' requests. */
-  static void warm(StringBuilder json, Path work, int reps) throws Exception {
+  static void warm(Cells json, Path work, int reps) throws Exception {
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(WARM, rep)) {
         Cell c = s.equals("collective-warm")
@@ -196,7 +232,7 @@ public final class Bench {
   }
 
   /** mpi-build with and without the request's launch shapes, side by side: what an unnamed shape costs. */
-  static void shapes(StringBuilder json, Path work, int reps) throws Exception {
+  static void shapes(Cells json, Path work, int reps) throws Exception {
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(SHAPES, rep)) {
         Cell c = collective(variant(program, "shapes " + s + " " + rep + " " + size, s.equals("collective")),
@@ -415,7 +451,7 @@ public final class Bench {
     return out;
   }
 
-  static void record(StringBuilder json, String strategy, int rep, Cell c, OccaCaches.Lock lock) {
+  static void record(Cells json, String strategy, int rep, Cell c, OccaCaches.Lock lock) {
     Phases.Slowest ph = c.phases();
     if (rank == 0) {
       StringBuilder parts = new StringBuilder();

@@ -47,6 +47,12 @@ final class BenchJson {
   }
 
   /** Reads JSON Lines: one map per object, every value as its text. */
+  /** The complete lines of a job that died: a last line without its newline was cut off mid-write. */
+  static List<Map<String, String>> readCompleteLines(String jsonl) {
+    int end = jsonl.lastIndexOf('\n');
+    return readLines(end < 0 ? "" : jsonl.substring(0, end + 1));
+  }
+
   static List<Map<String, String>> readLines(String jsonl) {
     List<Map<String, String>> out = new ArrayList<>();
     for (String line : jsonl.split("\n")) {

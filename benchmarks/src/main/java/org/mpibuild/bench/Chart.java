@@ -76,7 +76,7 @@ final class Chart {
     phases.add("other");
     for (int n : mode.ranks()) {
       DefaultCategoryDataset data = new DefaultCategoryDataset();
-      for (String s : Comparison.present(cells, mode.ranks().get(0))) {
+      for (String s : Comparison.present(cells, mode.ranks())) {
         if (!Comparison.has(cells, n, s, "phase_setup_ms")) {
           continue;
         }
@@ -109,10 +109,13 @@ final class Chart {
     YIntervalSeriesCollection data = new YIntervalSeriesCollection();
     double lo = Double.MAX_VALUE;
     double hi = 0;
-    for (String strategy : Comparison.present(cells, mode.ranks().get(0))) {
+    for (String strategy : Comparison.present(cells, mode.ranks())) {
       YIntervalSeries series = new YIntervalSeries(Comparison.LABELS.get(strategy));
       for (int n : mode.ranks()) {
         List<Double> v = Comparison.series(cells, n, strategy, field);
+        if (v.isEmpty()) {
+          continue; // not measured at this N: a gap in its line
+        }
         double min = Math.max(floor, Stats.min(v));
         double max = Math.max(floor, Stats.max(v));
         series.add(n, Math.max(floor, Stats.median(v)), min, max);

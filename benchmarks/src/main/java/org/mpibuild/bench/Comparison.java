@@ -64,15 +64,24 @@ final class Comparison {
       "occa12", "occa12", "collective", "mpi-build", "limit-finished", "limit-fin.", "limit", "limit(old)",
       "occa12-warm", "occa12 warm", "collective-warm", "mpi-b. warm");
 
-  /** The strategies of {@link #LABELS} that {@code cells} hold at N (old results lack some). */
-  static List<String> present(List<Map<String, String>> cells, int n) {
+  /** The strategies of {@link #LABELS} that {@code cells} hold at any of {@code ns} (old results lack some). */
+  static List<String> present(List<Map<String, String>> cells, List<Integer> ns) {
     List<String> out = new ArrayList<>();
     for (String s : LABELS.keySet()) {
-      if (!series(cells, n, s, "ms").isEmpty()) {
+      if (ns.stream().anyMatch(n -> !series(cells, n, s, "ms").isEmpty())) {
         out.add(s);
       }
     }
     return out;
+  }
+
+  /** What a table prints where a strategy has no cells at an N: its job failed, or it was never run. */
+  static final String NOT_MEASURED = "not measured";
+
+  /** The median of a field as a table prints it, {@link #NOT_MEASURED} where there is none. */
+  static String medianCell(List<Map<String, String>> cells, int n, String strategy, String field) {
+    List<Double> xs = series(cells, n, strategy, field);
+    return xs.isEmpty() ? NOT_MEASURED : fmt(Stats.median(xs));
   }
 
   /** Whether every cell of {@code strategy} at N has {@code field}. */
@@ -218,7 +227,16 @@ final class Comparison {
                   "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
           cells.addAll(BenchJson.readLines(Files.readString(jsonl)));
         } catch (Exception | AssertionError e) {
-          String why = "the " + phase + " job at N = " + n + " failed, so its cells are missing: " + BackendSupport.firstLine(e);
+          // The job wrote each cell as it measured it: what it finished is kept, paired by repetition.
+          List<Map<String, String>> partial = List.of();
+          try {
+            partial = Files.exists(jsonl) ? BenchJson.readCompleteLines(Files.readString(jsonl)) : List.of();
+          } catch (Exception | AssertionError unreadable) {
+            // not the job's lines: nothing of it is kept
+          }
+          cells.addAll(partial);
+          String why = "the " + phase + " job at N = " + n + " failed after " + partial.size() + " cells (kept, paired "
+              + "by repetition; the rest are missing): " + BackendSupport.firstLine(e);
           System.out.println("bench: " + why);
           lost.add(why);
           coldLost = phase.equals("cold");
@@ -254,7 +272,7 @@ final class Comparison {
       line = lineFigures(mode, cells, bcasts);
       benchLine = benchLine(mode, line);
     } catch (RuntimeException e) {
-      // The tables need every strategy at every N; where one is missing they cannot be made, but the cells stay.
+      // A strategy missing at an N is printed as not measured; anything else that stops the tables keeps the cells.
       String why = "the tables and the bench: line could not be made from what was measured ("
           + BackendSupport.firstLine(e) + "); every cell is in results.json";
       System.out.println("bench: " + why);
@@ -309,13 +327,36 @@ final class Comparison {
     }
     rows.sort(Comparator.comparingInt(c -> Integer.parseInt(c.get("rep"))));
     List<Double> out = new ArrayList<>();
-    rows.forEach(r -> out.add(Double.parseDouble(r.get(field))));
+    rows.stream().filter(r -> r.containsKey(field)).forEach(r -> out.add(Double.parseDouble(r.get(field))));
     return out;
   }
 
-  /** The paired per-repetition ratios of {@code r} at N. */
+  /**
+   * The paired per-repetition ratios of {@code r} at N: repetition i over repetition i, for every repetition
+   * both sides have (a job that died midway leaves one side shorter; its unpaired cells are left out).
+   */
   static List<Double> ratios(List<Map<String, String>> cells, int n, Ratio r) {
-    return Stats.ratios(series(cells, n, r.over(), r.field()), series(cells, n, r.under(), r.field()));
+    Map<String, Double> under = byRep(cells, n, r.under(), r.field());
+    List<Double> over = new ArrayList<>();
+    List<Double> paired = new ArrayList<>();
+    byRep(cells, n, r.over(), r.field()).forEach((rep, x) -> {
+      if (under.containsKey(rep)) {
+        over.add(x);
+        paired.add(under.get(rep));
+      }
+    });
+    return Stats.ratios(over, paired);
+  }
+
+  /** A field of one strategy's cells at N by repetition number, in repetition order. */
+  static Map<String, Double> byRep(List<Map<String, String>> cells, int n, String strategy, String field) {
+    Map<String, Double> out = new java.util.TreeMap<>(Comparator.comparingInt(Integer::parseInt));
+    for (Map<String, String> c : cells) {
+      if (c.get("n").equals(Integer.toString(n)) && c.get("strategy").equals(strategy) && c.containsKey(field)) {
+        out.put(c.get("rep"), Double.parseDouble(c.get(field)));
+      }
+    }
+    return out;
   }
 
   /** The broadcast rows of one size at N ranks, ordered by repetition. */
@@ -366,7 +407,7 @@ final class Comparison {
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("ranks", n);
     for (Ratio r : RATIOS) {
-      if (measured(cells, n, r)) {
+      if (measured(cells, n, r) && ratios(cells, n, r).size() >= 6) {
         out.put(r.name(), summary(ratios(cells, n, r)));
       }
     }
@@ -424,17 +465,27 @@ final class Comparison {
     return x >= 100 ? String.format(Locale.ROOT, "%.0f", x) : String.format(Locale.ROOT, "%.3g", x);
   }
 
-  /** "1.23 [1.10-1.40]": the median of paired ratios and its 95% interval. */
+  /**
+   * "1.23 [1.10-1.40]": the median of paired ratios and its 95% interval; with fewer than 6 pairs (a job that
+   * died midway) the range, and how many pairs; {@link #NOT_MEASURED} with none.
+   */
   static String ratioCell(List<Double> xs) {
-    Stats.Interval i = Stats.medianInterval(xs, 0.95);
-    return fmt(Stats.median(xs)) + " [" + fmt(i.low()) + "-" + fmt(i.high()) + "]";
+    if (xs.isEmpty()) {
+      return NOT_MEASURED;
+    }
+    Stats.Interval i = Stats.intervalOrRange(xs);
+    return fmt(Stats.median(xs)) + " [" + fmt(i.low()) + "-" + fmt(i.high()) + "]"
+        + (xs.size() < 6 ? " (" + xs.size() + " pairs: range, no interval)" : "");
   }
 
   static String markdown(Mode mode, List<Map<String, String>> cells, List<Map<String, String>> bcasts, int cores) {
     StringBuilder sb = new StringBuilder();
     int first = mode.ranks().get(0);
-    List<String> cols = present(cells, first);
-    boolean phases = has(cells, first, cols.get(0), "phase_setup_ms");
+    List<String> cols = present(cells, mode.ranks());
+    if (cols.isEmpty()) {
+      return "(no cell was measured: see Not measured)\n";
+    }
+    boolean phases = cells.stream().anyMatch(c -> c.containsKey("phase_setup_ms"));
     if (!phases) {
       sb.append("**These figures come from the benchmark as it was before every phase was timed**: naive read the "
           + "program binary, the limit built generic code, mpi-build's context was created outside the timed region, "
@@ -453,9 +504,12 @@ final class Comparison {
       sb.append("| ").append(n).append(" | ").append(n <= cores ? "a core per rank" : "oversubscribed").append(" |");
       for (String s : cols) {
         List<Double> ms = series(cells, n, s, "ms");
+        if (ms.isEmpty()) {
+          sb.append(' ').append(NOT_MEASURED).append(" |");
+          continue;
+        }
         sb.append(' ').append(fmt(Stats.median(ms))).append(" [").append(fmt(Stats.min(ms))).append('-')
-            .append(fmt(Stats.max(ms))).append("]; ").append(fmt(Stats.median(series(cells, n, s, "compiles"))))
-            .append(" |");
+            .append(fmt(Stats.max(ms))).append("]; ").append(medianCell(cells, n, s, "compiles")).append(" |");
       }
       sb.append('\n');
     }
@@ -467,8 +521,8 @@ final class Comparison {
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
       for (String s : cols) {
-        sb.append(' ').append(fmt(Stats.median(series(cells, n, s, "cpu_s")))).append(" s; ")
-            .append(fmt(Stats.median(series(cells, n, s, "fsops")))).append(" |");
+        sb.append(' ').append(series(cells, n, s, "cpu_s").isEmpty() ? NOT_MEASURED
+            : medianCell(cells, n, s, "cpu_s") + " s; " + medianCell(cells, n, s, "fsops")).append(" |");
       }
       sb.append('\n');
     }
@@ -483,19 +537,22 @@ final class Comparison {
       sb.append("---|---|---|\n");
       for (int n : mode.ranks()) {
         for (String s : cols) {
+          if (series(cells, n, s, "ms").isEmpty()) {
+            continue;
+          }
           sb.append("| ").append(n).append(" | ").append(SHORT.getOrDefault(s, s)).append(" |");
           for (String p : Phases.NAMES) {
-            sb.append(' ').append(fmt(Stats.median(series(cells, n, s, "phase_" + p + "_ms")))).append(" |");
+            sb.append(' ').append(medianCell(cells, n, s, "phase_" + p + "_ms")).append(" |");
           }
           double recv = medianOr(receivers(cells, n, s), n, s, "receiver_ready_ms");
-          sb.append(' ').append(fmt(Stats.median(series(cells, n, s, "phase_other_ms")))).append(" | ")
-              .append(fmt(Stats.median(series(cells, n, s, "ms")))).append(" | ")
+          sb.append(' ').append(medianCell(cells, n, s, "phase_other_ms")).append(" | ")
+              .append(medianCell(cells, n, s, "ms")).append(" | ")
               .append(recv < 0 ? "-" : fmt(recv)).append(" |\n");
         }
       }
     }
-    List<Ratio> ratios = RATIOS.stream().filter(r -> measured(cells, first, r)).toList();
-    boolean lockLong = has(cells, first, "lock-long", "ms");
+    List<Ratio> ratios = RATIOS.stream().filter(r -> mode.ranks().stream().anyMatch(n -> measured(cells, n, r))).toList();
+    boolean lockLong = mode.ranks().stream().anyMatch(n -> has(cells, n, "lock-long", "ms"));
     sb.append("\nRatios: the median of the per-repetition ratios, [95% interval of that median]; cells of one job "
         + "are paired, warm over cold is unpaired (two jobs; repetition i over repetition i)\n\n| N |");
     ratios.forEach(r -> sb.append(' ').append(r.name()).append(" |"));
@@ -505,11 +562,13 @@ final class Comparison {
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
       ratios.forEach(r -> sb.append(' ').append(ratioCell(ratios(cells, n, r))).append(" |"));
-      if (lockLong) {
-        sb.append(' ').append(fmt(Stats.median(series(cells, n, "lock-long", "compiles")))).append(" | ")
-            .append(fmt(Stats.median(series(cells, n, "lock-long", "stale_ms")))).append(" / ")
-            .append(fmt(Stats.median(series(cells, n, "lock-long", "poll_ms")))).append(" (compile ")
-            .append(fmt(Stats.median(series(cells, n, "lock-long", "compile_ms")))).append(" ms) |");
+      if (lockLong && !has(cells, n, "lock-long", "ms")) {
+        sb.append(' ').append(NOT_MEASURED).append(" | ").append(NOT_MEASURED).append(" |");
+      } else if (lockLong) {
+        sb.append(' ').append(medianCell(cells, n, "lock-long", "compiles")).append(" | ")
+            .append(medianCell(cells, n, "lock-long", "stale_ms")).append(" / ")
+            .append(medianCell(cells, n, "lock-long", "poll_ms")).append(" (compile ")
+            .append(medianCell(cells, n, "lock-long", "compile_ms")).append(" ms) |");
       }
       sb.append('\n');
     }
@@ -531,6 +590,10 @@ final class Comparison {
               + "|---|---|---|---|---|---|---|\n");
       for (int bytes : mode.bcastSizes()) {
         List<Map<String, String>> rows = bcastRows(bcasts, n, bytes);
+        if (rows.isEmpty()) {
+          sb.append("| ").append(human(bytes)).append(" | ").append(NOT_MEASURED).append(" | | | | | |\n");
+          continue;
+        }
         List<Double> raw = column(rows, "java_direct_us");
         List<Double> env = column(rows, "envelope_us");
         List<Double> ratio = Stats.ratios(env, raw);

@@ -25,10 +25,43 @@ class BenchReportStatsTest {
   }
 
   @Test
-  void aMissingPartnerIsAnErrorNotAGuess() {
+  void onlyRepetitionsThatBothSidesHaveArePaired() {
+    // collective lacks repetition 1 (its job died there): naive's 1 is left out, never paired with collective's 2
     List<Map<String, String>> cells = List.of(cell(4, "naive", 0, 100), cell(4, "naive", 1, 100),
-        cell(4, "collective", 0, 50));
-    assertThrows(IllegalArgumentException.class, () -> Comparison.ratios(cells, 4, Comparison.RATIOS.get(0)));
+        cell(4, "naive", 2, 300), cell(4, "collective", 0, 50), cell(4, "collective", 2, 100));
+    assertEquals(List.of(2.0, 3.0), Comparison.ratios(cells, 4, Comparison.RATIOS.get(0)));
+  }
+
+  @Test
+  void aStrategyMissingAtOneNIsPrintedAsNotMeasuredAndTheRestIsJudged() {
+    List<Map<String, String>> cells = new ArrayList<>();
+    for (int n : List.of(1, 2)) {
+      for (int rep = 0; rep < 6; rep++) {
+        for (String s : List.of("naive", "collective", "lock-long")) {
+          if (n == 2 && s.equals("lock-long")) {
+            continue; // its job died before it
+          }
+          Map<String, String> c = new java.util.HashMap<>(cell(n, s, rep, s.equals("naive") ? 200 : 100));
+          c.put("compiles", "1");
+          c.put("fsops", "0");
+          cells.add(c);
+        }
+      }
+    }
+    Comparison.Mode mode = new Comparison.Mode("t", List.of(1, 2), 6, "p", List.of(), 7);
+    String md = Comparison.markdown(mode, cells, List.of(), 2);
+    // columns: naive, lock-long, collective
+    assertEquals(true, md.contains("| 2 | a core per rank | 200 [200-200]; 1.00 | not measured | 100 [100-100]; 1.00 |"), md);
+    assertEquals(true, md.contains("| 2 | 2.00 [2.00-2.00] | not measured | 2.00 [2.00-2.00] |"), md);
+    Map<String, Object> figures = Comparison.lineFigures(mode, cells, List.of());
+    assertEquals(true, figures.containsKey("naive_over_collective"), figures.toString());
+  }
+
+  @Test
+  void aJobThatDiedKeepsItsCompleteLines() {
+    String jsonl = BenchJson.line("n", 1, "strategy", "naive", "rep", 0, "ms", 5.0) + "{\"n\": 1, \"strat";
+    assertEquals(1, BenchJson.readCompleteLines(jsonl).size());
+    assertEquals(0, BenchJson.readCompleteLines("{\"n\": 1").size());
   }
 
   @Test
