@@ -42,7 +42,7 @@ final class Comparison {
     m.put("lock-long", "OCCA <=1.1, compile > stale age");
     m.put("occa12", "OCCA >=1.2 (every rank compiles, atomic rename)");
     m.put("collective", "mpi-build, cold cache, shapes named");
-    m.put("limit-finished", "finished-code limit (1 shaped compile + raw bcast + load)");
+    m.put("limit-finished", "physical limit (root: front end + named functions; raw bcast; load)");
     m.put("limit", "old limit, generic code (previous benchmark)");
     m.put("occa12-warm", "OCCA >=1.2, warm (unpaired)");
     m.put("collective-warm", "mpi-build, warm cache (unpaired)");
