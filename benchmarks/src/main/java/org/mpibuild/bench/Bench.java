@@ -502,6 +502,8 @@ public final class Bench {
       fields.add("phase_" + (p < Phases.COUNT ? Phases.NAMES.get(p) : "other") + "_ms");
       fields.add(BenchJson.round(ph.nanos()[p] / 1e6, 3));
     }
+    fields.add("compile_launch_ms"); // what a naive rank pays for code: its compile and its first launches
+    fields.add(BenchJson.round((ph.nanos()[Phases.COMPILE] + ph.nanos()[Phases.LAUNCH]) / 1e6, 3));
     fields.add("receiver_ready_ms");
     fields.add(ph.receiverReadyNanos() < 0 ? -1 : BenchJson.round(ph.receiverReadyNanos() / 1e6, 3));
     json.append(BenchJson.line(fields.toArray()));

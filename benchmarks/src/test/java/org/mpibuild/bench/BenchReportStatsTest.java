@@ -109,6 +109,8 @@ class BenchReportStatsTest {
           Map<String, String> c = new java.util.HashMap<>(cell(n, s, rep, ms));
           c.put("compiles", "1");
           c.put("phase_setup_ms", "1");
+          c.put("phase_compile_ms", "50");
+          c.put("compile_launch_ms", "100");
           c.put("receiver_ready_ms", s.equals("collective") && n > 1 ? Integer.toString(20 + rep) : "-1");
           cells.add(c);
         }
@@ -125,9 +127,12 @@ class BenchReportStatsTest {
     assertEquals(true, line.contains(" goal_receiver_load_launch_ms_n16_le_50=met:22.5[20.0-25.0]"), line);
     assertEquals(true, line.contains(" goal_warm_over_cold_unpaired_n1_le_0.10=met:0.075[0.05-0.1]"), line);
     assertEquals(true, line.contains(" goal_warm_over_cold_unpaired_n16_le_0.25=missed:0.5[0.5-0.5]"), line);
-    assertEquals(true, line.contains(" goal_naive_over_collective_n16_ge_4=met:5.025[5.0-5.05]"), line);
+    assertEquals(true, line.contains(" goal_naive_over_collective_n16_ge_6=missed:5.025[5.0-5.05]"), line);
+    assertEquals(true, line.contains(" goal_collective_over_naive_n1_le_1.10=met:0.199[0.198-0.2]"), line);
+    assertEquals(false, line.contains("_n2_"), "N = 2 did not run: its goals are not judged: " + line);
     assertEquals(true, line.contains(" goal_cpu_naive_over_cpu_collective_n16_ge_8=missed:5.025[5.0-5.05]"), line);
     assertEquals(true, line.contains(" goal_collective_over_limit_finished_n16_le_1.1=met:1.053[1.053-1.053]"), line);
+    assertEquals(true, line.contains(" goal_root_compile_over_naive_compile_launch_n1_le_1.2=met:0.5[0.5-0.5]"), line);
     assertEquals(true, line.contains(" warm_over_cold_unpaired="), line);
   }
 
