@@ -71,6 +71,19 @@ public interface Backend extends AutoCloseable {
   }
 
   /**
+   * What this rank's device cannot do of a request that passed the backend-independent checks, for example a
+   * launch shape beyond its work-group limits; null if nothing. Every rank asks its backend before any compile,
+   * so that every rank fails with the same {@code IllegalArgumentException} (ranks whose devices disagree are
+   * named by the agreement). By default null.
+   *
+   * @param request a request whose shapes and names are well formed
+   * @return the problem, naming the bad value, or null
+   */
+  default String requestProblem(KernelSource request) {
+    return null;
+  }
+
+  /**
    * Compiles for {@code buildTarget}; by default {@link #compile(KernelSource)}.
    *
    * @param request the checked request

@@ -232,6 +232,13 @@ final class OpenClBackend implements Backend {
     return compiler;
   }
 
+  /** The shapes this device cannot launch: see {@link WorkGroupLimits}. */
+  @Override
+  public String requestProblem(KernelSource request) {
+    WorkGroupLimits limits = WorkGroupLimits.of(device);
+    return limits == null || request.launchShapes().isEmpty() ? null : limits.problem(request.launchShapes());
+  }
+
   @Override
   public Compilation compile(KernelSource request) {
     if (pocl && !request.launchShapes().isEmpty()) {

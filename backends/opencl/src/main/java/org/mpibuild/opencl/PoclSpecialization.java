@@ -48,6 +48,11 @@ final class PoclSpecialization {
   /** PoCL's large-grid limit for CPU devices: {@code grid_width_specialization_limit = USHRT_MAX}. */
   static final long SMALL_GRID_LIMIT = 65_535;
 
+  /** The parent's system properties the child gets: where its native libraries go and are found. */
+  static final List<String> INHERITED_PROPERTIES = List.of("java.io.tmpdir", "java.library.path");
+  /** Environment variables every JVM reads its options from, which the child does not inherit. */
+  static final List<String> JVM_OPTION_VARIABLES = List.of("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS");
+
   private static final int EXIT_COMPILE_FAILED = 10;
   private static final int EXIT_INVALID_OPTIONS = 11;
 
@@ -140,8 +145,8 @@ final class PoclSpecialization {
   }
 
   /**
-   * One pass of the child in {@code dir}, with PoCL's cache in {@code dir/pocl} and
-   * {@code POCL_BINARY_SPECIALIZE_WG} set to {@code specializations} (removed when null).
+   * Runs the child in {@code dir}, with PoCL's cache in {@code dir/pocl} and {@code POCL_BINARY_SPECIALIZE_WG}
+   * set to {@code specializations}.
    */
   private static void run(Path dir, int platformIndex, int deviceIndex, String specializations) throws IOException {
     List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
@@ -149,18 +154,25 @@ final class PoclSpecialization {
     if (Runtime.version().feature() >= 22) {
       cmd.add("--enable-native-access=ALL-UNNAMED");
     }
+    // What the backend needs of the parent's conditions: its temporary directory (where JOCL's native library
+    // is installed and loaded, which may be the only one that allows executables) and its library path.
+    for (String property : INHERITED_PROPERTIES) {
+      String value = System.getProperty(property);
+      if (value != null) {
+        cmd.add("-D" + property + "=" + value);
+      }
+    }
     cmd.addAll(List.of("-cp", classPath(), PoclSpecialization.class.getName(), dir.toString(),
         Integer.toString(platformIndex), Integer.toString(deviceIndex)));
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
         .redirectOutput(dir.resolve("output").toFile());
-    // PoCL's cache, private to this compile, is how the two passes meet: it is on, whatever the caller's is.
+    // None of the parent's accidents: options for every JVM (an agent that takes a port, a second collector)
+    // would make the child fail or compete; the child's own options above are what it needs.
+    JVM_OPTION_VARIABLES.forEach(pb.environment()::remove);
+    // PoCL's cache, private to this compile, is where the stand-ins go: it is on, whatever the caller's is.
     pb.environment().put("POCL_CACHE_DIR", dir.resolve("pocl").toString());
     pb.environment().put("POCL_KERNEL_CACHE", "1");
-    if (specializations == null) {
-      pb.environment().remove("POCL_BINARY_SPECIALIZE_WG");
-    } else {
-      pb.environment().put("POCL_BINARY_SPECIALIZE_WG", specializations);
-    }
+    pb.environment().put("POCL_BINARY_SPECIALIZE_WG", specializations);
     chainSignals(pb);
     Process p = pb.start();
     p.getOutputStream().close();

@@ -130,6 +130,9 @@ public final class CollectiveBuild {
    */
   public Outcome run(KernelSource request, int root, boolean load) {
     String problem = RequestCheck.problem(request, root, comm.size());
+    if (problem == null && load) {
+      problem = backend.requestProblem(request);
+    }
     Entry e = execute(Collections.singletonList(request), RequestFingerprint.Shape.SINGLE, root, problem,
         new int[] {targets.distributionRoot(root)}, new int[] {0}, load, null).get(0);
     return new Outcome(e.program(), e.envelope(), e.stats());
@@ -143,6 +146,10 @@ public final class CollectiveBuild {
    */
   public List<Entry> runBatch(List<KernelSource> requests, boolean load, Consumer<Entry> listener) {
     String problem = RequestCheck.batchProblem(requests, comm.size());
+    for (int i = 0; problem == null && load && i < requests.size(); i++) {
+      String p = backend.requestProblem(requests.get(i));
+      problem = p == null ? null : "request " + i + " of " + requests.size() + ": " + p;
+    }
     List<KernelSource> list = problem == null ? requests : List.of();
     Communicator dist = targets.distribution(comm);
     BatchPlan plan = BatchPlan.of(list, dist.size(), settings.batchRanks());
