@@ -102,6 +102,16 @@ final class OpenClBackend implements Backend {
     OPEN.add(this);
   }
 
+  /** The platform's index among the platforms, as a child process finds it again. */
+  int platformIndex() {
+    return platformIndex;
+  }
+
+  /** The device's index among the platform's devices. */
+  int deviceIndex() {
+    return deviceIndex;
+  }
+
   static OpenClBackend open(String platformSelector, String deviceSelector) {
     loadNatives();
     cl_platform_id[] platforms = platforms();

@@ -4,7 +4,11 @@ import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.function.BiPredicate;
 
 /**
@@ -46,6 +50,37 @@ final class PoclBinary {
     return true;
   }
 
+  /** A file of a kernel's cache directory: its path ({@code /DIR/SPECIALIZATION/FILE}) and its whole record. */
+  record FileRecord(String path, byte[] record) {
+    /** The specialization directory of a work-group function's file; null for a file directly under the kernel. */
+    String specialization() {
+      String[] parts = path.split("/");
+      // "", DIR, SPECIALIZATION, FILE...: a work-group function; "", DIR, FILE: the kernel's own file
+      return parts.length < 4 ? null : parts[2];
+    }
+  }
+
+  /** A kernel's record: its name, its bytes up to its files (the size fields included), its files. */
+  record KernelRecord(String name, byte[] metadata, List<FileRecord> files) {}
+
+  /** A binary taken apart: the header and root entries as they were, then the kernels' records in order. */
+  record Parsed(byte[] head, List<KernelRecord> kernels) {
+    /** The binary these parts make, each kernel's two size fields written for its files. */
+    byte[] toBytes() {
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      out.write(head, 0, head.length);
+      for (KernelRecord k : kernels) {
+        long fileBytes = k.files().stream().mapToLong(f -> f.record().length).sum();
+        byte[] metadata = k.metadata().clone();
+        ByteBuffer.wrap(metadata).order(ByteOrder.LITTLE_ENDIAN).putLong(0, metadata.length + fileBytes)
+            .putLong(8, fileBytes);
+        out.write(metadata, 0, metadata.length);
+        k.files().forEach(f -> out.write(f.record(), 0, f.record().length));
+      }
+      return out.toByteArray();
+    }
+  }
+
   /**
    * {@code binary} with only the work-group functions {@code keep} accepts: a file of a kernel's cache
    * directory at {@code /DIR/SPECIALIZATION/...} stays when {@code keep.test(kernel, SPECIALIZATION)}, where
@@ -56,9 +91,62 @@ final class PoclBinary {
    *     not add up
    */
   static byte[] keepOnly(byte[] binary, BiPredicate<String, String> keep) {
+    Parsed p = parse(binary);
+    List<KernelRecord> kernels = new ArrayList<>();
+    for (KernelRecord k : p.kernels()) {
+      kernels.add(new KernelRecord(k.name(), k.metadata(), k.files().stream()
+          .filter(f -> f.specialization() == null || keep.test(k.name(), f.specialization())).toList()));
+    }
+    return new Parsed(p.head(), kernels).toBytes();
+  }
+
+  /**
+   * One binary of a program from several binaries of it (the same program built in several processes, each
+   * with some of its work-group functions): the first's header, program entries and metadata, and every
+   * kernel's files from all of them, the first copy of a path kept.
+   *
+   * @throws IllegalArgumentException if a binary is not a PoCL binary, or they are not of one program's kernels
+   */
+  static byte[] combine(List<byte[]> binaries) {
+    Parsed first = parse(binaries.get(0));
+    List<Map<String, FileRecord>> files = new ArrayList<>();
+    first.kernels().forEach(k -> {
+      Map<String, FileRecord> m = new LinkedHashMap<>();
+      k.files().forEach(f -> m.putIfAbsent(f.path(), f));
+      files.add(m);
+    });
+    for (byte[] b : binaries.subList(1, binaries.size())) {
+      Parsed other = parse(b);
+      List<String> names = other.kernels().stream().map(KernelRecord::name).toList();
+      if (!names.equals(first.kernels().stream().map(KernelRecord::name).toList())) {
+        throw new IllegalArgumentException("PoCL binaries of different programs: kernels " + names + " and "
+            + first.kernels().stream().map(KernelRecord::name).toList());
+      }
+      for (int k = 0; k < names.size(); k++) {
+        Map<String, FileRecord> m = files.get(k);
+        other.kernels().get(k).files().forEach(f -> m.putIfAbsent(f.path(), f));
+      }
+    }
+    List<KernelRecord> kernels = new ArrayList<>();
+    for (int k = 0; k < first.kernels().size(); k++) {
+      KernelRecord r = first.kernels().get(k);
+      kernels.add(new KernelRecord(r.name(), r.metadata(), List.copyOf(files.get(k).values())));
+    }
+    return new Parsed(first.head(), kernels).toBytes();
+  }
+
+  /**
+   * Takes {@code binary} apart.
+   *
+   * @throws IllegalArgumentException if it is not a PoCL binary of a known version, or its sizes do not add up
+   */
+  static Parsed parse(byte[] binary) {
     ByteBuffer in = ByteBuffer.wrap(binary).order(ByteOrder.LITTLE_ENDIAN);
     if (!isPoclBinary(binary)) {
       throw new IllegalArgumentException("not a PoCL program binary (" + binary.length + " bytes, no 'poclbin' magic)");
+    }
+    if (binary.length < MAGIC.length + 8 + 4 + 4 + 8 + 4 + BUILD_HASH_BYTES) {
+      throw new IllegalArgumentException("PoCL program binary of " + binary.length + " bytes ends inside its header");
     }
     in.position(MAGIC.length + 8);
     int version = in.getInt();
@@ -66,7 +154,7 @@ final class PoclBinary {
       throw new IllegalArgumentException("PoCL program binary of format version " + version
           + ": only versions 9 to 11 (PoCL 3.1 to 7.1) are known");
     }
-    int kernels = in.getInt();
+    int kernelCount = in.getInt();
     long flags = in.getLong();
     int rootEntries = in.getInt();
     skip(in, BUILD_HASH_BYTES, "the build hash");
@@ -74,12 +162,18 @@ final class PoclBinary {
       skip(in, 8, "the program-scope variable size");
     }
     for (int i = 0; i < rootEntries; i++) {
+      if (in.remaining() < 8) {
+        throw new IllegalArgumentException("PoCL program binary ends before root entry " + i);
+      }
       skip(in, length(in.getLong(), in, "root entry " + i), "root entry " + i);
     }
-    ByteArrayOutputStream out = new ByteArrayOutputStream(binary.length);
-    out.write(binary, 0, in.position());
-    for (int k = 0; k < kernels; k++) {
+    byte[] head = Arrays.copyOf(binary, in.position());
+    List<KernelRecord> kernels = new ArrayList<>();
+    for (int k = 0; k < kernelCount; k++) {
       int start = in.position();
+      if (in.remaining() < 20) {
+        throw new IllegalArgumentException("PoCL program binary ends before kernel record " + k);
+      }
       long recordBytes = length(in.getLong(), in, "kernel record " + k, 8);
       long fileBytes = in.getLong();
       if (fileBytes < 0 || fileBytes > recordBytes - 20) {
@@ -93,32 +187,27 @@ final class PoclBinary {
       if (files < in.position()) {
         throw new IllegalArgumentException("kernel " + name + "'s files start inside its metadata");
       }
-      ByteArrayOutputStream kept = new ByteArrayOutputStream((int) fileBytes);
+      List<FileRecord> fileRecords = new ArrayList<>();
       in.position(files);
       while (in.position() < end) {
         int record = in.position();
         String path = string(in, "a file path of kernel " + name);
+        if (in.remaining() < 4) {
+          throw new IllegalArgumentException("PoCL program binary ends inside file " + path);
+        }
         skip(in, length(Integer.toUnsignedLong(in.getInt()), in, "file " + path), "file " + path);
         if (in.position() > end) {
           throw new IllegalArgumentException("file " + path + " runs past kernel " + name + "'s record");
         }
-        String[] parts = path.split("/");
-        // "", DIR, SPECIALIZATION, FILE...: a work-group function; "", DIR, FILE: the kernel's own file
-        if (parts.length < 4 || keep.test(name, parts[2])) {
-          kept.write(binary, record, in.position() - record);
-        }
+        fileRecords.add(new FileRecord(path, Arrays.copyOfRange(binary, record, in.position())));
       }
-      byte[] header = Arrays.copyOfRange(binary, start, files);
-      ByteBuffer.wrap(header).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length + (long) kept.size())
-          .putLong(8, kept.size());
-      out.write(header, 0, header.length);
-      out.write(kept.toByteArray(), 0, kept.size());
+      kernels.add(new KernelRecord(name, Arrays.copyOfRange(binary, start, files), fileRecords));
     }
     if (in.position() != binary.length) {
       throw new IllegalArgumentException("PoCL program binary of " + binary.length + " bytes has "
           + (binary.length - in.position()) + " bytes after its last kernel record");
     }
-    return out.toByteArray();
+    return new Parsed(head, kernels);
   }
 
   private static long length(long n, ByteBuffer in, String what) {

@@ -55,6 +55,7 @@ final class PoclSpecialization {
 
   private static final int EXIT_COMPILE_FAILED = 10;
   private static final int EXIT_INVALID_OPTIONS = 11;
+  private static final int EXIT_TOO_MANY_STAND_INS = 12;
 
   /** What the child built: the binary and the build log. */
   record Result(byte[] binary, String buildLog) {}
@@ -110,18 +111,45 @@ final class PoclSpecialization {
    *     is killed
    */
   static Result compile(KernelSource request, int platformIndex, int deviceIndex) {
+    return compile(request, platformIndex, deviceIndex, MAX_STAND_INS);
+  }
+
+  /**
+   * Stand-ins one compile process may use (a kernel's generic function and each shape it did not name). PoCL
+   * packs every one of them into the binary before they are removed, in a buffer of {@code MAX_BINARY_SIZE}
+   * (256 MiB in 3.1 to 7.1, {@code pocl_binary.c}) that it does not check as it writes: 200 kernels with a shape
+   * each would need 40,000 (540 MB) and corrupt PoCL's heap. At about 14 KB each, 8192 take 112 MiB.
+   */
+  static final int MAX_STAND_INS = 8192;
+
+  /**
+   * {@link #compile(KernelSource, int, int)} with {@code maxStandIns} stand-ins per compile process: where the
+   * program's kernels times the shapes need more, the shapes are split into groups that each need fewer, a
+   * process builds each group's named functions, and their binaries are combined ({@link PoclBinary#combine}).
+   */
+  static Result compile(KernelSource request, int platformIndex, int deviceIndex, int maxStandIns) {
     Path dir = null;
     try {
       dir = Files.createTempDirectory("mpi-build-pocl", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
-      Files.writeString(dir.resolve("source.cl"), request.source());
-      Files.writeString(dir.resolve("options"), request.options());
-      StringBuilder named = new StringBuilder();
-      perKernel(request.launchShapes()).forEach((kernel, specs) -> specs.forEach(
-          spec -> named.append(kernel).append('\t').append(spec).append('\n')));
-      Files.writeString(dir.resolve("named"), named);
-      run(dir, platformIndex, deviceIndex, String.join(",", names(request.launchShapes())));
-      return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
+      List<String> union = names(request.launchShapes());
+      Map<String, Set<String>> perKernel = perKernel(request.launchShapes());
+      Result whole = attempt(dir.resolve("all"), request, platformIndex, deviceIndex, union, perKernel, maxStandIns);
+      if (whole != null) {
+        return whole;
+      }
+      int kernels = Integer.parseInt(read(dir.resolve("all").resolve("kernels")).strip());
+      int group = Math.max(1, maxStandIns / kernels - 1);
+      List<byte[]> binaries = new ArrayList<>();
+      String log = null;
+      for (int from = 0; from < union.size(); from += group) {
+        List<String> part = union.subList(from, Math.min(union.size(), from + group));
+        Result r = attempt(dir.resolve("part-" + from), request, platformIndex, deviceIndex, part, perKernel,
+            Integer.MAX_VALUE);
+        binaries.add(r.binary());
+        log = log == null ? r.buildLog() : log;
+      }
+      return new Result(PoclBinary.combine(binaries), log);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot run the PoCL compile process: " + e.getMessage(), e);
     } finally {
@@ -133,6 +161,26 @@ final class PoclSpecialization {
         }
       }
     }
+  }
+
+  /**
+   * One compile process in {@code dir} building the named functions of the shapes {@code part}; null when it
+   * found that the program's kernels times {@code part} need more than {@code maxStandIns} stand-ins (it then
+   * wrote the number of kernels to {@code dir/kernels}).
+   */
+  private static Result attempt(Path dir, KernelSource request, int platformIndex, int deviceIndex, List<String> part,
+      Map<String, Set<String>> perKernel, int maxStandIns) throws IOException {
+    Files.createDirectory(dir);
+    Files.writeString(dir.resolve("source.cl"), request.source());
+    Files.writeString(dir.resolve("options"), request.options());
+    StringBuilder named = new StringBuilder();
+    perKernel.forEach((kernel, specs) -> specs.stream().filter(part::contains).forEach(
+        spec -> named.append(kernel).append('\t').append(spec).append('\n')));
+    Files.writeString(dir.resolve("named"), named);
+    if (!run(dir, platformIndex, deviceIndex, String.join(",", part), maxStandIns)) {
+      return null;
+    }
+    return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
   }
 
   /** The specialization names of each kernel's own shapes. */
@@ -148,7 +196,8 @@ final class PoclSpecialization {
    * Runs the child in {@code dir}, with PoCL's cache in {@code dir/pocl} and {@code POCL_BINARY_SPECIALIZE_WG}
    * set to {@code specializations}.
    */
-  private static void run(Path dir, int platformIndex, int deviceIndex, String specializations) throws IOException {
+  private static boolean run(Path dir, int platformIndex, int deviceIndex, String specializations, int maxStandIns)
+      throws IOException {
     List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
     if (Runtime.version().feature() >= 22) {
@@ -163,7 +212,7 @@ final class PoclSpecialization {
       }
     }
     cmd.addAll(List.of("-cp", classPath(), PoclSpecialization.class.getName(), dir.toString(),
-        Integer.toString(platformIndex), Integer.toString(deviceIndex)));
+        Integer.toString(platformIndex), Integer.toString(deviceIndex), Integer.toString(maxStandIns)));
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
         .redirectOutput(dir.resolve("output").toFile());
     // None of the parent's accidents: options for every JVM (an agent that takes a port, a second collector)
@@ -183,10 +232,14 @@ final class PoclSpecialization {
     if (exit == EXIT_INVALID_OPTIONS) {
       throw new IllegalArgumentException(read(dir.resolve("error")));
     }
+    if (exit == EXIT_TOO_MANY_STAND_INS) {
+      return false;
+    }
     if (exit != 0 || !Files.isRegularFile(dir.resolve("program.bin"))) {
       throw new IllegalStateException("the PoCL compile process (" + PoclSpecialization.class.getSimpleName()
           + ") exited with status " + exit + ": " + read(dir.resolve("output")).strip());
     }
+    return true;
   }
 
   /**
@@ -224,11 +277,12 @@ final class PoclSpecialization {
   }
 
   /**
-   * The child: {@code DIR PLATFORM-INDEX DEVICE-INDEX}, with {@code POCL_BINARY_SPECIALIZE_WG} set to every
-   * shape's name. Builds {@code DIR/source.cl} with the options in {@code DIR/options}, writes
+   * The child: {@code DIR PLATFORM-INDEX DEVICE-INDEX MAX-STAND-INS}, with {@code POCL_BINARY_SPECIALIZE_WG} set
+   * to the shapes' names. Builds {@code DIR/source.cl} with the options in {@code DIR/options}, writes
    * {@code DIR/build.log} and {@code DIR/program.bin}, a binary with the work-group functions of the (kernel,
    * shape) pairs in {@code DIR/named} and no others; exits 10 when the source does not compile, 11 when the
-   * options are invalid (the reason in {@code DIR/error}).
+   * options are invalid (the reason in {@code DIR/error}), 12 when the kernels times the shapes need more
+   * stand-ins than allowed (the number of kernels in {@code DIR/kernels}).
    */
   public static void main(String[] args) throws IOException {
     Path dir = Path.of(args[0]);
@@ -239,7 +293,14 @@ final class PoclSpecialization {
       Files.writeString(dir.resolve("build.log"), backend.buildLog(program));
       Map<String, Set<String>> named = readNamed(dir.resolve("named"));
       List<String> union = List.of(System.getenv("POCL_BINARY_SPECIALIZE_WG").split(","));
-      cl_program stubs = standIns(backend, dir.resolve("pocl"), OpenClBackend.definedKernels(program), named, union);
+      List<String> kernels = OpenClBackend.definedKernels(program);
+      if ((long) kernels.size() * (union.size() + 1) > Integer.parseInt(args[3])) {
+        Files.writeString(dir.resolve("kernels"), Integer.toString(kernels.size()));
+        CL.clReleaseProgram(program);
+        backend.close();
+        System.exit(EXIT_TOO_MANY_STAND_INS);
+      }
+      cl_program stubs = standIns(backend, dir.resolve("pocl"), kernels, named, union);
       try {
         byte[] binary = backend.programBinary(program);
         Files.write(dir.resolve("program.bin"),

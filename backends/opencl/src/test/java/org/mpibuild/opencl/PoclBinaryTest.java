@@ -101,6 +101,19 @@ class PoclBinaryTest {
   }
 
   @ParameterizedTest
+  @ValueSource(ints = {9, 11})
+  void binariesOfOneProgramCombineIntoOneWithEveryKernelsFiles(int version) {
+    byte[] a = binary(version, kernels("k0", "/k0/1-1-1/k0.so", "k1"));
+    byte[] b = binary(version, kernels("k0", "k1", "/k1/2-1-1/k1.so"));
+    byte[] c = binary(version, kernels("k0", "/k0/1-1-1/k0.so", "/k0/4-1-1/k0.so", "k1"));
+    assertArrayEquals(binary(version, kernels("k0", "/k0/1-1-1/k0.so", "/k0/4-1-1/k0.so", "k1", "/k1/2-1-1/k1.so")),
+        PoclBinary.combine(List.of(a, b, c)));
+    byte[] other = binary(version, kernels("x0", "k1"));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PoclBinary.combine(List.of(a, other)));
+    assertTrue(e.getMessage().contains("different programs"), e.getMessage());
+  }
+
+  @ParameterizedTest
   @ValueSource(ints = {8, 12})
   void anUnknownVersionIsRefusedByNumber(int version) {
     byte[] b = binary(version, kernels("k", "/k/0-0-0/k.so"));

@@ -1,0 +1,98 @@
+package org.mpibuild.opencl;
+
+import static org.jocl.CL.CL_MEM_COPY_HOST_PTR;
+import static org.jocl.CL.CL_MEM_READ_WRITE;
+import static org.jocl.CL.CL_TRUE;
+import static org.jocl.CL.clCreateBuffer;
+import static org.jocl.CL.clEnqueueNDRangeKernel;
+import static org.jocl.CL.clEnqueueReadBuffer;
+import static org.jocl.CL.clFinish;
+import static org.jocl.CL.clReleaseMemObject;
+import static org.jocl.CL.clSetKernelArg;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeSet;
+import org.jocl.Pointer;
+import org.jocl.Sizeof;
+import org.jocl.cl_mem;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.mpibuild.KernelSource;
+import org.mpibuild.LaunchShape;
+
+/**
+ * Kernels with shapes of their own: the binary holds each kernel's named functions and nothing else, whether one
+ * compile process builds them or, where the kernels times the shapes need more stand-ins than PoCL's binary buffer
+ * holds, several do and their binaries are combined.
+ */
+class ManyShapesTest {
+  static final long[] LOCAL = {1, 2, 4, 8};
+  static OpenClBackend backend;
+
+  @BeforeAll
+  static void open() {
+    backend = OpenClBackend.open("Portable", null);
+  }
+
+  @AfterAll
+  static void close() {
+    backend.close();
+  }
+
+  static KernelSource request() {
+    StringBuilder source = new StringBuilder();
+    List<LaunchShape> shapes = new ArrayList<>();
+    for (int i = 0; i < LOCAL.length; i++) {
+      source.append("__kernel void k").append(i).append("(__global float* y) { y[get_global_id(0)] += ").append(i + 1)
+          .append(".0f; }\n");
+      shapes.add(LaunchShape.of("k" + i, LOCAL[i]).withGlobalSize(64));
+    }
+    return KernelSource.of(source.toString()).withKernels("k0", "k1", "k2", "k3").withLaunchShapes(shapes);
+  }
+
+  /** Each kernel's work-group functions in the binary, as KERNEL/SPECIALIZATION. */
+  static TreeSet<String> functions(byte[] binary) {
+    TreeSet<String> out = new TreeSet<>();
+    for (PoclBinary.KernelRecord k : PoclBinary.parse(binary).kernels()) {
+      k.files().stream().filter(f -> f.specialization() != null).forEach(f -> out.add(k.name() + "/" + f.specialization()));
+    }
+    return out;
+  }
+
+  @Test
+  void splitOrWholeTheBinaryHoldsEachKernelsNamedFunctionOnlyAndRuns() {
+    KernelSource request = request();
+    TreeSet<String> expected = new TreeSet<>();
+    for (int i = 0; i < LOCAL.length; i++) {
+      expected.add("k" + i + "/" + LOCAL[i] + "-1-1-goffs0-smallgrid");
+    }
+    PoclSpecialization.Result whole = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex());
+    assertEquals(expected, functions(whole.binary()));
+    // 4 kernels x (4 shapes + the generic one) = 20 stand-ins; with 8 allowed, one shape per compile process
+    PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(), 8);
+    assertEquals(expected, functions(split.binary()));
+    try (OpenClKernel kernels = (OpenClKernel) backend.load(split.binary(), request.kernelNames())) {
+      for (int i = 0; i < LOCAL.length; i++) {
+        float[] y = new float[64];
+        cl_mem buffer = clCreateBuffer(kernels.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, Sizeof.cl_float * 64L,
+            Pointer.to(y), null);
+        try {
+          clSetKernelArg(kernels.kernel("k" + i), 0, Sizeof.cl_mem, Pointer.to(buffer));
+          clEnqueueNDRangeKernel(kernels.queue(), kernels.kernel("k" + i), 1, null, new long[] {64},
+              new long[] {LOCAL[i]}, 0, null, null);
+          clFinish(kernels.queue());
+          clEnqueueReadBuffer(kernels.queue(), buffer, CL_TRUE, 0, Sizeof.cl_float * 64L, Pointer.to(y), 0, null, null);
+        } finally {
+          clReleaseMemObject(buffer);
+        }
+        float[] want = new float[64];
+        java.util.Arrays.fill(want, i + 1);
+        assertArrayEquals(want, y, "k" + i);
+      }
+    }
+  }
+}
