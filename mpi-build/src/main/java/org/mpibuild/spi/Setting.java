@@ -156,10 +156,29 @@ public final class Setting<T> {
    */
   public static Setting<Duration> seconds(String variable, String property, Duration dflt, Duration max,
       String defaultText, String description) {
+    return seconds(variable, property, dflt, Duration.ZERO, max, defaultText, description);
+  }
+
+  /**
+   * Declares a duration ({@link #parseDuration}) in {@code [min, max]}; a {@code min} of 1 ms or more refuses
+   * {@code 0}, and every value that rounds to less than {@code min}.
+   *
+   * @param variable the environment variable
+   * @param property the system property
+   * @param dflt the default
+   * @param min the shortest duration accepted
+   * @param max the longest duration accepted
+   * @param defaultText the default as the README says it
+   * @param description what the setting means
+   * @return the setting
+   */
+  public static Setting<Duration> seconds(String variable, String property, Duration dflt, Duration min, Duration max,
+      String defaultText, String description) {
+    String from = min.isZero() ? "0" : min.toMillis() < 1000 ? min.toMillis() + " ms" : min.toSeconds() + " s";
     return new Setting<>(variable, property, dflt, defaultText, "a duration (30s, 5m, 1h, 2d, or plain seconds) "
-        + "from 0 to " + max.toSeconds() + " s", description, v -> {
+        + "from " + from + " to " + max.toSeconds() + " s", description, v -> {
           Duration d = parseDuration(v);
-          if (d.compareTo(max) > 0) {
+          if (d.compareTo(max) > 0 || d.compareTo(min) < 0) {
             throw new IllegalArgumentException(OUT_OF_RANGE + v.trim());
           }
           return d;

@@ -89,7 +89,7 @@ class SettingTest {
     assertTrue(e.getMessage().contains("MPI_BUILD_COMPILE_TIMEOUT"), e.getMessage());
     e = assertThrows(IllegalArgumentException.class,
         () -> MpiBuild.builder().set("MPI_BUILD_COMPILE_TIMEOUT", "99999999999"));
-    assertTrue(e.getMessage().contains("MPI_BUILD_COMPILE_TIMEOUT") && e.getMessage().contains("from 0 to 86400"),
+    assertTrue(e.getMessage().contains("MPI_BUILD_COMPILE_TIMEOUT") && e.getMessage().contains("from 1 ms to 86400"),
         e.getMessage());
     assertEquals(java.time.Duration.ZERO, org.mpibuild.internal.settings.CoreSettings.COLLECTIVE_TIMEOUT.parse("off"));
   }

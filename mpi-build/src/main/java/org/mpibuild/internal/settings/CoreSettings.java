@@ -30,8 +30,8 @@ public final class CoreSettings {
       "mpibuild.maxBinaryBytes", Settings.DEFAULT_MAX_BINARY_BYTES, 1, 1L << 40, "`16g`",
       "largest binary a rank accepts; checked before allocating");
   public static final Setting<Duration> COMPILE_TIMEOUT = Setting.seconds("MPI_BUILD_COMPILE_TIMEOUT",
-      "mpibuild.compileTimeoutSeconds", Settings.DEFAULT_COMPILE_TIMEOUT, DAY, "`600`",
-      "seconds the root's compile may take (more than 0)");
+      "mpibuild.compileTimeoutSeconds", Settings.DEFAULT_COMPILE_TIMEOUT, Duration.ofMillis(1), DAY, "`600`",
+      "seconds the root's compile may take (more than 0, at most a day)");
   public static final Setting<Duration> COLLECTIVE_TIMEOUT = Setting.deadline("MPI_BUILD_COLLECTIVE_TIMEOUT",
       "mpibuild.collectiveTimeoutSeconds", Settings.DEFAULT_COLLECTIVE_TIMEOUT, Duration.ofDays(7), "`600`",
       "seconds a rank waits for the others to enter a collective call, blocking or asynchronous; past it, the job "
@@ -60,8 +60,8 @@ public final class CoreSettings {
   public static final Setting<Boolean> CACHE_SHARED = Setting.flag("MPI_BUILD_CACHE_SHARED", "mpibuild.cache.shared",
       false, "allow a group-writable or foreign-owned directory");
   public static final Setting<Duration> CACHE_LOCK_STALE = Setting.seconds("MPI_BUILD_CACHE_LOCK_STALE",
-      "mpibuild.cache.lockStaleSeconds", Duration.ofSeconds(60), DAY, "`60`",
-      "seconds before an unrefreshed lock from another host is taken over");
+      "mpibuild.cache.lockStaleSeconds", Duration.ofSeconds(60), Duration.ofMillis(1), DAY, "`60`",
+      "seconds before an unrefreshed lock from another host is taken over (more than 0)");
   public static final Setting<Duration> CACHE_LOCK_WAIT = Setting.seconds("MPI_BUILD_CACHE_LOCK_WAIT",
       "mpibuild.cache.lockWaitSeconds", Duration.ofMinutes(10), DAY, "`600`",
       "seconds to wait for another job's compile before compiling anyway");

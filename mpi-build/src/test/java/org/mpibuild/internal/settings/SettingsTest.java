@@ -56,6 +56,31 @@ class SettingsTest {
     assertEquals("opencl", s.backend());
   }
 
+  /**
+   * Durations documented as more than 0 refuse 0 and what rounds to it, in the environment and the property form;
+   * the builder's compileTimeout(Duration.ZERO) too (every build failed with it before).
+   */
+  @Test
+  void aDurationThatMustBeMoreThanZeroRefusesZero() {
+    for (String[] setting : new String[][] {{"MPI_BUILD_COMPILE_TIMEOUT", "mpibuild.compileTimeoutSeconds"},
+        {"MPI_BUILD_CACHE_LOCK_STALE", "mpibuild.cache.lockStaleSeconds"}}) {
+      for (String zero : new String[] {"0", "0s", "0.0004", " 0 "}) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> TestSettings.from(new Properties(), Map.of(setting[0], zero)), setting[0] + "=" + zero);
+        assertTrue(e.getMessage().contains(setting[0]) && e.getMessage().contains("from 1 ms"), e.getMessage());
+        Properties p = new Properties();
+        p.setProperty(setting[1], zero);
+        e = assertThrows(IllegalArgumentException.class, () -> TestSettings.from(p, Map.of()), setting[1] + "=" + zero);
+        assertTrue(e.getMessage().contains(setting[1]) && e.getMessage().contains("from 1 ms"), e.getMessage());
+      }
+      assertEquals(java.time.Duration.ofMillis(1), CoreSettings.COMPILE_TIMEOUT.read(org.mpibuild.spi.SettingSource.of(
+          new Properties(), Map.of("MPI_BUILD_COMPILE_TIMEOUT", "0.001"))));
+    }
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> org.mpibuild.MpiBuild.builder().compileTimeout(java.time.Duration.ZERO));
+    assertTrue(e.getMessage().contains("compile"), e.getMessage());
+  }
+
   @Test
   void badValuesNameTheSetting() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
