@@ -300,6 +300,39 @@ public final class EntrySigning {
         : null;
   }
 
+  /** The largest file of keys {@link #trust} reads: 16,000 keys of one 44-character line each, about. */
+  static final int MAX_KEY_FILE_BYTES = 1 << 20;
+
+  /**
+   * The lines of a file of keys to trust, refused, with its name and the problem, where it is not a regular
+   * file (a directory, {@code /dev/zero}), is larger than {@link #MAX_KEY_FILE_BYTES}, or is not ASCII text.
+   */
+  static List<String> keyFileLines(Path from) throws IOException {
+    java.nio.file.attribute.BasicFileAttributes a;
+    try {
+      a = Files.readAttributes(from, java.nio.file.attribute.BasicFileAttributes.class);
+    } catch (java.nio.file.NoSuchFileException e) {
+      throw new IOException(from + ": no such file");
+    }
+    if (!a.isRegularFile()) {
+      throw new IOException(from + " is not a file of keys: it is " + (a.isDirectory() ? "a directory"
+          : "not a regular file (a device, a pipe or a socket)"));
+    }
+    if (a.size() > MAX_KEY_FILE_BYTES) {
+      throw new IOException(from + " is not a file of keys: it has " + a.size() + " bytes, more than the "
+          + MAX_KEY_FILE_BYTES + " of about 16,000 keys");
+    }
+    byte[] bytes = Files.readAllBytes(from);
+    for (int i = 0; i < bytes.length && i <= MAX_KEY_FILE_BYTES; i++) {
+      int b = bytes[i] & 0xff;
+      if (b > 0x7e || (b < 0x20 && b != '\n' && b != '\r' && b != '\t')) {
+        throw new IOException(from + " is not a file of keys: byte 0x" + String.format("%02x", b) + " at offset " + i
+            + " is not text (keys are base64 lines)");
+      }
+    }
+    return new String(bytes, StandardCharsets.US_ASCII).lines().toList();
+  }
+
   /**
    * The public keys in {@code lines}: a trust file's (one base64 key per line, {@code #} comments, words after
    * the key ignored) or a signing key file's {@code public} line. Lines that hold no Ed25519 public key are
@@ -341,7 +374,7 @@ public final class EntrySigning {
    * @throws IOException if {@code from} holds no public key, or the trust file cannot be written
    */
   public static List<String> trust(Path trustFile, Path from) throws IOException {
-    List<String> offered = publicKeys(Files.readAllLines(from, StandardCharsets.US_ASCII));
+    List<String> offered = publicKeys(keyFileLines(from));
     if (offered.isEmpty()) {
       throw new IOException(from + " holds no Ed25519 public key (a base64 line, or a key file's 'public' line)");
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -293,5 +294,29 @@ public class KernelCacheTest {
     Files.write(f, b);
     assertNull(cache.lookup(KEY));
     assertEquals(1, cache.untrustedEntries());
+  }
+
+  /** What is not a file of keys is refused naming the file and the problem (was: "Is a directory", "Input length = 1", OutOfMemoryError). */
+  @org.junit.jupiter.api.Test
+  void trustRefusesWhatIsNotAFileOfKeysNamingIt(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+    Path trust = dir.resolve("trusted");
+    java.io.IOException e = assertThrows(java.io.IOException.class, () -> EntrySigning.trust(trust, dir));
+    assertEquals(dir + " is not a file of keys: it is a directory", e.getMessage());
+    Path random = dir.resolve("random");
+    byte[] bytes = new byte[64];
+    new java.util.Random(1).nextBytes(bytes);
+    bytes[0] = (byte) 0xc3;
+    Files.write(random, bytes);
+    e = assertThrows(java.io.IOException.class, () -> EntrySigning.trust(trust, random));
+    assertTrue(e.getMessage().startsWith(random + " is not a file of keys: byte 0xc3 at offset 0"), e.getMessage());
+    e = assertThrows(java.io.IOException.class, () -> EntrySigning.trust(trust, Path.of("/dev/zero")));
+    assertEquals("/dev/zero is not a file of keys: it is not a regular file (a device, a pipe or a socket)", e.getMessage());
+    Path big = dir.resolve("big");
+    Files.write(big, new byte[EntrySigning.MAX_KEY_FILE_BYTES + 1]);
+    e = assertThrows(java.io.IOException.class, () -> EntrySigning.trust(trust, big));
+    assertTrue(e.getMessage().contains("has " + (EntrySigning.MAX_KEY_FILE_BYTES + 1) + " bytes"), e.getMessage());
+    e = assertThrows(java.io.IOException.class, () -> EntrySigning.trust(trust, dir.resolve("absent")));
+    assertEquals(dir.resolve("absent") + ": no such file", e.getMessage());
+    assertFalse(Files.exists(trust), "nothing was trusted");
   }
 }
