@@ -53,6 +53,43 @@ class LaunchScriptsIT {
     assertTrue(rank.out().contains("usage: mpirun -np N bin/mpi-build-rank"), rank.out());
   }
 
+  /** Through a symbolic link (a release's bin/ linked into ~/bin, say) the launcher finds its jars. */
+  @org.junit.jupiter.api.Test
+  void aLinkToTheLauncherFindsItsJars(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+    java.nio.file.Path link = dir.resolve("mpi-build");
+    java.nio.file.Files.createSymbolicLink(link, Mpirun.REPO.resolve("bin/mpi-build"));
+    Commands.Run r = Commands.run(dir, Map.of(), 60, List.of(link.toString(), "--version"));
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().matches("mpi-build \\d+\\.\\d+\\.\\d+\\s*"), r.out());
+    r = Commands.run(dir, Map.of(), 60, List.of(link.toString(), "classpath"));
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().contains(Mpirun.REPO.resolve("distribution/target/lib").toString()), r.out());
+  }
+
+  /** A usage error of run exits 2 before any rank starts, naming the problem. */
+  @org.junit.jupiter.api.Test
+  void runRefusesAUsageErrorBeforeStartingRanks() throws Exception {
+    for (List<String> args : List.of(List.of("run", "-np", "2", "-cp"), List.of("run", "-np", "2", "--foo", "Main"),
+        List.of("run", "-np", "2"))) {
+      Commands.Run r = mpiBuild(args.toArray(String[]::new));
+      assertEquals(2, r.exit(), args + ":\n" + r.out());
+      assertTrue(r.out().contains("usage: bin/mpi-build run -np N") && !r.out().contains("Exception"), args + ":\n" + r.out());
+    }
+    Commands.Run r = Commands.run(Mpirun.REPO, Map.of("MPI_BUILD_JAVA_OPTS", "-Dx=\"a"), 60,
+        List.of(Mpirun.REPO.resolve("bin/mpi-build").toString(), "run", "-np", "2", "Main"));
+    assertEquals(2, r.exit(), r.out());
+    assertTrue(r.out().contains("MPI_BUILD_JAVA_OPTS cannot be split into options (unmatched double quote)"), r.out());
+  }
+
+  /** MPI_BUILD_JAVA_OPTS is split as a shell splits words: a quoted option with a space stays one option. */
+  @org.junit.jupiter.api.Test
+  void javaOptionsKeepTheirQuotes() throws Exception {
+    Commands.Run r = Commands.run(Mpirun.REPO, Map.of("MPI_BUILD_JAVA_OPTS", "-Dmpibuild.it.a=\"a b\" -Dmpibuild.it.b='c d'"),
+        60, List.of(Mpirun.REPO.resolve("bin/mpi-build-rank").toString(), "-XshowSettings:properties", "-version"));
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().contains("mpibuild.it.a = a b") && r.out().contains("mpibuild.it.b = c d"), r.out());
+  }
+
   /** {@code make help} is the front door: every target of the Makefile, each with one line, none forgotten. */
   @org.junit.jupiter.api.Test
   void makeHelpListsEveryTargetWithALine() throws Exception {
