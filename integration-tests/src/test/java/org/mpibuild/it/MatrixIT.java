@@ -122,6 +122,10 @@ class MatrixIT {
       cmd.addAll(List.of("-v", jdk + ":" + jdk + ":ro", "-e", "MPI_BUILD_JAVA=" + jdk.resolve("bin/java")));
       hostJdk = jdk.toString();
     }
+    boolean finished = provesFinishedCode(cell);
+    if (finished) {
+      cmd.addAll(List.of("-e", "MATRIX_FINISHED=1"));
+    }
     cmd.add(image);
     cmd.add(Mpirun.REPO.resolve("scripts/matrix-cell").toString());
     cmd.addAll(List.of(cell.mpi(), cell.binding(), cell.abi()));
@@ -171,12 +175,18 @@ class MatrixIT {
         .orElseThrow(() -> new AssertionError("doctor reported no persistent collectives:\n" + transcript));
     assertTrue(persistent.startsWith(expectedPersistent(cell)), cell + ": " + persistent);
     System.out.println("MatrixIT: " + cell + ": persistent collectives: " + persistent);
+    String pocl = lines.stream().filter(l -> l.startsWith("CELL pocl=")).findFirst()
+        .map(l -> l.substring("CELL pocl=".length())).filter(v -> !v.isBlank()).orElse("?");
+    if (finished) {
+      checkFinishedCode(cell, pocl, lines, transcript);
+    }
     String jdkNote = hostJdk.isEmpty() ? "" : " (host's)";
     String info = lines.stream().map(CELL::matcher).filter(Matcher::matches)
         .map(m -> m.group(3) + " | " + m.group(4) + jdkNote).findFirst().orElse("? | ?");
     StringBuilder row = new StringBuilder("| " + cell.suite().id() + " | " + (cell.mpi().equals("openmpi")
         ? "Open MPI " : "MPICH ") + info.replace(" | ", " | JDK ") + " | " + cell.label()
-        + (cell.abi().equals("auto") ? "" : " (`MPI_BUILD_MPI_ABI=" + cell.abi() + "`)") + " | passed |");
+        + (cell.abi().equals("auto") ? "" : " (`MPI_BUILD_MPI_ABI=" + cell.abi() + "`)") + " | " + pocl + " | passed"
+        + (finished ? "; finished code" : "") + " |");
     for (int n : RANKS) {
       row.append(' ').append(String.format(Locale.ROOT, "%.1f", millis.get(n) / 1000.0)).append(" |");
     }
@@ -185,6 +195,42 @@ class MatrixIT {
       rows.add(row.toString());
     }
     System.out.println("MatrixIT: " + cell + ": passed at " + RANKS + " ranks in " + cellMillis + " ms");
+  }
+
+  /** The first cell of each suite also proves finished code on the suite's PoCL. */
+  static boolean provesFinishedCode(Cell cell) {
+    return cells().stream().filter(c -> c.suite() == cell.suite()).findFirst().orElseThrow().equals(cell);
+  }
+
+  private static final Pattern FINISHED = Pattern.compile(
+      "^FINISHED rank=(\\d+) mode=(\\S+) loadMs=\\S+ launchMs=(\\S+) verified=(\\S+) generated=\\[(.*)]$");
+
+  /**
+   * FinishedCode at 2 ranks, each with a private, empty PoCL cache: with both shapes named no rank generates a
+   * work-group function at its first launches; with only mm8's named, every rank generates mm16's (the binary
+   * carries the named functions only) and none of mm8's; with none named, every rank generates both (the control
+   * that shows the check can fail in this PoCL). Every rank computes right in every mode.
+   */
+  static void checkFinishedCode(Cell cell, String pocl, List<String> lines, String transcript) {
+    Map<String, String> expected = Map.of("shapes", "", "some", "mm16/16-16-1-goffs0-smallgrid",
+        "none", "mm16/16-16-1-goffs0-smallgrid, mm8/8-8-1-goffs0-smallgrid");
+    for (String mode : List.of("shapes", "some", "none")) {
+      assertTrue(lines.contains("FINISHED-LAUNCH mode=" + mode + " rc=0"), cell + ": FinishedCode " + mode
+          + " exits 0:\n" + transcript);
+      int ranks = 0;
+      for (String line : lines) {
+        Matcher m = FINISHED.matcher(line);
+        if (m.matches() && m.group(2).equals(mode)) {
+          assertEquals("true", m.group(4), cell + ", PoCL " + pocl + ": rank " + m.group(1) + " computed wrong results ("
+              + mode + ")");
+          assertEquals(expected.get(mode), m.group(5), cell + ", PoCL " + pocl + ": rank " + m.group(1)
+              + " generated these at its first launches (" + mode + ")");
+          ranks++;
+        }
+      }
+      assertEquals(2, ranks, cell + ": FinishedCode " + mode + " reported from 2 ranks:\n" + transcript);
+    }
+    System.out.println("MatrixIT: " + cell + ": finished code proven on PoCL " + pocl);
   }
 
   /**
@@ -245,8 +291,8 @@ class MatrixIT {
       return;
     }
     StringBuilder md = new StringBuilder();
-    md.append("| suite | MPI | Java | binding | scenarios | 1 rank (s) | 2 ranks (s) | 4 ranks (s) | cell (s) |\n");
-    md.append("|---|---|---|---|---|---|---|---|---|\n");
+    md.append("| suite | MPI | Java | binding | PoCL | scenarios | 1 rank (s) | 2 ranks (s) | 4 ranks (s) | cell (s) |\n");
+    md.append("|---|---|---|---|---|---|---|---|---|---|\n");
     rows.forEach(r -> md.append(r).append('\n'));
     md.append("\nImages: ");
     List<String> built = new ArrayList<>();
