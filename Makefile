@@ -17,7 +17,7 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-main-trixie bench-publish bench-generic matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
+.PHONY: all provision build image demo test bench bench-main bench-main-trixie bench-publish bench-generic bench-fresh matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
 
 all: build ## the same as make build
 
@@ -55,7 +55,12 @@ bench: build ## every benchmark, then the main comparison, whose bench: line jud
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
+
+# A job of one rank as its user runs it: a new process for naive and one for mpi-build, 8 pairs (about 1 minute).
+bench-fresh: build ## one rank, a new process each time: naive against mpi-build, process and ready times
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh
 
 # The main comparison alone.
 bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ranks=1,2,4 reps=6")

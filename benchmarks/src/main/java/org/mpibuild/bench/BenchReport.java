@@ -84,6 +84,10 @@ public final class BenchReport {
       generic(repo, out, kv.get("program"), Integer.parseInt(kv.get("n")), Integer.parseInt(kv.get("reps")));
       return;
     }
+    if (args.length > 1 && args[1].equals("fresh")) {
+      FreshProcess.run(out, args.length > 2 ? args[2] : "matmul4", 8);
+      return;
+    }
     if (args.length > 1 && args[1].equals("batch")) {
       batch(repo, out, BATCH_KERNELS, BATCH_REPS);
       return;
