@@ -103,6 +103,11 @@ final class Comparison {
     Ratio(String name, String over, String under, String field) {
       this(name, over, under, field, field);
     }
+
+    /** Whether it means something at N: the root's compile phase is the slowest rank's only on one rank. */
+    boolean appliesAt(int n) {
+      return !name.startsWith("root_compile") || n == 1;
+    }
   }
 
   static final List<Ratio> RATIOS = List.of(
@@ -121,7 +126,7 @@ final class Comparison {
 
   /** Whether both sides of {@code r} were measured at N (results of an older benchmark lack some). */
   static boolean measured(List<Map<String, String>> cells, int n, Ratio r) {
-    return has(cells, n, r.over(), r.field()) && has(cells, n, r.under(), r.underField());
+    return r.appliesAt(n) && has(cells, n, r.over(), r.field()) && has(cells, n, r.under(), r.underField());
   }
 
   /**
@@ -582,7 +587,7 @@ final class Comparison {
     sb.append(lockLong ? "---|---|\n" : "\n");
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
-      ratios.forEach(r -> sb.append(' ').append(ratioCell(ratios(cells, n, r))).append(" |"));
+      ratios.forEach(r -> sb.append(' ').append(r.appliesAt(n) ? ratioCell(ratios(cells, n, r)) : "-").append(" |"));
       if (lockLong && !has(cells, n, "lock-long", "ms")) {
         sb.append(' ').append(NOT_MEASURED).append(" | ").append(NOT_MEASURED).append(" |");
       } else if (lockLong) {
