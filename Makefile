@@ -22,7 +22,7 @@ BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 all: build ## the same as make build
 
 # make help prints every target by group, with the line after its ##.
-HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-main-trixie bench-generic bench-batch bench-stream bench-allreduce bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
+HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-main-trixie bench-fresh bench-generic bench-batch bench-stream bench-allreduce bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
 
 help: ## this list
 	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / { d[$$1] = $$2 } END { \

@@ -90,6 +90,15 @@ class LaunchScriptsIT {
     assertTrue(r.out().contains("mpibuild.it.a = a b") && r.out().contains("mpibuild.it.b = c d"), r.out());
   }
 
+  /** Without MPI_BUILD_JAVA_OPTS (the usual case) a rank starts: the script runs under set -u. */
+  @org.junit.jupiter.api.Test
+  void aRankStartsWithoutJavaOptions() throws Exception {
+    Commands.Run r = Commands.run(Mpirun.REPO, Map.of(), 60, List.of("env", "-u", "MPI_BUILD_JAVA_OPTS",
+        Mpirun.REPO.resolve("bin/mpi-build-rank").toString(), "-version"));
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().contains("version") && !r.out().contains("unbound variable"), r.out());
+  }
+
   /** {@code make help} is the front door: every target of the Makefile, each with one line, none forgotten. */
   @org.junit.jupiter.api.Test
   void makeHelpListsEveryTargetWithALine() throws Exception {
