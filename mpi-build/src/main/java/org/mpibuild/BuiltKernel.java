@@ -49,7 +49,8 @@ final class BuiltKernel implements Kernel, UseGuard.Dependent {
   public BinaryData binaryData() {
     // inside a use: a close on another thread waits before it gives a received binary's buffer back
     try (UseGuard.Use ignored = guard.enter()) {
-      return new BinaryData(envelope.detached());
+      // a binary made after the program (a job of one rank) is waited for, or made now if nothing kept it
+      return new BinaryData(envelope.complete().detached());
     }
   }
 

@@ -45,9 +45,13 @@ public interface Kernel extends AutoCloseable {
    * {@link MpiBuild#buildKernelFromBinaryData(BinaryData)}. The data is a copy of its own: it stays valid
    * after the kernel is closed.
    *
+   * <p>In a job of one rank the kernel may be ready before its binary is made (the binary only fills the
+   * cache there; see {@code docs/launch-shapes.md}): this waits for it, or, where no cache would keep it and
+   * none was made, makes it now.
+   *
    * @return the binary data
    * @throws IllegalStateException if the kernel or its MpiBuild is closed (a received binary's memory is
-   *     reused then)
+   *     reused then), or if a binary made after the kernel could not be made, saying why
    */
   BinaryData binaryData();
 

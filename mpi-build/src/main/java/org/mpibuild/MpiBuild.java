@@ -374,6 +374,8 @@ public final class MpiBuild implements AutoCloseable {
       async.ifStarted(AsyncBuilds::close);
       closed = true;
       try {
+        // a job of one rank may still be writing a binary made after its kernel into the cache
+        opened.caches().awaitFills(settings.compileTimeout().plusSeconds(10));
         kernels.close("its MpiBuild was closed"); // before the context and queue they belong to
       } finally {
         opened.close();

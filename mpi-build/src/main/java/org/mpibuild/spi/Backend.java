@@ -84,6 +84,23 @@ public interface Backend extends AutoCloseable {
   }
 
   /**
+   * Compiles a request that only this rank will run (a job of one rank, or local mode): what matters is a
+   * program ready here as soon as a rank that compiles for itself would have one. A backend whose binary costs
+   * more than that program (PoCL's finished code is made in a process of its own) may return the program at
+   * once and the binary later ({@link Compilation#later}), for the cache; with {@code needBinary} false
+   * (nothing will keep it) it need make no binary at all ({@link Compilation#withoutBinary}). By default,
+   * {@link #compile(KernelSource, String)}.
+   *
+   * @param request the checked request
+   * @param buildTarget what {@link #buildTarget} returned: this rank's own target
+   * @param needBinary whether the binary will be kept (in a cache)
+   * @return the compilation, its program loaded here
+   */
+  default Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
+    return compile(request, buildTarget);
+  }
+
+  /**
    * Compiles for {@code buildTarget}; by default {@link #compile(KernelSource)}.
    *
    * @param request the checked request

@@ -68,6 +68,29 @@ public class FakeBackend implements Backend {
     return new Compilation(new Program(names, binary), binary, buildLog.isEmpty() ? "warning: none" : buildLog);
   }
 
+  /**
+   * When set, a request only this rank runs ({@link #compileAlone}) gets its program at once and its binary when
+   * this future completes (or fails as it fails), as PoCL's finished code is made in the background.
+   */
+  public java.util.concurrent.CompletableFuture<Void> binaryGate;
+  /** Calls of {@link #compileAlone} that took the path above, and those that made no binary. */
+  public final AtomicInteger aloneCompiles = new AtomicInteger();
+  public final AtomicInteger withoutBinary = new AtomicInteger();
+
+  @Override
+  public Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
+    if (binaryGate == null) {
+      return compile(request, buildTarget);
+    }
+    aloneCompiles.incrementAndGet();
+    Compilation c = compile(request, buildTarget);
+    if (!needBinary) {
+      withoutBinary.incrementAndGet();
+      return Compilation.withoutBinary(c.program(), c.buildLog());
+    }
+    return Compilation.later(c.program(), c.buildLog(), binaryGate.thenApply(v -> c.binary()));
+  }
+
   @Override
   public LoadedProgram load(byte[] binary, List<String> kernelNames) {
     loads.incrementAndGet();

@@ -15,6 +15,10 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import org.jocl.CL;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
@@ -109,6 +113,27 @@ final class PoclSpecialization {
    */
   static Result compile(KernelSource request, int platformIndex, int deviceIndex) {
     return compile(request, platformIndex, deviceIndex, MAX_STAND_INS);
+  }
+
+  /** Makes binaries in the background ({@link #later}), one compile process at a time; its thread ends when idle. */
+  private static final ThreadPoolExecutor BACKGROUND = background();
+
+  private static ThreadPoolExecutor background() {
+    ThreadPoolExecutor e = new ThreadPoolExecutor(1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+      Thread t = new Thread(r, "mpi-build-pocl-binary");
+      t.setDaemon(true);
+      return t;
+    });
+    e.allowCoreThreadTimeOut(true);
+    return e;
+  }
+
+  /**
+   * {@link #compile(KernelSource, int, int)} in the background, for a program already built in this process:
+   * one compile process at a time, queued in order. Cancelling the future with interruption kills its process.
+   */
+  static Future<byte[]> later(KernelSource request, int platformIndex, int deviceIndex) {
+    return BACKGROUND.submit(() -> compile(request, platformIndex, deviceIndex).binary());
   }
 
   /**

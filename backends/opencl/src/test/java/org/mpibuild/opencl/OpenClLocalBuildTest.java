@@ -56,8 +56,9 @@ class OpenClLocalBuildTest {
       assertEquals(List.of("add"), kernel.kernelNames());
       assertEquals("opencl", kernel.backend());
       assertTrue(kernel.stats().compiled());
-      assertTrue(kernel.stats().binaryBytes() > 0);
+      assertEquals(0, kernel.stats().binaryBytes(), "local, without a cache: a plain build, no binary made");
       assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(kernel.as(OpenClKernel.class)));
+      assertTrue(kernel.binaryData().toBytes().length > 0, "a binary is made when asked for");
     }
   }
 
@@ -116,6 +117,38 @@ class OpenClLocalBuildTest {
       assertFalse(contains(plain.binaryData().toBytes(), spec), "a binary read before any launch has no " + spec);
       assertTrue(contains(shaped.binaryData().toBytes(), spec), "the shaped binary lacks " + spec);
       assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(shaped.as(OpenClKernel.class)));
+    }
+  }
+
+  /**
+   * Alone (local mode), a shaped request's kernels are built in this process, as a rank that compiles for
+   * itself builds them, and the finished binary is made in the background for the cache: it holds the named
+   * function, the next job finds it, and with no cache none is made until asked for.
+   */
+  @Test
+  void aloneTheKernelIsBuiltHereAndTheFinishedBinaryFillsTheCache(@org.junit.jupiter.api.io.TempDir java.nio.file.Path cache) {
+    org.junit.jupiter.api.Assumptions.assumeTrue(Runtime.getRuntime().availableProcessors() > 1,
+        "one core: a compile alone makes the binary first, as compile does");
+    KernelSource request = KernelSource.of(ADD).withKernels("add").withOptions("-D SCALE=2.0f -D ALONE=1")
+        .withLaunchShapes(LaunchShape.of("add", 4));
+    String spec = "4-1-1-goffs0-smallgrid";
+    try (MpiBuild b = MpiBuild.builder().local().cacheDirectory(cache).build()) {
+      Kernel k = b.mpiBuildKernel(request, 0);
+      assertTrue(k.stats().compiled());
+      assertEquals(0, k.stats().binaryBytes(), "the kernel was ready before its binary");
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(k.as(OpenClKernel.class)));
+      byte[] binary = k.binaryData().toBytes(); // waits for the binary
+      assertTrue(contains(binary, spec), "the finished binary lacks " + spec);
+      assertFalse(contains(binary, "0-0-0"), "the finished binary holds a generic function");
+    }
+    try (MpiBuild b = MpiBuild.builder().local().cacheDirectory(cache).build(); Kernel k = b.mpiBuildKernel(request, 0)) {
+      assertTrue(k.stats().cacheHit(), "the next job finds the binary the first one made");
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(k.as(OpenClKernel.class)));
+    }
+    try (MpiBuild b = MpiBuild.builder().local().noCache().build(); Kernel k = b.mpiBuildKernel(request, 0)) {
+      assertEquals(0, k.stats().binaryBytes());
+      assertArrayEquals(new float[] {2f, 5f, 8f, 11f}, run(k.as(OpenClKernel.class)));
+      assertTrue(contains(k.binaryData().toBytes(), spec), "a binary made when asked for is the finished one");
     }
   }
 

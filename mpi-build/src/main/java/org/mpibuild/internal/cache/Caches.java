@@ -1,7 +1,15 @@
 package org.mpibuild.internal.cache;
 
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.mpibuild.internal.settings.CacheSettings;
+import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.Communicator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The caches a build may use: the shared one, opened by a rank only when it is the root of a build, and
@@ -9,12 +17,15 @@ import org.mpibuild.spi.Communicator;
  * Ranks that never act as root never touch the shared directory.
  */
 public final class Caches implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Caches.class);
   private final CacheSettings settings;
   private final Communicator nodeComm;
   private KernelCache shared;
   private KernelCache node;
   private boolean sharedOpened;
   private boolean nodeOpened;
+  /** Stores waiting for a binary made after its program ({@link #whenComplete}); close waits for them. */
+  private final List<Thread> fills = new ArrayList<>();
 
   private Caches(CacheSettings settings, Communicator nodeComm) {
     this.settings = settings;
@@ -83,6 +94,56 @@ public final class Caches implements AutoCloseable {
 
   public synchronized long fileOperations() {
     return (shared == null ? 0 : shared.fileOperations()) + (node == null ? 0 : node.fileOperations());
+  }
+
+  /**
+   * Runs {@code then} with {@code envelope} now, or, for a pending envelope, on a thread of its own with the
+   * complete envelope once its binary is made (with null, after a warning, if it cannot be made: nothing is
+   * cached then, and the program already runs). {@link #awaitFills} waits for these threads.
+   */
+  public void whenComplete(Envelope envelope, Consumer<Envelope> then) {
+    if (!envelope.isPending()) {
+      then.accept(envelope);
+      return;
+    }
+    Thread t = new Thread(() -> {
+      Envelope complete = null;
+      try {
+        complete = envelope.complete();
+      } catch (IllegalStateException e) {
+        log.warn("the binary of {} is not cached: {}", envelope.metadata().kernelNames(), e.getMessage());
+      }
+      then.accept(complete);
+    }, "mpi-build-cache-fill");
+    t.setDaemon(true);
+    synchronized (this) {
+      fills.add(t);
+    }
+    t.start();
+  }
+
+  /**
+   * Waits at most {@code limit} for the cache entries still being filled ({@link #whenComplete}); a fill
+   * that runs over it is left, with a warning (its own compile timeout ends it).
+   */
+  public void awaitFills(Duration limit) {
+    long deadline = System.nanoTime() + limit.toNanos();
+    List<Thread> pending;
+    synchronized (this) {
+      pending = new ArrayList<>(fills);
+      fills.clear();
+    }
+    for (Thread t : pending) {
+      try {
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      if (t.isAlive()) {
+        log.warn("a cache entry was still being written after {} s; it is left to finish", limit.toSeconds());
+      }
+    }
   }
 
   /** The settings. */

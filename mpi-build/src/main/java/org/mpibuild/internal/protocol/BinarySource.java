@@ -78,12 +78,22 @@ final class BinarySource {
    * an error envelope, so that the root still takes part in the broadcast.
    */
   Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load) {
+    return obtainOnRoot(request, rankTargets, load, false);
+  }
+
+  /**
+   * {@link #obtainOnRoot(KernelSource, List, boolean)}; with {@code alone}, no other rank needs the binary (a job
+   * of one rank, loading), so a compile may give the program first and the binary later, or no binary at all
+   * where nothing keeps it ({@link Backend#compileAlone}): its envelope is then pending, and the cache is filled
+   * in the background once the binary is made (close waits for it).
+   */
+  Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load, boolean alone) {
     String target = "";
     String key = "";
     try {
       target = backend.buildTarget(rankTargets == null ? List.of(backend.target()) : rankTargets);
       if (!caches.enabled()) {
-        return compile(request, target, "");
+        return compile(request, target, "", alone);
       }
       KernelCache shared = caches.shared();
       try {
@@ -92,7 +102,7 @@ final class BinarySource {
         if (UNCACHEABLE_REPORTED.add(e.getMessage())) {
           log.warn("this request is built but never cached: {}", e.getMessage());
         }
-        return compile(request, target, "");
+        return compile(request, target, "", alone);
       }
       Obtained hit = fromCache(caches.node(), key, load);
       if (hit == null) {
@@ -102,7 +112,7 @@ final class BinarySource {
         return hit;
       }
       if (shared == null) {
-        return compile(request, target, key);
+        return compile(request, target, key, alone);
       }
       LockFile lock = shared.lock(key);
       try {
@@ -110,17 +120,19 @@ final class BinarySource {
         if (hit != null) {
           return hit;
         }
-        Obtained built = compile(request, target, key);
-        // The entry is written, and the lock released, once the binary is on its way to the other ranks:
-        // the fsyncs are then off the path to every rank's ready kernel.
+        Obtained built = compile(request, target, key, alone);
+        // The entry is written, and the lock released, once the binary is on its way to the other ranks (or,
+        // made later, once it is made): the fsyncs are then off the path to every rank's ready kernel.
         String entryKey = key;
         LockFile held = lock;
         lock = null;
-        return built.then(() -> {
+        return built.then(() -> caches.whenComplete(built.envelope, complete -> {
           try (LockFile ignored = held) {
-            shared.store(entryKey, built.envelope);
+            if (complete != null) {
+              shared.store(entryKey, complete);
+            }
           }
-        });
+        }));
       } finally {
         if (lock != null) {
           lock.close();
@@ -161,14 +173,17 @@ final class BinarySource {
     }
   }
 
-  private Obtained compile(KernelSource request, String target, String key) {
+  private Obtained compile(KernelSource request, String target, String key, boolean alone) {
     try {
-      Compilation c = compileWithin(request, target, settings.compileTimeout());
+      Compilation c = compileWithin(request, target, alone, !key.isEmpty(), settings.compileTimeout());
       List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
       Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, names, request.options(), c.buildLog(), "",
           key, backend.compilerIdentity(target));
-      return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary())), c.program(), true,
-          false);
+      Envelope envelope = c.binary() != null ? Envelope.ok(meta, Payload.copyOf(c.binary()))
+          : Envelope.pending(meta, c.binaryLater() != null ? BinaryFill.start(c.binaryLater(), meta,
+              settings.compileTimeout()) : BinaryFill.onDemand(() -> compileWithin(request, target, false, true,
+              settings.compileTimeout()), meta));
+      return new Obtained(envelope, c.program(), true, false);
     } catch (CompileException e) {
       return failed(Envelope.Status.COMPILE_FAILED, request, target, key, e.buildLog(), e.reason());
     } catch (IllegalArgumentException e) {
@@ -184,9 +199,10 @@ final class BinarySource {
    * over is abandoned: interrupted (backends that run a compiler process kill it), and whatever it loads
    * later is released.
    */
-  private Compilation compileWithin(KernelSource request, String target, Duration timeout)
-      throws TimeoutException {
-    Future<Compilation> f = compiler.submit(() -> backend.compile(request, target));
+  private Compilation compileWithin(KernelSource request, String target, boolean alone, boolean needBinary,
+      Duration timeout) throws TimeoutException {
+    Future<Compilation> f = compiler.submit(() -> alone ? backend.compileAlone(request, target, needBinary)
+        : backend.compile(request, target));
     try {
       return f.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {

@@ -180,8 +180,10 @@ public final class CollectiveBuild {
 
     // Owners obtain their requests on a worker thread, one at a time, in broadcast order; the worker never
     // outlives this call, so nothing touches the backend after it returns.
+    // Alone (one rank, loading), nobody waits for the binary: the program may come first and the binary later.
+    boolean alone = load && comm.size() == 1;
     try (RootWorker work = new RootWorker(source, rank, targets.buildTargets(), settings.compileTimeout(), requests,
-        owners, order, dist.rank(), load)) {
+        owners, order, dist.rank(), load, alone)) {
       List<Slot> slots = new ArrayList<>(requests.size());
       for (int i = 0; i < requests.size(); i++) {
         slots.add(new Slot(i, requests.get(i), owners[i], targets.jobRank(owners[i]), dist.rank() == owners[i]));
@@ -382,9 +384,11 @@ public final class CollectiveBuild {
     if (node == null || caches.nodeComm() == null || key.isEmpty() || caches.nodeComm().rank() != 0) {
       return;
     }
-    if (!node.exists(key)) {
-      node.store(key, envelope);
-    }
+    caches.whenComplete(envelope, complete -> {
+      if (complete != null && !node.exists(key)) {
+        node.store(key, complete);
+      }
+    });
   }
 
   private static long ms(long nanos) {

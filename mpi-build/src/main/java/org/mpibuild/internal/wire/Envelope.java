@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.zip.CRC32C;
 import org.mpibuild.CorruptBinaryException;
 
@@ -159,12 +160,46 @@ public final class Envelope {
   private final Metadata metadata;
   private final Payload payload;
   private final byte[] payloadSha256;
+  /** For a pending envelope, what makes the complete one; null for a complete envelope. */
+  private final Supplier<Envelope> completion;
 
   private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256) {
+    this(status, metadata, payload, payloadSha256, null);
+  }
+
+  private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256,
+      Supplier<Envelope> completion) {
     this.status = status;
     this.metadata = metadata;
     this.payload = payload;
     this.payloadSha256 = payloadSha256;
+    this.completion = completion;
+  }
+
+  /**
+   * The envelope of a binary that is still being made, or made only if asked for, on the one rank that runs
+   * its program ({@code Backend.compileAlone}): status OK, no payload yet; {@link #complete} gives the envelope
+   * with the binary. It is never sent, and never stored: what stores an entry waits for the complete one.
+   *
+   * @param completion makes (or waits for) the complete envelope; throws if the binary cannot be made
+   */
+  public static Envelope pending(Metadata metadata, Supplier<Envelope> completion) {
+    Payload empty = Payload.empty();
+    return new Envelope(Status.OK, metadata, empty, empty.sha256(), java.util.Objects.requireNonNull(completion));
+  }
+
+  /** Whether this envelope's binary is still to come ({@link #pending}). */
+  public boolean isPending() {
+    return completion != null;
+  }
+
+  /**
+   * This envelope, or for a pending one the complete envelope, waiting for it to be made.
+   *
+   * @throws IllegalStateException if the binary could not be made, saying why
+   */
+  public Envelope complete() {
+    return completion == null ? this : completion.get();
   }
 
   /** An envelope carrying a binary. */

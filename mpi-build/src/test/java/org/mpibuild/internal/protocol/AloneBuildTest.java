@@ -1,0 +1,135 @@
+package org.mpibuild.internal.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.Kernel;
+import org.mpibuild.KernelSource;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.testkit.FakeBackend;
+import org.mpibuild.testkit.InProcessCommunicator;
+
+/**
+ * A job of one rank gets its program as soon as it is built and its binary later, for the cache
+ * ({@code Backend.compileAlone}): the cache fills before close returns, a binary that cannot be made costs
+ * nothing but the entry, and without a cache no binary is made until one is asked for.
+ */
+class AloneBuildTest {
+  private static final String SOURCE = "__kernel void k(__global float* x) { x[0] = 1; }";
+
+  private static MpiBuild local(FakeBackend backend, Path cache) {
+    return MpiBuild.builder().local().backend(backend).cacheDirectory(cache).build();
+  }
+
+  private static long entries(Path cache) throws Exception {
+    if (!Files.isDirectory(cache)) {
+      return 0;
+    }
+    try (Stream<Path> files = Files.walk(cache)) {
+      return files.filter(f -> f.getFileName().toString().endsWith(".kbin")).count();
+    }
+  }
+
+  @Test
+  void theKernelIsReadyBeforeItsBinaryAndTheCacheFillsBeforeCloseReturns(@TempDir Path cache) throws Exception {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = new CompletableFuture<>();
+    MpiBuild b = local(backend, cache);
+    Kernel k = b.mpiBuildKernel(SOURCE, 0);
+    assertEquals(1, backend.aloneCompiles.get(), "a job of one rank compiles alone");
+    assertEquals(0, entries(cache), "no entry before the binary is made");
+    assertEquals(0, k.stats().binaryBytes());
+    CompletableFuture.runAsync(() -> {
+      sleep(200);
+      backend.binaryGate.complete(null);
+    });
+    b.close(); // waits for the fill
+    assertEquals(1, entries(cache), "close returns once the binary is in the cache");
+
+    FakeBackend second = new FakeBackend();
+    try (MpiBuild again = local(second, cache); Kernel warm = again.mpiBuildKernel(SOURCE, 0)) {
+      assertTrue(warm.stats().cacheHit(), "the next job finds the binary");
+      assertEquals(0, second.compiles.get());
+      assertArrayEquals(FakeBackend.binaryFor(SOURCE, 1000), warm.binaryData().binary());
+    }
+  }
+
+  @Test
+  void binaryDataWaitsForTheBinary(@TempDir Path cache) {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = new CompletableFuture<>();
+    try (MpiBuild b = local(backend, cache); Kernel k = b.mpiBuildKernel(SOURCE, 0)) {
+      CompletableFuture.runAsync(() -> {
+        sleep(100);
+        backend.binaryGate.complete(null);
+      });
+      assertArrayEquals(FakeBackend.binaryFor(SOURCE, 1000), k.binaryData().binary());
+    }
+  }
+
+  @Test
+  void aBinaryThatCannotBeMadeLeavesNoEntryAndTheKernelStillRuns(@TempDir Path cache) throws Exception {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = CompletableFuture.failedFuture(new IllegalStateException("the compile process died (test)"));
+    try (MpiBuild b = local(backend, cache); Kernel k = b.mpiBuildKernel(SOURCE, 0)) {
+      assertEquals(List.of("main"), k.kernelNames());
+      IllegalStateException e = assertThrows(IllegalStateException.class, k::binaryData);
+      assertTrue(e.getMessage().contains("the compile process died (test)"), e.getMessage());
+    }
+    assertEquals(0, entries(cache), "nothing cached");
+    FakeBackend second = new FakeBackend();
+    try (MpiBuild again = local(second, cache); Kernel k = again.mpiBuildKernel(SOURCE, 0)) {
+      assertFalse(k.stats().cacheHit());
+      assertEquals(1, second.compiles.get(), "the next job compiles again");
+    }
+  }
+
+  @Test
+  void withoutACacheNoBinaryIsMadeUntilOneIsAskedFor() {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = new CompletableFuture<>(); // never completes: no binary may wait for it
+    try (MpiBuild b = MpiBuild.builder().local().backend(backend).noCache().build();
+        Kernel k = b.mpiBuildKernel(SOURCE, 0)) {
+      assertEquals(1, backend.withoutBinary.get(), "nothing keeps a binary: none is made");
+      assertEquals(1, backend.compiles.get());
+      assertArrayEquals(FakeBackend.binaryFor(SOURCE, 1000), k.binaryData().binary(), "made when asked for");
+      assertEquals(2, backend.compiles.get());
+      k.binaryData();
+      assertEquals(2, backend.compiles.get(), "and kept");
+    }
+  }
+
+  @Test
+  void ranksThatReceiveTheBinaryNeverCompileAlone() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
+    List<FakeBackend> backends = List.of(new FakeBackend(), new FakeBackend());
+    backends.forEach(f -> f.binaryGate = new CompletableFuture<>());
+    List<CollectiveBuildTest.RankResult> results = CollectiveBuildTest.onRanks(world, 2, backends::get,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, CollectiveBuildTest.SETTINGS)
+            .run(KernelSource.of(SOURCE), 0));
+    for (CollectiveBuildTest.RankResult r : results) {
+      assertEquals(null, r.error());
+      assertFalse(r.outcome().envelope().isPending());
+    }
+    assertEquals(0, backends.get(0).aloneCompiles.get());
+    assertEquals(1, backends.get(0).compiles.get());
+  }
+
+  private static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}
