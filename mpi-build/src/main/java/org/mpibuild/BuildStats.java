@@ -17,7 +17,8 @@ package org.mpibuild;
  *     digest check; near 0 in local mode
  * @param loadNanos time spent loading the binary into this rank's device, and agreeing that every rank
  *     did; 0 on the root, which keeps the program it compiled
- * @param binaryBytes size of the binary (the payload), in bytes
+ * @param binaryBytes size of the binary (the payload), in bytes; 0 in a job of one rank whose kernel was ready
+ *     before its binary (made afterwards for the cache, or not at all without one: {@code docs/launch-shapes.md})
  * @param cacheFileOperations file system calls this rank made on the caches for this build (0 on ranks
  *     other than the root, except for node-local cache writes)
  */

@@ -1,6 +1,7 @@
 package org.mpibuild;
 
 import java.util.List;
+import java.util.function.UnaryOperator;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.NamedKernels;
@@ -16,12 +17,24 @@ final class BuiltKernel implements Kernel, UseGuard.Dependent {
   private final BuildStats stats;
   private final UseGuard guard;
   private final UseGuard owner;
+  /** Gives the complete envelope of a pending one ({@link Envelope#pending}), as a call of the MpiBuild. */
+  private final UnaryOperator<Envelope> completer;
 
   /**
    * @param owner the kernels of the MpiBuild that made it
    * @throws IllegalStateException if that MpiBuild was closed meanwhile (the program is closed then)
    */
   BuiltKernel(LoadedProgram program, Envelope envelope, BuildStats stats, UseGuard owner) {
+    this(program, envelope, stats, owner, UnaryOperator.identity());
+  }
+
+  /**
+   * @param completer gives the complete envelope of a pending one: a call of the MpiBuild that made the
+   *     kernel, so that its close cannot release the backend while the binary is made
+   */
+  BuiltKernel(LoadedProgram program, Envelope envelope, BuildStats stats, UseGuard owner,
+      UnaryOperator<Envelope> completer) {
+    this.completer = completer;
     this.program = program;
     this.envelope = envelope;
     this.stats = stats;
@@ -47,10 +60,16 @@ final class BuiltKernel implements Kernel, UseGuard.Dependent {
 
   @Override
   public BinaryData binaryData() {
+    Envelope complete = envelope;
+    if (envelope.isPending()) {
+      guard.check();
+      // made after the program (a job of one rank): waited for, or made now, outside the kernel's use (it
+      // may take as long as a compile) and inside a call of its MpiBuild; its payload is never lent
+      complete = completer.apply(envelope);
+    }
     // inside a use: a close on another thread waits before it gives a received binary's buffer back
     try (UseGuard.Use ignored = guard.enter()) {
-      // a binary made after the program (a job of one rank) is waited for, or made now if nothing kept it
-      return new BinaryData(envelope.complete().detached());
+      return new BinaryData(complete.detached());
     }
   }
 

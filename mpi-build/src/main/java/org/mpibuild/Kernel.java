@@ -46,8 +46,9 @@ public interface Kernel extends AutoCloseable {
    * after the kernel is closed.
    *
    * <p>In a job of one rank the kernel may be ready before its binary is made (the binary only fills the
-   * cache there; see {@code docs/launch-shapes.md}): this waits for it, or, where no cache would keep it and
-   * none was made, makes it now.
+   * cache there; see {@code docs/launch-shapes.md}): this then waits for it, or, where no cache would keep it
+   * or it could not be made, compiles it now, which may take as long as the build did. It is then a call of
+   * the kernel's MpiBuild: another thread's call of that instance meanwhile is refused, as calls are.
    *
    * @return the binary data
    * @throws IllegalStateException if the kernel or its MpiBuild is closed (a received binary's memory is

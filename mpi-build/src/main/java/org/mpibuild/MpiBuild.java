@@ -17,6 +17,7 @@ import org.mpibuild.internal.protocol.JobCounters;
 import org.mpibuild.internal.protocol.ProgramLoader;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.startup.Startup;
+import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.UseGuard;
@@ -130,7 +131,7 @@ public final class MpiBuild implements AutoCloseable {
     return call("mpiBuildKernel", true, () -> {
       CollectiveBuild.Outcome o = protocol.run(request, root);
       lastStats = o.stats();
-      return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
+      return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels, this::completeEnvelope);
     });
   }
 
@@ -189,7 +190,7 @@ public final class MpiBuild implements AutoCloseable {
       return new KernelFuture(builds.submit(p -> {
         CollectiveBuild.Outcome o = p.run(request, root);
         lastStats = o.stats();
-        return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
+        return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels, this::completeEnvelope);
       }, rank), builds);
     });
   }
@@ -239,7 +240,7 @@ public final class MpiBuild implements AutoCloseable {
       }
       List<Kernel> out = new ArrayList<>(entries.size());
       for (CollectiveBuild.Entry e : entries) {
-        out.add(new BuiltKernel(e.program(), e.envelope(), e.stats(), kernels));
+        out.add(new BuiltKernel(e.program(), e.envelope(), e.stats(), kernels, this::completeEnvelope));
         lastStats = e.stats();
       }
       return out;
@@ -357,7 +358,9 @@ public final class MpiBuild implements AutoCloseable {
   /**
    * Closes the kernels of this instance that are still open, then releases the backend (its device context
    * and queue) and the library's duplicate communicator. Never finalizes MPI. Collective. Waits first for
-   * the asynchronous builds started before it. Closing twice does nothing.
+   * the asynchronous builds started before it, and, in a job of one rank, for the binaries still being
+   * made for the cache after their kernels were ready (at most the compile timeout). Closing twice does
+   * nothing.
    *
    * <p>Afterwards every call of this instance throws {@code IllegalStateException}, and so does every call
    * of its kernels that would hand out a device handle, naming the kernel and saying that its MpiBuild was
@@ -381,6 +384,14 @@ public final class MpiBuild implements AutoCloseable {
         opened.close();
       }
     }
+  }
+
+  /**
+   * The complete envelope of a kernel built alone, whose binary came after it ({@link Envelope#pending}): waited
+   * for, or made, as a call of this instance, so that close cannot release the backend meanwhile.
+   */
+  private Envelope completeEnvelope(Envelope e) {
+    return e.isPending() ? call("binaryData", false, e::complete) : e;
   }
 
   /**

@@ -275,27 +275,37 @@ final class OpenClBackend implements Backend {
    * A request only this rank runs: the program built here, as a rank that compiles for itself builds it (the
    * named functions are generated at the first launches, as there); on PoCL with launch shapes named and a
    * second core, the finished binary for the cache is made meanwhile by the compile process
-   * ({@link PoclSpecialization#later}); without {@code needBinary}, no binary is made at all. One core, or
-   * another platform that needs the binary, compiles as {@link #compile} does.
+   * ({@link PoclSpecialization#later}, one at a time per process); without {@code needBinary}, no binary is made
+   * at all. One core, another platform that needs the binary, or a binary already being made in the background,
+   * compiles as {@link #compile} does.
    */
   @Override
   public Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
-    boolean binaryLater = pocl && !request.launchShapes().isEmpty() && Runtime.getRuntime().availableProcessors() > 1;
+    boolean binaryLater = needBinary && pocl && !request.launchShapes().isEmpty()
+        && Runtime.getRuntime().availableProcessors() > 1 && PoclSpecialization.reserveBackground();
     if (needBinary && !binaryLater) {
       return compile(request);
     }
-    cl_program program = build(request.source(), request.options());
-    OpenClKernel kernels;
-    String log;
+    Compilation here;
     try {
-      log = buildLog(program);
-      kernels = createKernels(program, request.kernelNames());
+      cl_program program = build(request.source(), request.options());
+      OpenClKernel kernels;
+      String log;
+      try {
+        log = buildLog(program);
+        kernels = createKernels(program, request.kernelNames());
+      } catch (RuntimeException e) {
+        clReleaseProgram(program);
+        throw e;
+      }
+      here = finished(request, kernels, null, log); // which releases the kernels if it refuses them
     } catch (RuntimeException e) {
-      clReleaseProgram(program);
+      if (binaryLater) {
+        PoclSpecialization.releaseReservation();
+      }
       throw e;
     }
-    Compilation here = finished(request, kernels, null, log); // which releases the kernels if it refuses them
-    return needBinary
+    return binaryLater
         ? Compilation.later(here.program(), here.buildLog(), PoclSpecialization.later(request, platformIndex, deviceIndex))
         : Compilation.withoutBinary(here.program(), here.buildLog());
   }

@@ -16,9 +16,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Future;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.jocl.CL;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
@@ -115,25 +116,50 @@ final class PoclSpecialization {
     return compile(request, platformIndex, deviceIndex, MAX_STAND_INS);
   }
 
-  /** Makes binaries in the background ({@link #later}), one compile process at a time; its thread ends when idle. */
-  private static final ThreadPoolExecutor BACKGROUND = background();
+  /** The binary being made in the background ({@link #later}), if any: one at a time per process. */
+  private static final AtomicReference<FutureTask<byte[]>> BACKGROUND = new AtomicReference<>();
+  private static final Semaphore BACKGROUND_SLOT = new Semaphore(1);
+  private static final AtomicBoolean EXIT_HOOK = new AtomicBoolean();
 
-  private static ThreadPoolExecutor background() {
-    ThreadPoolExecutor e = new ThreadPoolExecutor(1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-      Thread t = new Thread(r, "mpi-build-pocl-binary");
-      t.setDaemon(true);
-      return t;
-    });
-    e.allowCoreThreadTimeOut(true);
-    return e;
+  /**
+   * Reserves the one background compile of this process for {@link #later}; false if another binary is being
+   * made (the caller then compiles as at more ranks). {@link #releaseReservation} gives it back unused.
+   */
+  static boolean reserveBackground() {
+    return BACKGROUND_SLOT.tryAcquire();
+  }
+
+  static void releaseReservation() {
+    BACKGROUND_SLOT.release();
   }
 
   /**
-   * {@link #compile(KernelSource, int, int)} in the background, for a program already built in this process:
-   * one compile process at a time, queued in order. Cancelling the future with interruption kills its process.
+   * {@link #compile(KernelSource, int, int)} on a thread of its own, for a program already built in this process,
+   * with the reservation {@link #reserveBackground} took (given back when it ends). Cancelling the future with
+   * interruption kills its process; so does the JVM's exit, so that no compile process outlives the program.
    */
   static Future<byte[]> later(KernelSource request, int platformIndex, int deviceIndex) {
-    return BACKGROUND.submit(() -> compile(request, platformIndex, deviceIndex).binary());
+    FutureTask<byte[]> task = new FutureTask<>(() -> {
+      try {
+        return compile(request, platformIndex, deviceIndex).binary();
+      } finally {
+        BACKGROUND.set(null);
+        BACKGROUND_SLOT.release();
+      }
+    });
+    BACKGROUND.set(task);
+    if (EXIT_HOOK.compareAndSet(false, true)) {
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        FutureTask<byte[]> running = BACKGROUND.get();
+        if (running != null) {
+          running.cancel(true); // the compile process is killed and its directory deleted
+        }
+      }, "mpi-build-pocl-binary-exit"));
+    }
+    Thread t = new Thread(task, "mpi-build-pocl-binary");
+    t.setDaemon(true);
+    t.start();
+    return task;
   }
 
   /**

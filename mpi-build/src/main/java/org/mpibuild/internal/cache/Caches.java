@@ -98,10 +98,11 @@ public final class Caches implements AutoCloseable {
 
   /**
    * Runs {@code then} with {@code envelope} now, or, for a pending envelope, on a thread of its own with the
-   * complete envelope once its binary is made (with null, after a warning, if it cannot be made: nothing is
-   * cached then, and the program already runs). {@link #awaitFills} waits for these threads.
+   * complete envelope once its binary is made ({@link Envelope#awaitMade}; null if it could not be: nothing is
+   * cached then, and the program already runs). {@link #awaitFills} waits for these threads. If no thread
+   * can start, {@code onNoThread} (a lock held for the entry) is closed and the error thrown.
    */
-  public void whenComplete(Envelope envelope, Consumer<Envelope> then) {
+  public void whenComplete(Envelope envelope, Consumer<Envelope> then, AutoCloseable onNoThread) {
     if (!envelope.isPending()) {
       then.accept(envelope);
       return;
@@ -109,17 +110,43 @@ public final class Caches implements AutoCloseable {
     Thread t = new Thread(() -> {
       Envelope complete = null;
       try {
-        complete = envelope.complete();
-      } catch (IllegalStateException e) {
-        log.warn("the binary of {} is not cached: {}", envelope.metadata().kernelNames(), e.getMessage());
+        complete = envelope.awaitMade();
+      } catch (RuntimeException | Error e) {
+        log.warn("the binary of {} is not cached: {}", envelope.metadata().kernelNames(), e.toString());
+      } finally {
+        try {
+          then.accept(complete);
+        } finally {
+          synchronized (this) {
+            fills.remove(Thread.currentThread());
+          }
+        }
       }
-      then.accept(complete);
     }, "mpi-build-cache-fill");
     t.setDaemon(true);
     synchronized (this) {
       fills.add(t);
     }
-    t.start();
+    try {
+      t.start();
+    } catch (RuntimeException | Error e) {
+      synchronized (this) {
+        fills.remove(t);
+      }
+      if (onNoThread != null) {
+        try {
+          onNoThread.close();
+        } catch (Exception ignored) {
+          // the error below is what matters
+        }
+      }
+      throw e;
+    }
+  }
+
+  /** {@link #whenComplete(Envelope, Consumer, AutoCloseable)} with nothing to close. */
+  public void whenComplete(Envelope envelope, Consumer<Envelope> then) {
+    whenComplete(envelope, then, null);
   }
 
   /**

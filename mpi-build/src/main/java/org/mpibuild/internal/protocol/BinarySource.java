@@ -132,7 +132,7 @@ final class BinarySource {
               shared.store(entryKey, complete);
             }
           }
-        }));
+        }, held));
       } finally {
         if (lock != null) {
           lock.close();
@@ -176,14 +176,23 @@ final class BinarySource {
   private Obtained compile(KernelSource request, String target, String key, boolean alone) {
     try {
       Compilation c = compileWithin(request, target, alone, !key.isEmpty(), settings.compileTimeout());
-      List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
-      Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, names, request.options(), c.buildLog(), "",
-          key, backend.compilerIdentity(target));
-      Envelope envelope = c.binary() != null ? Envelope.ok(meta, Payload.copyOf(c.binary()))
-          : Envelope.pending(meta, c.binaryLater() != null ? BinaryFill.start(c.binaryLater(), meta,
-              settings.compileTimeout()) : BinaryFill.onDemand(() -> compileWithin(request, target, false, true,
-              settings.compileTimeout()), meta));
-      return new Obtained(envelope, c.program(), true, false);
+      try {
+        List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
+        Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, names, request.options(), c.buildLog(), "",
+            key, backend.compilerIdentity(target));
+        if (c.binary() != null) {
+          return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary())), c.program(), true, false);
+        }
+        if (!alone || c.program() == null) {
+          throw new IllegalStateException("the backend " + backend.id() + " returned no binary for a build that needs one");
+        }
+        // Alone: the program is ready; its binary comes later (for the cache) or when asked for.
+        return new Obtained(Envelope.pending(meta, new BinaryFill(c.binaryLater(), meta, settings.compileTimeout(),
+            () -> compileWithin(request, target, false, true, settings.compileTimeout()))), c.program(), true, false);
+      } catch (RuntimeException e) {
+        release(c);
+        throw e;
+      }
     } catch (CompileException e) {
       return failed(Envelope.Status.COMPILE_FAILED, request, target, key, e.buildLog(), e.reason());
     } catch (IllegalArgumentException e) {
@@ -209,10 +218,7 @@ final class BinarySource {
       f.cancel(true);
       CompletableFuture.runAsync(() -> {
         try {
-          LoadedProgram late = f.get().program();
-          if (late != null) {
-            late.close();
-          }
+          release(f.get());
         } catch (Exception | Error ignored) {
           // the abandoned compile failed as well
         }
@@ -232,6 +238,16 @@ final class BinarySource {
         throw err;
       }
       throw new IllegalStateException(c);
+    }
+  }
+
+  /** Releases a compilation nobody will use: its program, and the binary still being made for it. */
+  private static void release(Compilation c) {
+    if (c.binaryLater() != null) {
+      c.binaryLater().cancel(true);
+    }
+    if (c.program() != null) {
+      c.program().close();
     }
   }
 

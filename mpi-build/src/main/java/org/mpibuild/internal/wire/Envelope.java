@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
-import java.util.function.Supplier;
 import java.util.zip.CRC32C;
 import org.mpibuild.CorruptBinaryException;
 
@@ -160,15 +159,30 @@ public final class Envelope {
   private final Metadata metadata;
   private final Payload payload;
   private final byte[] payloadSha256;
-  /** For a pending envelope, what makes the complete one; null for a complete envelope. */
-  private final Supplier<Envelope> completion;
+  /** For a pending envelope, how its binary comes; null for a complete envelope. */
+  private final Completion completion;
+
+  /** How the binary of a pending envelope comes ({@link #pending}). */
+  public interface Completion {
+    /**
+     * The complete envelope, once the binary being made in the background is made; null, at once, if none is
+     * being made, or if it could not be made (after a warning saying why). Waits at most the compile timeout.
+     */
+    Envelope awaitMade();
+
+    /**
+     * The complete envelope: the one made in the background, else one made now by a compile.
+     *
+     * @throws IllegalStateException if the binary cannot be made, saying why
+     */
+    Envelope complete();
+  }
 
   private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256) {
     this(status, metadata, payload, payloadSha256, null);
   }
 
-  private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256,
-      Supplier<Envelope> completion) {
+  private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256, Completion completion) {
     this.status = status;
     this.metadata = metadata;
     this.payload = payload;
@@ -178,12 +192,11 @@ public final class Envelope {
 
   /**
    * The envelope of a binary that is still being made, or made only if asked for, on the one rank that runs
-   * its program ({@code Backend.compileAlone}): status OK, no payload yet; {@link #complete} gives the envelope
-   * with the binary. It is never sent, and never stored: what stores an entry waits for the complete one.
-   *
-   * @param completion makes (or waits for) the complete envelope; throws if the binary cannot be made
+   * its program ({@code Backend.compileAlone}): status OK, no payload; {@link #complete} gives the envelope
+   * with the binary. It is never sent with a payload, and never stored: what stores an entry waits for the
+   * complete one ({@link #awaitMade}).
    */
-  public static Envelope pending(Metadata metadata, Supplier<Envelope> completion) {
+  public static Envelope pending(Metadata metadata, Completion completion) {
     Payload empty = Payload.empty();
     return new Envelope(Status.OK, metadata, empty, empty.sha256(), java.util.Objects.requireNonNull(completion));
   }
@@ -193,13 +206,18 @@ public final class Envelope {
     return completion != null;
   }
 
+  /** This envelope; for a pending one, {@link Completion#awaitMade}. */
+  public Envelope awaitMade() {
+    return completion == null ? this : completion.awaitMade();
+  }
+
   /**
-   * This envelope, or for a pending one the complete envelope, waiting for it to be made.
+   * This envelope; for a pending one, {@link Completion#complete}: the complete envelope, waited for or made.
    *
-   * @throws IllegalStateException if the binary could not be made, saying why
+   * @throws IllegalStateException if the binary cannot be made, saying why
    */
   public Envelope complete() {
-    return completion == null ? this : completion.get();
+    return completion == null ? this : completion.complete();
   }
 
   /** An envelope carrying a binary. */

@@ -40,6 +40,12 @@ class AloneBuildTest {
     }
   }
 
+  private static long locks(Path cache) throws Exception {
+    try (Stream<Path> files = Files.walk(cache)) {
+      return files.filter(f -> f.getFileName().toString().endsWith(".lock")).count();
+    }
+  }
+
   @Test
   void theKernelIsReadyBeforeItsBinaryAndTheCacheFillsBeforeCloseReturns(@TempDir Path cache) throws Exception {
     FakeBackend backend = new FakeBackend();
@@ -55,6 +61,7 @@ class AloneBuildTest {
     });
     b.close(); // waits for the fill
     assertEquals(1, entries(cache), "close returns once the binary is in the cache");
+    assertEquals(0, locks(cache), "and the entry's lock is released");
 
     FakeBackend second = new FakeBackend();
     try (MpiBuild again = local(second, cache); Kernel warm = again.mpiBuildKernel(SOURCE, 0)) {
@@ -83,15 +90,26 @@ class AloneBuildTest {
     backend.binaryGate = CompletableFuture.failedFuture(new IllegalStateException("the compile process died (test)"));
     try (MpiBuild b = local(backend, cache); Kernel k = b.mpiBuildKernel(SOURCE, 0)) {
       assertEquals(List.of("main"), k.kernelNames());
-      IllegalStateException e = assertThrows(IllegalStateException.class, k::binaryData);
-      assertTrue(e.getMessage().contains("the compile process died (test)"), e.getMessage());
     }
     assertEquals(0, entries(cache), "nothing cached");
-    FakeBackend second = new FakeBackend();
-    try (MpiBuild again = local(second, cache); Kernel k = again.mpiBuildKernel(SOURCE, 0)) {
-      assertFalse(k.stats().cacheHit());
-      assertEquals(1, second.compiles.get(), "the next job compiles again");
+    assertEquals(0, locks(cache), "the entry's lock is released");
+    try (MpiBuild b = local(backend, cache); Kernel k = b.mpiBuildKernel(SOURCE, 0)) {
+      assertEquals(2, backend.compiles.get());
+      assertArrayEquals(FakeBackend.binaryFor(SOURCE, 1000), k.binaryData().binary(), "made by a compile instead");
+      assertEquals(3, backend.compiles.get());
     }
+  }
+
+  @Test
+  void binaryDataIsACallOfTheInstance(@TempDir Path cache) {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = new CompletableFuture<>();
+    MpiBuild b = local(backend, cache);
+    Kernel k = b.mpiBuildKernel(SOURCE, 0);
+    backend.binaryGate.complete(null);
+    b.close();
+    IllegalStateException e = assertThrows(IllegalStateException.class, k::binaryData);
+    assertTrue(e.getMessage().contains("closed"), e.getMessage());
   }
 
   @Test
