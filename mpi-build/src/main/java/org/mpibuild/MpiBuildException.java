@@ -23,8 +23,8 @@ package org.mpibuild;
  *       </ul>
  *   <li>{@link MpiUnavailableException}: the job was launched with several ranks but no MPI binding can
  *       run, so the instance cannot be created.
- *   <li>{@link org.mpibuild.support.DeviceFailure}: a device command that a stream-ordered message or
- *       collective depended on failed; carries the device API's error code.
+ *   <li>{@code org.mpibuild.streams.DeviceFailure} (module {@code mpi-build-streams}): a device command that a
+ *       stream-ordered message or collective depended on failed; carries the device API's error code.
  * </ul>
  *
  * <p>Misuse is reported with the JDK's exceptions, as their contracts say: {@link IllegalArgumentException}

@@ -44,8 +44,8 @@ class DistributionIT {
       assertFalse(NOT_SHIPPED.matcher(jar.getFileName().toString()).find(), "not part of the distribution: " + entry);
       names.add(jar.getFileName().toString());
     }
-    for (String needed : List.of("mpi-build-0", "mpi-build-mpijava-", "mpi-build-opencl-", "mpi-build-cuda-",
-        "slf4j-api-", "jocl-", "jcuda-")) {
+    for (String needed : List.of("mpi-build-0", "mpi-build-streams-", "mpi-build-mpijava-", "mpi-build-opencl-",
+        "mpi-build-cuda-", "slf4j-api-", "jocl-", "jcuda-")) {
       assertTrue(names.stream().anyMatch(n -> n.startsWith(needed)), needed + " missing from " + names);
     }
     for (String entry : classpath) {
@@ -58,7 +58,7 @@ class DistributionIT {
   @Test
   void noModuleImportsTheCoresInternals() throws IOException {
     List<String> offenders = new ArrayList<>();
-    for (String module : List.of("bindings", "backends", "cli", "examples", "programs", "benchmarks",
+    for (String module : List.of("streams", "bindings", "backends", "cli", "examples", "programs", "benchmarks",
         "integration-tests", "testkit")) {
       try (Stream<Path> files = Files.walk(REPO.resolve(module))) {
         files.filter(f -> f.toString().endsWith(".java") && !f.toString().contains("/target/")).forEach(f -> {
@@ -109,6 +109,21 @@ class DistributionIT {
     assertEquals(8, internals.size(), "the internals are in the module, unexported: " + internals);
   }
 
+  /**
+   * Stream-ordered messages: a module of their own (its manifest's module name, as every module but the core)
+   * with one package, which it exports (an automatic module exports all of its packages).
+   */
+  @Test
+  void theStreamsModuleExportsItsOnePackageOnly() throws Exception {
+    Path streams = classpath().stream().map(Path::of)
+        .filter(j -> j.getFileName().toString().startsWith("mpi-build-streams-")).findFirst().orElseThrow();
+    java.lang.module.ModuleDescriptor d = java.lang.module.ModuleFinder.of(streams).findAll().iterator().next()
+        .descriptor();
+    assertEquals("org.mpibuild.streams", d.name());
+    assertTrue(d.isAutomatic(), streams + " has a module-info: check its exports here instead");
+    assertEquals(java.util.Set.of("org.mpibuild.streams"), d.packages());
+  }
+
   /** Every jar the distribution ships has a module name of ours: the core's module-info, the others' manifest. */
   @Test
   void everyShippedJarHasAModuleName() throws Exception {
@@ -124,6 +139,6 @@ class DistributionIT {
       assertTrue(name.equals("org.mpibuild") || name.startsWith("org.mpibuild."), jar + " has module name " + name
           + " (derived from the file name: no Automatic-Module-Name)");
     }
-    assertTrue(ours >= 4, ours + " jars of ours on the class path");
+    assertTrue(ours >= 5, ours + " jars of ours on the class path");
   }
 }

@@ -41,8 +41,8 @@ class FreshMachineIT {
           "Debian 12's JDK 17 is the only one:\n" + r.out());
       assertTrue(r.out().contains("provision: no JDK 22+ found"), "provision says what is left out:\n" + r.out());
     }
-    for (String module : List.of("mpi-build", "backends/opencl", "backends/cuda", "bindings/mpijava", "cli",
-        "examples", "programs", "testkit", "benchmarks", "integration-tests")) {
+    for (String module : List.of("mpi-build", "streams", "backends/opencl", "backends/cuda", "bindings/mpijava",
+        "cli", "examples", "programs", "testkit", "benchmarks", "integration-tests")) {
       assertTrue(fresh.stream().anyMatch(l -> l.startsWith("module " + module + " ")), module + " built:\n" + r.out());
     }
     boolean ffm = fresh.stream().anyMatch(l -> l.startsWith("module bindings/ffm "));

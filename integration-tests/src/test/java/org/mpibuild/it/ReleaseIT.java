@@ -30,7 +30,8 @@ import org.junit.jupiter.api.Test;
  * </ul>
  */
 class ReleaseIT {
-  static final List<String> PUBLISHED = List.of("mpi-build", "mpi-build-mpijava", "mpi-build-opencl", "mpi-build-cuda");
+  static final List<String> PUBLISHED = List.of("mpi-build", "mpi-build-streams", "mpi-build-mpijava", "mpi-build-opencl",
+      "mpi-build-cuda");
   static Path work;
   static Path staging;
   static String version;
@@ -120,13 +121,14 @@ class ReleaseIT {
   void twoBuildsFromCleanGiveTheSameJars() throws Exception {
     Path b = copySources(work.resolve("b"));
     Commands.Run r = Commands.run(b, Map.of(), 900, List.of("mvn", "-B", "-q", "-o", "-Dmaven.test.skip=true", "package",
-        "-pl", "mpi-build,bindings/mpijava,backends/opencl,backends/cuda", "-am"));
+        "-pl", "mpi-build,streams,bindings/mpijava,backends/opencl,backends/cuda", "-am"));
     assertEquals(0, r.exit(), r.out());
     Map<String, String> differ = new TreeMap<>();
     for (String artifact : PUBLISHED) {
       Path staged = staging.resolve("org/mpibuild/" + artifact + "/" + version + "/" + artifact + "-" + version + ".jar");
       Path module = b.resolve(switch (artifact) {
         case "mpi-build" -> "mpi-build";
+        case "mpi-build-streams" -> "streams";
         case "mpi-build-mpijava" -> "bindings/mpijava";
         case "mpi-build-opencl" -> "backends/opencl";
         default -> "backends/cuda";
@@ -233,8 +235,8 @@ class ReleaseIT {
     Commands.Run build = Commands.run(consumer, Map.of(), 600, List.of("mvn", "-B", "-q",
         "-Dmaven.repo.local=" + m2, "package", "dependency:copy-dependencies", "-DincludeScope=runtime"));
     assertEquals(0, build.exit(), build.out());
-    for (String artifact : List.of("mpi-build", "mpi-build-mpijava", "mpi-build-opencl", "mpi-build-bom",
-        "mpi-build-parent")) {
+    for (String artifact : List.of("mpi-build", "mpi-build-streams", "mpi-build-mpijava", "mpi-build-opencl",
+        "mpi-build-bom", "mpi-build-parent")) {
       Path origin = m2.resolve("org/mpibuild/" + artifact + "/" + version + "/_remote.repositories");
       String from = Files.readString(origin, StandardCharsets.UTF_8);
       assertTrue(from.lines().filter(l -> l.contains(">")).allMatch(l -> l.endsWith(">staging=")),

@@ -31,9 +31,9 @@ import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
-import org.mpibuild.support.DeviceFailure;
-import org.mpibuild.support.StreamOrderedMessages;
-import org.mpibuild.support.StreamOrderedMessages.Refused;
+import org.mpibuild.streams.DeviceFailure;
+import org.mpibuild.streams.StreamOrderedMessages;
+import org.mpibuild.streams.StreamOrderedMessages.Refused;
 
 /**
  * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of

@@ -50,7 +50,7 @@ interface QueueCommands {
    * @param bytes how many bytes {@code body} sees
    * @param body what the command runs; it must not throw (what it throws is logged and dropped)
    * @return the command's event, which the caller releases, and its id for {@link #forget}
-   * @throws org.mpibuild.support.DeviceFailure if the device refuses the command
+   * @throws org.mpibuild.streams.DeviceFailure if the device refuses the command
    */
   Enqueued enqueue(cl_command_queue queue, cl_mem buffer, long offset, int bytes, Consumer<ByteBuffer> body);
 

@@ -24,7 +24,7 @@ import static org.jocl.CL.clGetMemObjectInfo;
 import static org.jocl.CL.clReleaseEvent;
 import static org.jocl.CL.clSetEventCallback;
 import static org.jocl.CL.clSetUserEventStatus;
-import static org.mpibuild.support.StreamOrderedMessages.NOTHING_QUEUED;
+import static org.mpibuild.streams.StreamOrderedMessages.NOTHING_QUEUED;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -43,9 +43,9 @@ import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
-import org.mpibuild.support.DeviceFailure;
-import org.mpibuild.support.StreamOrderedMessages;
-import org.mpibuild.support.StreamOrderedMessages.Refused;
+import org.mpibuild.streams.DeviceFailure;
+import org.mpibuild.streams.StreamOrderedMessages;
+import org.mpibuild.streams.StreamOrderedMessages.Refused;
 
 /**
  * MPI messages ordered with an OpenCL command queue, with no host synchronization in between:

@@ -23,7 +23,7 @@ import org.jocl.NativePointerObject;
 import org.jocl.cl_command_queue;
 import org.jocl.cl_event;
 import org.jocl.cl_mem;
-import org.mpibuild.support.DeviceFailure;
+import org.mpibuild.streams.DeviceFailure;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -23,7 +23,7 @@ import org.mpibuild.opencl.StreamOrderedCollectivesTest.FakeBuffer;
 import org.mpibuild.opencl.StreamOrderedCollectivesTest.Rank;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.ForwardingCommunicator;
-import org.mpibuild.support.StreamOrderedMessages;
+import org.mpibuild.streams.StreamOrderedMessages;
 
 /**
  * Persistent collectives under stream-ordered collectives: the in-process communicator has none, so a

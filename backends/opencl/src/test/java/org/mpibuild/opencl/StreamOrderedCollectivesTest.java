@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
-import org.mpibuild.support.DeviceFailure;
-import org.mpibuild.support.StreamOrderedMessages;
+import org.mpibuild.streams.DeviceFailure;
+import org.mpibuild.streams.StreamOrderedMessages;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /**

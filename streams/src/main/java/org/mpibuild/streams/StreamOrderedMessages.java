@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.streams;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -41,7 +41,7 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * error instead of waiting forever).
  *
  * <p>The progress thread calls MPI while the program's threads may too, so MPI must provide
- * {@code MPI_THREAD_MULTIPLE}; {@link #StreamOrderedMessages} checks.
+ * {@code MPI_THREAD_MULTIPLE}; {@link #StreamOrderedMessages(Communicator, String, Duration, IntFunction)} checks.
  *
  * <p>Inside, by role: this class holds the API, the progress thread and point-to-point messages; the
  * package-private {@code CollectiveSteps} the collectives (turns, status word, deadline, persistent
@@ -57,7 +57,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** The deadline of a collective when none is given. */
   public static final Duration DEFAULT_DEADLINE = Duration.ofMinutes(2);
   /** The exit status of the abort at a missed deadline. */
-  public static final int ABORT_CODE = 4;
+  static final int ABORT_CODE = 4;
   /** How long the progress thread spins, testing MPI, after something moved, before it parks. */
   static final long SPIN_NANOS = 20_000;
   /** The longest park while MPI operations are in flight (MPI moves only when tested). */
@@ -225,7 +225,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * @param name for the thread's name and messages, for example the queue
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
-  public StreamOrderedMessages(Communicator comm, String name) {
+  StreamOrderedMessages(Communicator comm, String name) {
     this(comm, name, DEFAULT_DEADLINE, code -> "error " + code);
   }
 
@@ -586,7 +586,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    *
    * @return the count, at most 64 MiB
    */
-  public long stagingBytesPooled() {
+  long stagingBytesPooled() {
     return pool.freeBytes();
   }
 

@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.streams;
 
 import org.mpibuild.MpiBuildException;
 

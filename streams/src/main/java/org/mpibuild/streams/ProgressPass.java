@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.streams;
 
 /**
  * One pass of the progress thread over the operations: what it saw (what the thread waits for, the nearest

@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.streams;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;

@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -13,9 +13,9 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
-import org.mpibuild.internal.comm.LocalCommunicator;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.ForwardingCommunicator;
+import org.mpibuild.testkit.InProcessCommunicator;
 
 /** The progress engine of stream-ordered messages, with a scripted MPI and scripted device steps. */
 class StreamOrderedMessagesTest {
@@ -26,7 +26,8 @@ class StreamOrderedMessagesTest {
     ThreadLevel level = ThreadLevel.MULTIPLE;
 
     ScriptedComm() {
-      super(new LocalCommunicator());
+      // One rank of the kit's for what is not scripted here (its rank number, its description).
+      super(new InProcessCommunicator.World(1, 20_000).rank(0));
     }
 
     @Override
@@ -295,8 +296,7 @@ class StreamOrderedMessagesTest {
 
   @Test
   void anInPlaceAllReduceThatFailsOnOneRankLeavesEveryRanksValuesAlone() throws Exception {
-    org.mpibuild.testkit.InProcessCommunicator.World world = new org.mpibuild.testkit.InProcessCommunicator.World(2,
-        20_000);
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     ByteBuffer[] values = new ByteBuffer[2];
     List<CompletableFuture<Void>> futures = new ArrayList<>();
     List<StreamOrderedMessages> helpers = new ArrayList<>();
@@ -336,8 +336,7 @@ class StreamOrderedMessagesTest {
   @Test
   void aRankWhoseDeviceRefusedTheCollectiveStillTakesPartSoNoRankWaitsForIt() throws Exception {
     int size = 3;
-    org.mpibuild.testkit.InProcessCommunicator.World world = new org.mpibuild.testkit.InProcessCommunicator.World(size,
-        20_000);
+    InProcessCommunicator.World world = new InProcessCommunicator.World(size, 20_000);
     List<StreamOrderedMessages> helpers = new ArrayList<>();
     try {
       List<CompletableFuture<Void>> reduced = new ArrayList<>();

@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -16,8 +16,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
-import org.mpibuild.support.StreamOrderedMessagesTest.Gate;
-import org.mpibuild.support.StreamOrderedMessagesTest.Step;
+import org.mpibuild.streams.StreamOrderedMessagesTest.Gate;
+import org.mpibuild.streams.StreamOrderedMessagesTest.Step;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
