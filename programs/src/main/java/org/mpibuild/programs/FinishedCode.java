@@ -104,8 +104,11 @@ public final class FinishedCode {
       long launchNanos = System.nanoTime() - t0;
       TreeSet<String> generated = workGroupFunctions(pocl);
       generated.removeAll(before);
-      System.out.printf("FINISHED rank=%d mode=%s loadMs=%.1f launchMs=%.1f verified=%b generated=%s%n", mpi.rank(),
-          mode, built.stats().loadNanos() / 1e6, launchNanos / 1e6, verified, generated);
+      // One line in one write, so that the launcher never interleaves two ranks' lines (printf wrote in pieces,
+      // and Open MPI 5 mixed them).
+      System.out.println(String.format(java.util.Locale.ROOT,
+          "FINISHED rank=%d mode=%s loadMs=%.1f launchMs=%.1f verified=%b generated=%s", mpi.rank(), mode,
+          built.stats().loadNanos() / 1e6, launchNanos / 1e6, verified, generated));
     }
   }
 
