@@ -5,6 +5,7 @@ import java.util.List;
 import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
 import org.mpibuild.examples.Saxpy;
+import org.mpibuild.programs.TiledMatmul;
 
 /** The kernel programs the benchmark builds: a one-liner and programs of many tiled matrix kernels. */
 final class Programs {
@@ -50,7 +51,8 @@ final class Programs {
 
   /**
    * K tiled matrix-multiply kernels, each with its own tile size, unrolling and epilogue, so that each
-   * needs its own code generation (the field notes measured 24 such kernels at about 11 s with PoCL).
+   * needs its own code generation (the field notes measured 24 such kernels at about 11 s with PoCL); the
+   * kernels' text is {@link TiledMatmul#guarded}'s.
    */
   static String matmul(int kernels) {
     StringBuilder sb = new StringBuilder();
@@ -63,24 +65,7 @@ final class Programs {
         case 2 -> "fmax(acc, 0.0f)";
         default -> "tanh(alpha * acc)";
       };
-      sb.append("__kernel void mm_").append(k).append("(const int n, const float alpha, const float beta,\n")
-          .append("    __global const float* A, __global const float* B, __global float* C) {\n")
-          .append("  __local float As[").append(t).append("][").append(t).append("];\n")
-          .append("  __local float Bs[").append(t).append("][").append(t).append("];\n")
-          .append("  int lr = get_local_id(0), lc = get_local_id(1);\n")
-          .append("  int row = get_group_id(0) * ").append(t).append(" + lr, col = get_group_id(1) * ").append(t)
-          .append(" + lc;\n")
-          .append("  float acc = 0.0f;\n")
-          .append("  for (int kt = 0; kt < n; kt += ").append(t).append(") {\n")
-          .append("    As[lr][lc] = (row < n && kt + lc < n) ? A[row * n + kt + lc] : 0.0f;\n")
-          .append("    Bs[lr][lc] = (col < n && kt + lr < n) ? B[(kt + lr) * n + col] : 0.0f;\n")
-          .append("    barrier(CLK_LOCAL_MEM_FENCE);\n")
-          .append("    #pragma unroll ").append(unroll).append("\n")
-          .append("    for (int i = 0; i < ").append(t).append("; i++) acc = fma(As[lr][i], Bs[i][lc], acc);\n")
-          .append("    barrier(CLK_LOCAL_MEM_FENCE);\n")
-          .append("  }\n")
-          .append("  if (row < n && col < n) C[row * n + col] = ").append(epilogue).append(";\n")
-          .append("}\n");
+      sb.append(TiledMatmul.guarded("mm_" + k, t, unroll, epilogue));
     }
     return sb.toString();
   }

@@ -54,22 +54,7 @@ public final class FinishedCode {
   public static String source() {
     StringBuilder sb = new StringBuilder();
     for (int t : TILES) {
-      sb.append("__kernel void mm").append(t).append("(const int n, __global const float* A,\n")
-          .append("    __global const float* B, __global float* C) {\n")
-          .append("  __local float As[").append(t).append("][").append(t).append("], Bs[").append(t).append("][")
-          .append(t).append("];\n")
-          .append("  int lr = get_local_id(0), lc = get_local_id(1);\n")
-          .append("  int row = get_global_id(0), col = get_global_id(1);\n")
-          .append("  float acc = 0.0f;\n")
-          .append("  for (int kt = 0; kt < n; kt += ").append(t).append(") {\n")
-          .append("    As[lr][lc] = A[row * n + kt + lc];\n")
-          .append("    Bs[lr][lc] = B[(kt + lr) * n + col];\n")
-          .append("    barrier(CLK_LOCAL_MEM_FENCE);\n")
-          .append("    for (int i = 0; i < ").append(t).append("; i++) acc += As[lr][i] * Bs[i][lc];\n")
-          .append("    barrier(CLK_LOCAL_MEM_FENCE);\n")
-          .append("  }\n")
-          .append("  C[row * n + col] = acc;\n")
-          .append("}\n");
+      sb.append(TiledMatmul.plain("mm" + t, t));
     }
     return sb.toString();
   }

@@ -80,10 +80,7 @@ public final class Pipeline {
   static final int QUICK_SPIN_DIVISOR = 200;
   static final String SOURCE = String.join("\n",
       "__kernel void advance(__global int* token, const int add, const int spin, __global uint* sink) {",
-      "  int i = get_global_id(0);",
-      "  uint x = (uint) i;",
-      "  for (int k = 0; k < spin; k++) { x = x * 1103515245u + 12345u; }",
-      "  sink[i] = x;",  // keeps the delay loop
+      SpinDelay.BODY,
       "  token[i] += add;",
       "}",
       "");

@@ -86,10 +86,7 @@ public final class StreamCollectives {
   static final int N = 4096;
   static final String SOURCE = String.join("\n",
       "__kernel void delay(int spin, __global uint* sink) {",
-      "  int i = get_global_id(0);",
-      "  uint x = (uint) i;",
-      "  for (int k = 0; k < spin; k++) { x = x * 1103515245u + 12345u; }",
-      "  sink[i] = x;",
+      SpinDelay.BODY,
       "}",
       "__kernel void verify(__global const int* buf, int base, __global int* errors) {",
       "  int i = get_global_id(0);",

@@ -2,6 +2,7 @@ package org.mpibuild.internal.cache;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -19,7 +20,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Pattern;
 import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.support.EssentialWarning;
 import org.mpibuild.support.Ownership;
@@ -37,18 +37,14 @@ import org.slf4j.LoggerFactory;
  *                              to .KEY.lock.N.tmp, then linked to its name
  * DIR/quarantine/KEY.TIME.PID.NANOS.bad  an entry found corrupt, moved aside
  * </pre>
+ *
+ * <p>{@link CacheFiles} makes every one of these names, and the pattern of those that are the cache's own;
+ * {@link AtomicFile} writes the files that others may read while they are written.
  */
 final class CacheDirectory {
   private static final Logger log = LoggerFactory.getLogger(CacheDirectory.class);
-  static final String SUFFIX = ".kbin";
-  static final String TAG = "CACHEDIR.TAG";
   static final String TAG_TEXT = "Signature: 8a477f597d28d172789f06886806bc55\n"
       + "# This directory is a kernel cache made by mpi-build; it can be deleted.\n";
-  private static final Pattern KEY = Pattern.compile("[0-9a-f]{64}");
-  /** The names of the files the cache writes, in its three sub-directories; nothing else is its own. */
-  private static final Pattern OWN = Pattern.compile(
-      "[0-9a-f]{64}\\.kbin|\\.[0-9a-f]{64}(\\.lock)?\\.\\d+\\.tmp|[0-9a-f]{64}\\.lock(\\.\\d+\\.-?\\d+\\.stale)?"
-          + "|[0-9a-f]{64}\\.\\d+\\.\\d+\\.-?\\d+\\.bad");
   private static final Set<PosixFilePermission> PRIVATE_DIR = PosixFilePermissions.fromString("rwx------");
 
   final CacheSettings settings;
@@ -68,9 +64,9 @@ final class CacheDirectory {
   private CacheDirectory(CacheSettings settings, Path dir, boolean writable, String writeRefusal) {
     this.settings = settings;
     this.dir = dir;
-    this.entries = dir.resolve("entries");
-    this.locks = dir.resolve("locks");
-    this.quarantine = dir.resolve("quarantine");
+    this.entries = dir.resolve(CacheFiles.ENTRIES);
+    this.locks = dir.resolve(CacheFiles.LOCKS);
+    this.quarantine = dir.resolve(CacheFiles.QUARANTINE);
     this.writable = writable;
     this.writeRefusal = writeRefusal;
   }
@@ -138,23 +134,18 @@ final class CacheDirectory {
    * a temporary file renamed into place, so that it is never seen half written. Anything else there is left alone.
    */
   private static void writeTag(Path dir) throws IOException {
-    Path tag = dir.resolve(TAG);
+    Path tag = dir.resolve(CacheFiles.TAG);
     if (tagged(dir) || (Files.exists(tag, LinkOption.NOFOLLOW_LINKS) && !incompleteTag(dir))) {
       return;
     }
-    Path tmp = Files.createTempFile(dir, "." + TAG + ".", ".tmp");
-    try {
-      Files.writeString(tmp, TAG_TEXT);
-      Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
-      Files.move(tmp, tag, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } finally {
-      Files.deleteIfExists(tmp);
+    try (AtomicFile f = AtomicFile.create(tag, CacheFiles.TAG, null, AtomicFile.UNCOUNTED)) {
+      f.write(TAG_TEXT, StandardCharsets.UTF_8).permissions(PosixFilePermissions.fromString("rw-r--r--")).replace();
     }
   }
 
   /** Whether {@code dir}'s tag is a regular file holding the start of the tag's text only: one a full disk cut short. */
   private static boolean incompleteTag(Path dir) {
-    Path tag = dir.resolve(TAG);
+    Path tag = dir.resolve(CacheFiles.TAG);
     try {
       return Files.isRegularFile(tag, LinkOption.NOFOLLOW_LINKS) && Files.size(tag) < TAG_TEXT.length()
           && TAG_TEXT.startsWith(Files.readString(tag));
@@ -180,9 +171,9 @@ final class CacheDirectory {
     }
     // A tag cut short by a full disk, in a directory that holds the cache's entries/, is the library's own: it
     // is accepted (and mended when writing), so that a full disk never shuts the commands out for good.
-    boolean mendable = incompleteTag(dir) && Files.isDirectory(dir.resolve("entries"), LinkOption.NOFOLLOW_LINKS);
+    boolean mendable = incompleteTag(dir) && Files.isDirectory(dir.resolve(CacheFiles.ENTRIES), LinkOption.NOFOLLOW_LINKS);
     if (!tagged(dir) && !mendable) {
-      throw new IllegalStateException(dir + " is not an mpi-build kernel cache: it has no " + TAG
+      throw new IllegalStateException(dir + " is not an mpi-build kernel cache: it has no " + CacheFiles.TAG
           + " written by mpi-build, so nothing in it is touched");
     }
     String refusal;
@@ -198,7 +189,7 @@ final class CacheDirectory {
       try {
         writeTag(dir);
       } catch (IOException e) {
-        throw new IllegalStateException("cannot mend the incomplete " + TAG + " of " + dir + ": " + e, e);
+        throw new IllegalStateException("cannot mend the incomplete " + CacheFiles.TAG + " of " + dir + ": " + e, e);
       }
     }
     return new CacheDirectory(settings, dir, write, null);
@@ -206,7 +197,7 @@ final class CacheDirectory {
 
   /** Whether {@code dir} carries the tag this library writes (a regular file, not a link, with its text). */
   static boolean tagged(Path dir) {
-    Path tag = dir.resolve(TAG);
+    Path tag = dir.resolve(CacheFiles.TAG);
     try {
       return Files.isRegularFile(tag, LinkOption.NOFOLLOW_LINKS) && Files.size(tag) < 4096
           && Files.readString(tag).equals(TAG_TEXT);
@@ -215,15 +206,9 @@ final class CacheDirectory {
     }
   }
 
-  /** Whether {@code name} is a key: 64 lowercase hex digits. */
-  static boolean isKey(String name) {
-    return KEY.matcher(name).matches();
-  }
-
-  /** Whether {@code file} is a regular file (not a link) with a name the cache writes. */
+  /** Whether {@code file} is a regular file (not a link) with a name the cache writes ({@link CacheFiles#OWN}). */
   static boolean ownFile(Path file) {
-    return OWN.matcher(file.getFileName().toString()).matches()
-        && Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS);
+    return CacheFiles.own(file.getFileName().toString()) && Files.isRegularFile(file, LinkOption.NOFOLLOW_LINKS);
   }
 
   /**
@@ -259,12 +244,29 @@ final class CacheDirectory {
   }
 
   Path entryFile(String key) {
-    return entries.resolve(key + SUFFIX);
+    return entries.resolve(CacheFiles.entry(key));
   }
 
-  static String keyOf(Path f) {
-    String n = f.getFileName().toString();
-    return n.substring(0, n.length() - SUFFIX.length());
+  Path lockFile(String key) {
+    return locks.resolve(CacheFiles.lock(key));
+  }
+
+  /**
+   * This directory's counting of an atomic write's calls; a temporary file that a failure leaves is removed with
+   * {@link #delete}, which logs (naming it {@code what}) rather than throws when it cannot remove it.
+   */
+  AtomicFile.Calls counted(String what) {
+    return new AtomicFile.Calls() {
+      @Override
+      public void op() {
+        CacheDirectory.this.op();
+      }
+
+      @Override
+      public void discard(Path temporary) {
+        delete(temporary, what);
+      }
+    };
   }
 
   /** Every file in {@code sub}, whatever its name or kind, without following links. */
@@ -286,7 +288,7 @@ final class CacheDirectory {
   List<Path> entryFiles() throws IOException {
     List<Path> own = new ArrayList<>();
     for (Path f : filesIn(entries)) {
-      if (f.getFileName().toString().endsWith(SUFFIX) && ownFile(f)) {
+      if (CacheFiles.isEntry(f.getFileName().toString()) && ownFile(f)) {
         own.add(f);
       }
     }
@@ -310,8 +312,8 @@ final class CacheDirectory {
     }
     try {
       op();
-      Files.move(file, quarantine.resolve(key + "." + System.currentTimeMillis() + "." + ProcessHandle.current().pid()
-          + "." + System.nanoTime() + ".bad"), StandardCopyOption.ATOMIC_MOVE);
+      Files.move(file, quarantine.resolve(CacheFiles.quarantined(key, System.currentTimeMillis(),
+          ProcessHandle.current().pid(), System.nanoTime())), StandardCopyOption.ATOMIC_MOVE);
     } catch (IOException e) {
       delete(file, "corrupt cache entry (it could not be moved aside)");
     }

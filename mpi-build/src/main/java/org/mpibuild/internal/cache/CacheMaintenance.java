@@ -38,7 +38,7 @@ final class CacheMaintenance {
         continue; // removed meanwhile
       }
       Instant lastUse = a.lastModifiedTime().toInstant();
-      if (name.startsWith(".") && CacheDirectory.ownFile(f)) {
+      if (CacheFiles.isTemporary(name) && CacheDirectory.ownFile(f)) {
         continue; // an entry being written
       }
       if (!CacheDirectory.ownFile(f)) {
@@ -50,7 +50,7 @@ final class CacheMaintenance {
                 ? "a name the cache never writes" : "not a regular file") + "); left alone"));
         continue;
       }
-      String key = CacheDirectory.keyOf(f);
+      String key = CacheFiles.keyOfEntry(name);
       long size = a.size();
       try {
         Envelope e = EntryCodec.decode(key, EntryCodec.read(f, Long.MAX_VALUE), d.signing());

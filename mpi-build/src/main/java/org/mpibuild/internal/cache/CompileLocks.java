@@ -44,7 +44,7 @@ final class CompileLocks {
     if (!d.writable) {
       return null;
     }
-    Path file = d.locks.resolve(key + ".lock");
+    Path file = d.lockFile(key);
     long stale = d.settings.lockStale().toMillis();
     long heartbeat = Math.max(50, stale / 4);
     long deadline = System.nanoTime() + d.settings.lockWait().toNanos();
@@ -65,18 +65,18 @@ final class CompileLocks {
         if ((holder == null || holder.pid() < 0) && age > ANONYMOUS_MILLIS) {
           // Empty or unreadable for seconds: its holder died between creating it and writing its identity.
           log.warn("taking over cache lock {}: it names no holder after {} ms", file, age);
-          takeOver(file);
+          takeOver(key, file);
           continue;
         }
         if (holder != null) {
           if (holder.deadOnThisHost()) {
             log.warn("taking over cache lock {}: its holder ({}) is dead", file, holder);
-            takeOver(file);
+            takeOver(key, file);
             continue;
           }
           if (age > stale) {
             log.warn("taking over cache lock {}: its holder ({}) has not refreshed it for {} ms", file, holder, age);
-            takeOver(file);
+            takeOver(key, file);
             continue;
           }
           if (!reported) {
@@ -103,7 +103,7 @@ final class CompileLocks {
     if (!Files.isDirectory(d.locks, LinkOption.NOFOLLOW_LINKS)) {
       return out;
     }
-    try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, "*.lock")) {
+    try (DirectoryStream<Path> s = Files.newDirectoryStream(d.locks, CacheFiles.lockGlob())) {
       for (Path f : s) {
         if (!CacheDirectory.ownFile(f)) {
           continue;
@@ -115,9 +115,8 @@ final class CompileLocks {
     return out;
   }
 
-  private void takeOver(Path lockFile) throws IOException {
-    Path aside = d.locks.resolve(lockFile.getFileName() + "." + ProcessHandle.current().pid() + "." + System.nanoTime()
-        + ".stale");
+  private void takeOver(String key, Path lockFile) throws IOException {
+    Path aside = d.locks.resolve(CacheFiles.staleLock(key, ProcessHandle.current().pid(), System.nanoTime()));
     try {
       d.op();
       Files.move(lockFile, aside, StandardCopyOption.ATOMIC_MOVE);

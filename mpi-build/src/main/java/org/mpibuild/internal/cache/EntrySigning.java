@@ -6,7 +6,6 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -219,15 +218,15 @@ public final class EntrySigning {
       String text = "private " + Base64.getEncoder().encodeToString(kp.getPrivate().getEncoded()) + "\npublic "
           + Base64.getEncoder().encodeToString(kp.getPublic().getEncoded()) + "\nseal "
           + Base64.getEncoder().encodeToString(secret) + "\n";
-      Path tmp = Files.createTempFile(dir, ".signing-key.", ".tmp", PosixFilePermissions.asFileAttribute(PRIVATE_FILE));
+      AtomicFile tmp = AtomicFile.create(keyFile, CacheFiles.SIGNING_KEY_STEM, PRIVATE_FILE, AtomicFile.UNCOUNTED);
       try {
-        Files.writeString(tmp, text);
-        Files.createLink(keyFile, tmp); // fails if another process made the key first: then that one is used
+        // The link fails if another process made the key first: then that one is used.
+        tmp.write(text, StandardCharsets.UTF_8).link();
         log.info("created the cache signing key {}", keyFile);
       } catch (FileAlreadyExistsException e) {
         // another rank or job was first
       } finally {
-        Files.deleteIfExists(tmp);
+        tmp.close();
       }
     }
     PosixFileAttributes a = Files.readAttributes(keyFile, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
@@ -398,13 +397,9 @@ public final class EntrySigning {
         text.append(k).append("  # from ").append(from.toAbsolutePath()).append('\n');
       }
     }
-    Path tmp = Files.createTempFile(dir, ".trusted-keys.", ".tmp", PosixFilePermissions.asFileAttribute(PRIVATE_FILE));
-    try {
-      Files.writeString(tmp, text, StandardCharsets.US_ASCII);
-      Files.move(tmp, trustFile, StandardCopyOption.ATOMIC_MOVE,
-          StandardCopyOption.REPLACE_EXISTING);
-    } finally {
-      Files.deleteIfExists(tmp);
+    try (AtomicFile tmp = AtomicFile.create(trustFile, CacheFiles.TRUSTED_KEYS_STEM, PRIVATE_FILE,
+        AtomicFile.UNCOUNTED)) {
+      tmp.write(text, StandardCharsets.US_ASCII).replace();
     }
     return added;
   }

@@ -2,13 +2,10 @@ package org.mpibuild.internal.cache;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -187,20 +184,11 @@ public final class KernelCache {
       log.warn("cannot sign the cache entry for {}: {}; the build goes on without caching it", key, e.getMessage());
       return false;
     }
-    Path tmp = null;
     try {
-      d.op();
-      tmp = Files.createTempFile(d.entries, "." + key + ".", ".tmp");
-      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE)) {
-        d.op();
-        while (whole.hasRemaining()) {
-          ch.write(whole);
-        }
-        ch.force(true);
+      // A failure leaves no partial file: the temporary one is removed (a failure to remove it is logged).
+      try (AtomicFile entry = AtomicFile.create(d.entryFile(key), key, null, d.counted("partial cache file"))) {
+        entry.writeForced(whole).replace();
       }
-      d.op();
-      Files.move(tmp, d.entryFile(key), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-      tmp = null;
       d.forceDirectory(d.entries);
       maintenance.evict(key);
       return true;
@@ -208,10 +196,6 @@ public final class KernelCache {
       log.warn("cannot write cache entry for {} in {} ({}); the build goes on without caching it", key, d.entries,
           e.toString());
       return false;
-    } finally {
-      if (tmp != null) {
-        d.delete(tmp, "partial cache file");
-      }
     }
   }
 

@@ -99,24 +99,19 @@ public final class LockFile implements AutoCloseable {
    */
   static LockFile tryCreate(CacheDirectory cache, Path file, long heartbeatMillis) throws IOException {
     byte[] identity = Holder.self().serialize().getBytes(StandardCharsets.UTF_8);
-    cache.op();
-    // Readable by all: in a group cache the other members read who holds it; it holds no secret.
-    Path tmp = Files.createTempFile(file.getParent(), "." + file.getFileName() + ".", ".tmp",
-        PosixFilePermissions.asFileAttribute(
-            PosixFilePermissions.fromString("rw-r--r--")));
+    // Readable by all: in a group cache the other members read who holds it; it holds no secret. A failure to
+    // make the temporary file is thrown; the answers below to a failed write or link come before it is removed.
+    AtomicFile tmp = AtomicFile.create(file, file.getFileName().toString(),
+        PosixFilePermissions.fromString("rw-r--r--"), cache::op);
     try {
-      cache.op();
-      Files.write(tmp, identity);
-      cache.op();
-      Files.createLink(file, tmp);
+      tmp.write(identity).link();
       return new LockFile(cache, file, heartbeatMillis);
     } catch (FileAlreadyExistsException e) {
       return null;
     } catch (UnsupportedOperationException | FileSystemException e) {
       return createDirectly(cache, file, identity, heartbeatMillis); // a file system without hard links
     } finally {
-      cache.op();
-      Files.deleteIfExists(tmp);
+      tmp.close();
     }
   }
 

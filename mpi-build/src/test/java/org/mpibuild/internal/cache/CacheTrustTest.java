@@ -90,14 +90,14 @@ class CacheTrustTest {
     Path dir = tmp.resolve("c");
     CacheSettings s = CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("key")).build();
     assertTrue(KernelCache.open(s).store(KEY, envelope(100)));
-    Files.write(dir.resolve(CacheDirectory.TAG), new byte[0]);
+    Files.write(dir.resolve(CacheFiles.TAG), new byte[0]);
     assertEquals(1, KernelCache.openForAdmin(s, dir, false).list().size(), "the commands still see the cache");
     KernelCache.openForAdmin(s, dir, true);
     assertTrue(CacheDirectory.tagged(dir), "mended by a command that writes");
-    Files.writeString(dir.resolve(CacheDirectory.TAG), CacheDirectory.TAG_TEXT.substring(0, 10));
+    Files.writeString(dir.resolve(CacheFiles.TAG), CacheDirectory.TAG_TEXT.substring(0, 10));
     assertNotNull(KernelCache.open(s).lookup(KEY));
     assertTrue(CacheDirectory.tagged(dir), "mended by the next job");
-    Files.writeString(dir.resolve(CacheDirectory.TAG), "something else\n");
+    Files.writeString(dir.resolve(CacheFiles.TAG), "something else\n");
     assertThrows(IllegalStateException.class, () -> KernelCache.openForAdmin(s, dir, false),
         "a tag that is not ours stays a refusal");
   }
