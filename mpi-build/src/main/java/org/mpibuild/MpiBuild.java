@@ -14,6 +14,7 @@ import org.mpibuild.internal.manifest.ManifestWriter;
 import org.mpibuild.internal.protocol.AsyncBuilds;
 import org.mpibuild.internal.protocol.CollectiveBuild;
 import org.mpibuild.internal.protocol.JobCounters;
+import org.mpibuild.internal.protocol.Outcome;
 import org.mpibuild.internal.protocol.ProgramLoader;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.startup.Startup;
@@ -129,7 +130,7 @@ public final class MpiBuild implements AutoCloseable {
    */
   public Kernel mpiBuildKernel(KernelSource request, int root) {
     return call("mpiBuildKernel", true, () -> {
-      CollectiveBuild.Outcome o = protocol.run(request, root);
+      Outcome o = protocol.run(request, root);
       lastStats = o.stats();
       return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels, this::completeEnvelope);
     });
@@ -147,7 +148,7 @@ public final class MpiBuild implements AutoCloseable {
    */
   public BinaryData mpiBuildBinary(KernelSource request, int root) {
     return call("mpiBuildBinary", true, () -> {
-      CollectiveBuild.Outcome o = protocol.run(request, root, false);
+      Outcome o = protocol.run(request, root, false);
       lastStats = o.stats();
       return new BinaryData(o.envelope());
     });
@@ -188,7 +189,7 @@ public final class MpiBuild implements AutoCloseable {
       AsyncBuilds builds = async.get();
       int rank = comm.rank();
       return new KernelFuture(builds.submit(p -> {
-        CollectiveBuild.Outcome o = p.run(request, root);
+        Outcome o = p.run(request, root);
         lastStats = o.stats();
         return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels, this::completeEnvelope);
       }, rank), builds);
@@ -284,7 +285,7 @@ public final class MpiBuild implements AutoCloseable {
       throw new NullPointerException("data is null");
     }
     return call("buildKernelFromBinaryData", false, () -> {
-      CollectiveBuild.Outcome o = ProgramLoader.loadOnThisRank(backend, comm.rank(), data.envelope());
+      Outcome o = ProgramLoader.loadOnThisRank(backend, comm.rank(), data.envelope());
       return new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels);
     });
   }

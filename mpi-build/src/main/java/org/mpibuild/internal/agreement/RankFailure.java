@@ -7,7 +7,6 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import org.mpibuild.BuildTimeoutException;
 import org.mpibuild.CompileException;
 import org.mpibuild.CorruptBinaryException;
@@ -66,7 +65,7 @@ public record RankFailure(Kind kind, String reason, Envelope.Status status, int 
   /** The exception every rank throws for this build failure. */
   public RuntimeException toException() {
     String error = reason + " (" + (request.isEmpty() ? "" : request + ", ") + "for target [" + target + "])";
-    Envelope.Metadata meta = new Envelope.Metadata("", target, List.of(), "", buildLog, error, "");
+    Envelope.Metadata meta = Envelope.Metadata.failedFor(target, buildLog, error);
     return exceptionFor(status, meta, builtOn);
   }
 

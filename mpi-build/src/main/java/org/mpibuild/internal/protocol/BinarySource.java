@@ -178,7 +178,7 @@ final class BinarySource {
       Compilation c = compileWithin(request, target, alone, !key.isEmpty(), settings.compileTimeout());
       try {
         List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
-        Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, names, request.options(), c.buildLog(), "",
+        Envelope.Metadata meta = Envelope.Metadata.built(backend.id(), target, names, request.options(), c.buildLog(),
             key, backend.compilerIdentity(target));
         if (c.binary() != null) {
           return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary())), c.program(), true, false);
@@ -253,7 +253,7 @@ final class BinarySource {
 
   private Obtained failed(Envelope.Status status, KernelSource request, String target, String key, String buildLog,
       String msg) {
-    Envelope.Metadata meta = new Envelope.Metadata(backend.id(), target, request.kernelNames(), request.options(),
+    Envelope.Metadata meta = Envelope.Metadata.failed(backend.id(), target, request.kernelNames(), request.options(),
         buildLog, msg, key);
     return new Obtained(Envelope.failure(status, meta), null, status == Envelope.Status.COMPILE_FAILED, false);
   }

@@ -46,9 +46,6 @@ import org.slf4j.LoggerFactory;
 public final class CollectiveBuild {
   private static final Logger log = LoggerFactory.getLogger(CollectiveBuild.class);
 
-  /** What a successful build leaves on one rank. */
-  public record Outcome(LoadedProgram program, Envelope envelope, BuildStats stats) {}
-
   /**
    * One request of a batch, as this rank ends it: the envelope it received (an error envelope if the
    * build failed; every rank of a group holds the same), its loaded program if asked for, its statistics.
@@ -278,13 +275,14 @@ public final class CollectiveBuild {
     if (listener != null) {
       Envelope arrived = slot.envelope != null ? slot.envelope
           : Envelope.failure(Envelope.Status.INTERNAL_ERROR, failureMetadata(slot.problem));
-      listener.accept(new Entry(slot.index, slot.request, arrived, null, new BuildStats(comm.rank(), slot.jobRoot,
-          slot.compiled(), slot.cacheHit(), 0, 0, 0, 0, 0, arrived.payload().length(), 0)));
+      BuildStats stats = new BuildStatsBuilder().rank(comm.rank()).root(slot.jobRoot).compiled(slot.compiled())
+          .cacheHit(slot.cacheHit()).binaryBytes(arrived.payload().length()).build();
+      listener.accept(new Entry(slot.index, slot.request, arrived, null, stats));
     }
   }
 
   private Envelope.Metadata failureMetadata(String error) {
-    return new Envelope.Metadata(backend.id(), "", List.of(), "", "", error, "");
+    return Envelope.Metadata.errorOnly(backend.id(), error);
   }
 
   /**
@@ -362,9 +360,10 @@ public final class CollectiveBuild {
   private List<Entry> entries(List<Slot> slots, long agreeNanos, long fileOps, boolean shared, long t0) {
     List<Entry> entries = new ArrayList<>(slots.size());
     for (Slot slot : slots) {
-      BuildStats stats = new BuildStats(comm.rank(), slot.jobRoot, slot.compiled(), slot.cacheHit(), agreeNanos,
-          slot.mine ? slot.obtained.nanos() : 0, slot.waitNanos, slot.broadcastNanos, slot.loadNanos,
-          slot.envelope.payload().length(), slot.index == 0 ? fileOps : 0);
+      BuildStats stats = new BuildStatsBuilder().rank(comm.rank()).root(slot.jobRoot).compiled(slot.compiled())
+          .cacheHit(slot.cacheHit()).agreementNanos(agreeNanos).obtainNanos(slot.mine ? slot.obtained.nanos() : 0)
+          .waitNanos(slot.waitNanos).broadcastNanos(slot.broadcastNanos).loadNanos(slot.loadNanos)
+          .binaryBytes(slot.envelope.payload().length()).cacheFileOperations(slot.index == 0 ? fileOps : 0).build();
       if (slot.built()) {
         counters.add(stats, slot.mine && shared ? slot.envelope.payload().length() : 0);
       }

@@ -45,7 +45,7 @@ public final class ProgramLoader {
    * @throws KernelLoadException naming this rank, if the data is for another backend or target, or the
    *     device refuses it
    */
-  public static CollectiveBuild.Outcome loadOnThisRank(Backend backend, int rank, Envelope e) {
+  public static Outcome loadOnThisRank(Backend backend, int rank, Envelope e) {
     long t0 = System.nanoTime();
     LoadedProgram program;
     try {
@@ -54,8 +54,8 @@ public final class ProgramLoader {
       throw new KernelLoadException("loading binary data failed on rank " + rank + ": " + ex.getMessage(),
           Map.of(rank, String.valueOf(ex.getMessage())));
     }
-    return new CollectiveBuild.Outcome(program, e, new org.mpibuild.BuildStats(rank, rank, false, false, 0, 0, 0, 0,
-        System.nanoTime() - t0, e.payload().length(), 0));
+    return new Outcome(program, e, new BuildStatsBuilder().rank(rank).root(rank).loadNanos(System.nanoTime() - t0)
+        .binaryBytes(e.payload().length()).build());
   }
 
   /**

@@ -74,19 +74,13 @@ public final class Envelope {
     }
   }
 
-  /** What the envelope says about its payload. Strings are never null. */
+  /**
+   * What the envelope says about its payload. Strings are never null. Made by the named factories below
+   * ({@link #built}, {@link #failed}, {@link #failedFor}, {@link #errorOnly}); the canonical constructor is
+   * for decoding.
+   */
   public record Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
       String error, String cacheKey, String compiler) {
-    public Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
-        String error) {
-      this(backend, target, kernelNames, options, buildLog, error, "", "");
-    }
-
-    public Metadata(String backend, String target, List<String> kernelNames, String options, String buildLog,
-        String error, String cacheKey) {
-      this(backend, target, kernelNames, options, buildLog, error, cacheKey, "");
-    }
-
     public Metadata {
       backend = nonNull(backend);
       target = nonNull(target);
@@ -96,6 +90,40 @@ public final class Envelope {
       error = cut(nonNull(error), MAX_ERROR_BYTES, "error message");
       cacheKey = nonNull(cacheKey);
       compiler = nonNull(compiler);
+    }
+
+    /**
+     * The metadata of a binary that was built: no error.
+     *
+     * @param cacheKey the key of its cache entry, empty when not cached
+     * @param compiler the compiler's identity (path, version, flags)
+     */
+    public static Metadata built(String backend, String target, List<String> kernelNames, String options,
+        String buildLog, String cacheKey, String compiler) {
+      return new Metadata(backend, target, kernelNames, options, buildLog, "", cacheKey, compiler);
+    }
+
+    /**
+     * The metadata of a request whose build failed: its error message, no compiler identity.
+     *
+     * @param cacheKey the key of its (negative) cache entry, empty when not cached
+     */
+    public static Metadata failed(String backend, String target, List<String> kernelNames, String options,
+        String buildLog, String error, String cacheKey) {
+      return new Metadata(backend, target, kernelNames, options, buildLog, error, cacheKey, "");
+    }
+
+    /**
+     * The metadata of a build failure as another rank reported it: the target it was for, its build log and
+     * error message; no backend, kernel names, options, cache key or compiler.
+     */
+    public static Metadata failedFor(String target, String buildLog, String error) {
+      return new Metadata("", target, List.of(), "", buildLog, error, "", "");
+    }
+
+    /** The metadata of an error about no request in particular: the backend and the error message alone. */
+    public static Metadata errorOnly(String backend, String error) {
+      return new Metadata(backend, "", List.of(), "", "", error, "", "");
     }
 
     byte[] encode() {

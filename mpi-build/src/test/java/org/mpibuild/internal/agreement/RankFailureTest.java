@@ -15,8 +15,8 @@ import org.mpibuild.internal.wire.Envelope;
 class RankFailureTest {
   @Test
   void buildFailuresTravelAsTypedFields() {
-    Envelope failed = Envelope.failure(Envelope.Status.COMPILE_FAILED, new Envelope.Metadata("fake", "gpu-a",
-        List.of("k"), "", "line 1: error\u0000with a NUL", "the compiler failed", ""));
+    Envelope failed = Envelope.failure(Envelope.Status.COMPILE_FAILED, Envelope.Metadata.failed("fake",
+        "gpu-a", List.of("k"), "", "line 1: error\u0000with a NUL", "the compiler failed", ""));
     RankFailure sent = RankFailure.build(failed, "request 2 of 3 (kernels [k])", 4);
     RankFailure got = RankFailure.decode(sent.encode());
     assertEquals(sent, got);

@@ -29,7 +29,7 @@ public class KernelCacheTest {
     for (int i = 0; i < size; i++) {
       b[i] = (byte) (i * 7);
     }
-    return Envelope.ok(new Envelope.Metadata("fake", "device A", List.of("k"), "-O2", "", ""), Payload.copyOf(b));
+    return Envelope.ok(Envelope.Metadata.built("fake", "device A", List.of("k"), "-O2", "", "", ""), Payload.copyOf(b));
   }
 
   static List<Path> files(Path dir) throws Exception {
@@ -156,7 +156,7 @@ public class KernelCacheTest {
   void negativeEntriesExpire(@TempDir Path tmp) throws Exception {
     KernelCache off = KernelCache.open(CacheSettings.in(tmp.resolve("a")));
     Envelope failure = Envelope.failure(Envelope.Status.COMPILE_FAILED,
-        new Envelope.Metadata("fake", "device A", List.of(), "", "error: x", "compile failed"));
+        Envelope.Metadata.failed("fake", "device A", List.of(), "", "error: x", "compile failed", ""));
     assertFalse(off.store(KEY, failure), "without a negative TTL, failures are not cached");
     KernelCache neg = KernelCache.open(CacheSettings.in(tmp.resolve("b")).toBuilder()
         .negativeTtl(java.time.Duration.ofSeconds(30)).build());

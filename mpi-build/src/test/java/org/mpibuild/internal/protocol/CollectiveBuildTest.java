@@ -37,24 +37,24 @@ public class CollectiveBuildTest {
   static final Settings SETTINGS = TestSettings.local(256, 1L << 30);
 
   /** What one rank ended with: an outcome or an exception. */
-  public record RankResult(CollectiveBuild.Outcome outcome, Throwable error) {}
+  public record RankResult(Outcome outcome, Throwable error) {}
 
   public interface RankBody {
-    CollectiveBuild.Outcome run(int rank, Communicator comm, FakeBackend backend);
+    Outcome run(int rank, Communicator comm, FakeBackend backend);
   }
 
   public static List<RankResult> onRanks(InProcessCommunicator.World world, int size, IntFunction<FakeBackend> backends,
       RankBody body) throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(size);
     try {
-      List<Future<CollectiveBuild.Outcome>> futures = new ArrayList<>();
+      List<Future<Outcome>> futures = new ArrayList<>();
       for (int r = 0; r < size; r++) {
         int rank = r;
         FakeBackend backend = backends.apply(rank);
         futures.add(pool.submit(() -> body.run(rank, world.rank(rank), backend)));
       }
       List<RankResult> out = new ArrayList<>();
-      for (Future<CollectiveBuild.Outcome> f : futures) {
+      for (Future<Outcome> f : futures) {
         try {
           out.add(new RankResult(f.get(30, TimeUnit.SECONDS), null));
         } catch (java.util.concurrent.ExecutionException e) {
@@ -404,7 +404,7 @@ public class CollectiveBuildTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(targets.length, 10_000);
     List<RankResult> results = build(targets.length, backends::get, r -> KernelSource.of(SOURCE), r -> 2, world);
     for (int r = 0; r < targets.length; r++) {
-      CollectiveBuild.Outcome o = results.get(r).outcome();
+      Outcome o = results.get(r).outcome();
       assertNotNull(o, "rank " + r + " failed: " + results.get(r).error());
       assertEquals(targets[r], o.envelope().metadata().target(), "rank " + r + " got another target's binary");
       assertTrue(FakeBackend.sameBinary(o.program(), targets[r] + SOURCE, 1000), "rank " + r + " binary");

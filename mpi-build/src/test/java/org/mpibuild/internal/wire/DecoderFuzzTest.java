@@ -40,7 +40,7 @@ class DecoderFuzzTest {
     for (int i = 0; i < payload.length; i++) {
       payload[i] = (byte) (i * 13);
     }
-    return Envelope.ok(new Envelope.Metadata("opencl", "device", List.of("a", "b"), "-O2", "log", "", "key"),
+    return Envelope.ok(Envelope.Metadata.built("opencl", "device", List.of("a", "b"), "-O2", "log", "key", ""),
         Payload.copyOf(payload)).toBytes();
   }
 

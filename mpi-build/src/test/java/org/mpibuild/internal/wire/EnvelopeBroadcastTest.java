@@ -32,7 +32,7 @@ class EnvelopeBroadcastTest {
   static Envelope envelope(int bytes) {
     byte[] b = new byte[bytes];
     new Random(bytes).nextBytes(b);
-    return Envelope.ok(new Envelope.Metadata("fake", "cpu", List.of("k"), "-O2", "", ""), Payload.copyOf(b));
+    return Envelope.ok(Envelope.Metadata.built("fake", "cpu", List.of("k"), "-O2", "", "", ""), Payload.copyOf(b));
   }
 
   /** Broadcasts {@code sent} from rank 0 to {@code size} in-process ranks; what each rank got (null on the root). */

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 import org.mpibuild.CorruptBinaryException;
 
 class EnvelopeTest {
-  static final Envelope.Metadata META = new Envelope.Metadata("opencl", "platform=p; device=d", List.of("a", "b"),
-      "-D X=1", "log ✓ unicode", "");
+  static final Envelope.Metadata META = Envelope.Metadata.built("opencl", "platform=p; device=d",
+      List.of("a", "b"), "-D X=1", "log ✓ unicode", "", "");
 
   static Envelope sample(int size, int chunk) {
     byte[] b = new byte[size];
@@ -65,7 +65,7 @@ class EnvelopeTest {
   @Test
   void failureEnvelopeCarriesLogAndMessage() {
     Envelope e = Envelope.failure(Envelope.Status.COMPILE_FAILED,
-        new Envelope.Metadata("opencl", "t", List.of(), "", "error: x undeclared", "clBuildProgram failed"));
+        Envelope.Metadata.failed("opencl", "t", List.of(), "", "error: x undeclared", "clBuildProgram failed", ""));
     Envelope back = Envelope.fromBytes(e.toBytes(), Long.MAX_VALUE);
     assertEquals(Envelope.Status.COMPILE_FAILED, back.status());
     assertEquals("error: x undeclared", back.metadata().buildLog());
@@ -141,8 +141,25 @@ class EnvelopeTest {
 
   @Test
   void metadataOverTheReceiversLimitIsRefusedWhereItIsMade() {
-    Envelope.Metadata huge = new Envelope.Metadata("fake", "t", java.util.List.of(), "-D".repeat(40 << 20), "", "");
+    Envelope.Metadata huge = Envelope.Metadata.built("fake", "t", java.util.List.of(), "-D".repeat(40 << 20), "", "",
+        "");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, huge::encode);
     assertTrue(e.getMessage().contains("exceeds the limit of " + Envelope.MAX_METADATA_BYTES), e.getMessage());
+  }
+
+  @Test
+  void namedFactoriesFillTheFieldsTheyName() {
+    Envelope.Metadata built = Envelope.Metadata.built("b", "t", List.of("k"), "-O2", "log", "key", "cc 1");
+    assertEquals(List.of("b", "t", "[k]", "-O2", "log", "", "key", "cc 1"), fields(built));
+    Envelope.Metadata failed = Envelope.Metadata.failed("b", "t", List.of("k"), "-O2", "log", "failed", "key");
+    assertEquals(List.of("b", "t", "[k]", "-O2", "log", "failed", "key", ""), fields(failed));
+    assertEquals(List.of("", "t", "[]", "", "log", "failed", "", ""),
+        fields(Envelope.Metadata.failedFor("t", "log", "failed")));
+    assertEquals(List.of("b", "", "[]", "", "", "failed", "", ""), fields(Envelope.Metadata.errorOnly("b", "failed")));
+  }
+
+  private static List<String> fields(Envelope.Metadata m) {
+    return List.of(m.backend(), m.target(), m.kernelNames().toString(), m.options(), m.buildLog(), m.error(),
+        m.cacheKey(), m.compiler());
   }
 }
