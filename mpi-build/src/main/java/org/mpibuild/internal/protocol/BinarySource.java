@@ -18,6 +18,7 @@ import org.mpibuild.internal.cache.CacheKey;
 import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.cache.LockFile;
+import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
@@ -93,7 +94,7 @@ final class BinarySource {
     try {
       target = backend.buildTarget(rankTargets == null ? List.of(backend.target()) : rankTargets);
       if (!caches.enabled()) {
-        return compile(request, target, "", alone);
+        return compile(request, target, "", alone, false);
       }
       KernelCache shared = caches.shared();
       try {
@@ -102,7 +103,7 @@ final class BinarySource {
         if (UNCACHEABLE_REPORTED.add(e.getMessage())) {
           log.warn("this request is built but never cached: {}", e.getMessage());
         }
-        return compile(request, target, "", alone);
+        return compile(request, target, "", alone, false);
       }
       Obtained hit = fromCache(caches.node(), key, load);
       if (hit == null) {
@@ -112,7 +113,7 @@ final class BinarySource {
         return hit;
       }
       if (shared == null) {
-        return compile(request, target, key, alone);
+        return compile(request, target, key, alone, kept(null));
       }
       LockFile lock = shared.lock(key);
       try {
@@ -120,7 +121,7 @@ final class BinarySource {
         if (hit != null) {
           return hit;
         }
-        Obtained built = compile(request, target, key, alone);
+        Obtained built = compile(request, target, key, alone, kept(shared));
         // The entry is written, and the lock released, once the binary is on its way to the other ranks (or,
         // made later, once it is made): the fsyncs are then off the path to every rank's ready kernel.
         String entryKey = key;
@@ -173,9 +174,21 @@ final class BinarySource {
     }
   }
 
-  private Obtained compile(KernelSource request, String target, String key, boolean alone) {
+  /**
+   * Whether a binary made here is kept: by a cache this rank writes (the shared one, or the node's as its first
+   * rank), not read-only. Alone, a backend need make no binary that nothing keeps.
+   */
+  private boolean kept(KernelCache shared) {
+    if (caches.settings().access() != CacheSettings.Access.ON) {
+      return false;
+    }
+    return shared != null || (caches.node() != null && caches.nodeComm() != null && caches.nodeComm().rank() == 0);
+  }
+
+  /** @param needBinary whether a cache keeps the binary ({@link #kept}); alone, none is made otherwise */
+  private Obtained compile(KernelSource request, String target, String key, boolean alone, boolean needBinary) {
     try {
-      Compilation c = compileWithin(request, target, alone, !key.isEmpty(), settings.compileTimeout());
+      Compilation c = compileWithin(request, target, alone, needBinary, settings.compileTimeout());
       try {
         List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
         Envelope.Metadata meta = Envelope.Metadata.built(backend.id(), target, names, request.options(), c.buildLog(),

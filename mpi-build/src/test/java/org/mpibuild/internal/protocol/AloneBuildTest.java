@@ -128,6 +128,16 @@ class AloneBuildTest {
   }
 
   @Test
+  void aReadOnlyCacheKeepsNoBinarySoNoneIsMade(@TempDir Path cache) {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = new CompletableFuture<>(); // never completes: no binary may wait for it
+    try (MpiBuild b = MpiBuild.builder().local().backend(backend).cacheDirectory(cache)
+        .set("MPI_BUILD_CACHE", "read-only").build(); Kernel k = b.mpiBuildKernel(SOURCE, 0)) {
+      assertEquals(1, backend.withoutBinary.get(), "a read-only cache keeps nothing: no binary is made");
+    }
+  }
+
+  @Test
   void ranksThatReceiveTheBinaryNeverCompileAlone() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 10_000);
     List<FakeBackend> backends = List.of(new FakeBackend(), new FakeBackend());
