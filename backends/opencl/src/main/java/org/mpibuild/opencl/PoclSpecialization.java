@@ -149,12 +149,16 @@ final class PoclSpecialization {
     });
     BACKGROUND.set(task);
     if (EXIT_HOOK.compareAndSet(false, true)) {
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-        FutureTask<byte[]> running = BACKGROUND.get();
-        if (running != null) {
-          running.cancel(true); // the compile process is killed and its directory deleted
-        }
-      }, "mpi-build-pocl-binary-exit"));
+      try {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+          FutureTask<byte[]> running = BACKGROUND.get();
+          if (running != null) {
+            running.cancel(true); // the compile process is killed and its directory deleted
+          }
+        }, "mpi-build-pocl-binary-exit"));
+      } catch (IllegalStateException exiting) {
+        // the JVM is already exiting: the compile process below ends with it or on its own
+      }
     }
     Thread t = new Thread(task, "mpi-build-pocl-binary");
     t.setDaemon(true);
