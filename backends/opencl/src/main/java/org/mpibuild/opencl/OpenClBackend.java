@@ -1,30 +1,20 @@
 package org.mpibuild.opencl;
 
-import static org.jocl.CL.CL_DEVICE_NAME;
-import static org.jocl.CL.CL_DEVICE_TYPE_ALL;
-import static org.jocl.CL.CL_DEVICE_VERSION;
-import static org.jocl.CL.CL_DRIVER_VERSION;
 import static org.jocl.CL.CL_INVALID_BUILD_OPTIONS;
 import static org.jocl.CL.CL_INVALID_KERNEL_NAME;
 import static org.jocl.CL.CL_KERNEL_FUNCTION_NAME;
-import static org.jocl.CL.CL_PLATFORM_NAME;
-import static org.jocl.CL.CL_PLATFORM_VERSION;
 import static org.jocl.CL.CL_PROGRAM_BINARIES;
 import static org.jocl.CL.CL_PROGRAM_BINARY_SIZES;
 import static org.jocl.CL.CL_PROGRAM_BUILD_LOG;
 import static org.jocl.CL.CL_PROGRAM_KERNEL_NAMES;
 import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.clBuildProgram;
-import static org.jocl.CL.clCreateCommandQueueWithProperties;
-import static org.jocl.CL.clCreateContext;
 import static org.jocl.CL.clCreateKernel;
 import static org.jocl.CL.clCreateKernelsInProgram;
 import static org.jocl.CL.clCreateProgramWithBinary;
 import static org.jocl.CL.clCreateProgramWithSource;
-import static org.jocl.CL.clGetDeviceIDs;
 import static org.jocl.CL.clGetDeviceInfo;
 import static org.jocl.CL.clGetKernelInfo;
-import static org.jocl.CL.clGetPlatformIDs;
 import static org.jocl.CL.clGetPlatformInfo;
 import static org.jocl.CL.clGetProgramBuildInfo;
 import static org.jocl.CL.clGetProgramInfo;
@@ -32,20 +22,15 @@ import static org.jocl.CL.clReleaseCommandQueue;
 import static org.jocl.CL.clReleaseContext;
 import static org.jocl.CL.clReleaseProgram;
 
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jocl.CL;
-import org.jocl.LibUtils;
 import org.jocl.Pointer;
 import org.jocl.Sizeof;
 import org.jocl.cl_command_queue;
@@ -54,8 +39,6 @@ import org.jocl.cl_device_id;
 import org.jocl.cl_kernel;
 import org.jocl.cl_platform_id;
 import org.jocl.cl_program;
-import org.jocl.cl_queue_properties;
-import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
@@ -63,14 +46,10 @@ import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Compilation;
 import org.mpibuild.spi.LoadedProgram;
 import org.mpibuild.spi.UseGuard;
-import org.mpibuild.support.BackendSupport;
-import org.mpibuild.support.NativeLibraries;
 
 /** The OpenCL backend on one device, through JOCL. Calls are checked by return code, never by JOCL's global exception switch. */
 final class OpenClBackend implements Backend {
-  private static final String JOCL_LIBRARY = "JOCL_2_0_5";
-  private static volatile String nativeProblem;
-  private static volatile boolean nativeReady;
+  static final String JOCL_LIBRARY = "JOCL_2_0_5";
   /** The backends not closed yet, to find the owner of a queue that a messenger is opened on. */
   private static final Set<OpenClBackend> OPEN = ConcurrentHashMap.newKeySet();
 
@@ -89,7 +68,7 @@ final class OpenClBackend implements Backend {
    */
   private final UseGuard guard = new UseGuard("OpenCL context and command queue");
 
-  private OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target,
+  OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target,
       String compiler, int platformIndex, int deviceIndex, boolean pocl) {
     this.device = device;
     this.context = context;
@@ -110,121 +89,6 @@ final class OpenClBackend implements Backend {
   /** The device's index among the platform's devices. */
   int deviceIndex() {
     return deviceIndex;
-  }
-
-  static OpenClBackend open(String platformSelector, String deviceSelector) {
-    loadNatives();
-    cl_platform_id[] platforms = platforms();
-    boolean poclWithoutDevice = false;
-    for (int p = 0; p < platforms.length; p++) {
-      cl_platform_id platform = platforms[p];
-      String name = platformInfo(platform, CL_PLATFORM_NAME);
-      if (platformSelector != null && !name.toLowerCase(Locale.ROOT).contains(platformSelector.toLowerCase(Locale.ROOT))) {
-        continue;
-      }
-      cl_device_id[] devices = devices(platform);
-      if (devices.length == 0) {
-        poclWithoutDevice |= name.contains("Portable Computing Language");
-        continue;
-      }
-      int index = 0;
-      if (deviceSelector != null) {
-        try {
-          index = Integer.parseInt(deviceSelector.trim());
-        } catch (NumberFormatException e) {
-          throw new IllegalArgumentException("MPI_BUILD_OPENCL_DEVICE is '" + deviceSelector
-              + "'; expected a device index", e);
-        }
-        if (index < 0 || index >= devices.length) {
-          throw unavailable("MPI_BUILD_OPENCL_DEVICE=" + index + " but platform '" + name + "' has "
-              + devices.length + " device(s)", null);
-        }
-      }
-      return onDevice(platform, devices[index], p, index);
-    }
-    String why = poclWithoutDevice ? poclCacheProblem(System.getenv()) : null;
-    throw unavailable((platformSelector == null ? "no OpenCL device on any platform"
-        : "no OpenCL platform with a device matches MPI_BUILD_OPENCL_PLATFORM='" + platformSelector + "'")
-        + (why == null ? "" : ": " + why), null);
-  }
-
-  /**
-   * Why PoCL would hide its devices for want of a cache directory, or null. PoCL offers no device at all when
-   * it cannot create its kernel cache ({@code POCL_CACHE_DIR}, else {@code $XDG_CACHE_HOME/pocl}, else
-   * {@code $HOME/.cache/pocl}): {@code pocl_init_devices} ends with {@code CL_DEVICE_NOT_FOUND} when
-   * {@code pocl_cache_init_topdir} fails, and its "Cache directory initialization failed" shows only under
-   * {@code POCL_DEBUG}.
-   */
-  static String poclCacheProblem(Map<String, String> env) {
-    String setting = env.get("POCL_CACHE_DIR");
-    String xdg = env.get("XDG_CACHE_HOME");
-    String home = env.getOrDefault("HOME", System.getProperty("user.home"));
-    String named = setting != null && !setting.isEmpty() ? "POCL_CACHE_DIR"
-        : xdg != null && !xdg.isEmpty() ? "XDG_CACHE_HOME" : "HOME";
-    Path dir = switch (named) {
-      case "POCL_CACHE_DIR" -> Path.of(setting);
-      case "XDG_CACHE_HOME" -> Path.of(xdg, "pocl");
-      default -> Path.of(home == null ? "/" : home, ".cache", "pocl");
-    };
-    Path existing = dir;
-    while (existing != null && !Files.exists(existing)) {
-      existing = existing.getParent();
-    }
-    String cause = existing == null ? null
-        : !Files.isDirectory(existing) ? existing + " is not a directory"
-        : !Files.isWritable(existing) ? existing + " is not writable by this user"
-        : null;
-    return cause == null ? null : "PoCL cannot create its cache directory " + dir + " (from " + named + "): "
-        + cause + "; PoCL then shows no device. Point POCL_CACHE_DIR at a directory this user can write";
-  }
-
-  /** The backend on the device at the given indexes, as another process of this job found it. */
-  static OpenClBackend open(int platformIndex, int deviceIndex) {
-    loadNatives();
-    cl_platform_id platform = platforms()[platformIndex];
-    return onDevice(platform, devices(platform)[deviceIndex], platformIndex, deviceIndex);
-  }
-
-  private static cl_platform_id[] platforms() {
-    int[] count = new int[1];
-    int rc = clGetPlatformIDs(0, null, count);
-    if (rc != CL_SUCCESS || count[0] == 0) {
-      throw unavailable("no OpenCL platform (" + CL.stringFor_errorCode(rc)
-          + "); install an ICD such as PoCL (Debian: pocl-opencl-icd)", null);
-    }
-    cl_platform_id[] platforms = new cl_platform_id[count[0]];
-    check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
-    return platforms;
-  }
-
-  /** The platform's devices; none when it reports none or fails to list them. */
-  private static cl_device_id[] devices(cl_platform_id platform) {
-    int[] n = new int[1];
-    if (clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 0, null, n) != CL_SUCCESS || n[0] == 0) {
-      return new cl_device_id[0];
-    }
-    cl_device_id[] devices = new cl_device_id[n[0]];
-    check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
-    return devices;
-  }
-
-  private static OpenClBackend onDevice(cl_platform_id platform, cl_device_id device, int platformIndex,
-      int deviceIndex) {
-    String target = "platform=" + platformInfo(platform, CL_PLATFORM_NAME) + " " + platformInfo(platform, CL_PLATFORM_VERSION)
-        + "; device=" + deviceInfo(device, CL_DEVICE_NAME) + "; device-version=" + deviceInfo(device, CL_DEVICE_VERSION)
-        + "; driver=" + deviceInfo(device, CL_DRIVER_VERSION);
-    int[] err = new int[1];
-    cl_context context = clCreateContext(null, 1, new cl_device_id[] {device}, null, null, err);
-    check(err[0], "clCreateContext");
-    cl_command_queue queue = clCreateCommandQueueWithProperties(context, device, new cl_queue_properties(), err);
-    if (err[0] != CL_SUCCESS) {
-      clReleaseContext(context);
-      check(err[0], "clCreateCommandQueueWithProperties");
-    }
-    String compiler = "JOCL " + JOCL_LIBRARY + "; platform=" + platformInfo(platform, CL_PLATFORM_NAME) + " "
-        + platformInfo(platform, CL_PLATFORM_VERSION) + "; driver=" + deviceInfo(device, CL_DRIVER_VERSION);
-    boolean pocl = platformInfo(platform, CL_PLATFORM_NAME).startsWith(PoclSpecialization.PLATFORM_NAME);
-    return new OpenClBackend(device, context, queue, target, compiler, platformIndex, deviceIndex, pocl);
   }
 
   @Override
@@ -490,39 +354,7 @@ final class OpenClBackend implements Backend {
     }
   }
 
-  /**
-   * Loads JOCL's native library once, from this user's private directory (see
-   * {@link NativeLibraries#loadPrivately}): never a half-written file, never another user's.
-   */
-  private static synchronized void loadNatives() {
-    if (nativeReady) {
-      return;
-    }
-    if (nativeProblem != null) {
-      throw unavailable(nativeProblem, null);
-    }
-    try {
-      String file = System.mapLibraryName(LibUtils.createPlatformLibraryName(JOCL_LIBRARY));
-      NativeLibraries.loadPrivately(CL.class, file, () -> CL.clGetPlatformIDs(0, null, new int[1]));
-      nativeReady = true;
-    } catch (UncheckedIOException e) {
-      nativeProblem = "cannot put JOCL's native library where it can load (" + e.getMessage() + ")";
-      throw unavailable(nativeProblem, e);
-    } catch (LinkageError | RuntimeException e) {
-      String m = String.valueOf(e.getMessage());
-      nativeProblem = m.contains("Could not initialize native OpenCL library") || m.contains("libOpenCL")
-          ? "the OpenCL ICD loader libOpenCL.so cannot be loaded (" + BackendSupport.firstLine(e) + "); install it "
-              + "(Debian: ocl-icd-opencl-dev) and an OpenCL driver (PoCL: pocl-opencl-icd)"
-          : "JOCL's native library cannot be loaded (" + BackendSupport.firstLine(e) + ")";
-      throw unavailable(nativeProblem, e);
-    }
-  }
-
-  private static BackendUnavailableException unavailable(String why, Throwable cause) {
-    return new BackendUnavailableException("OpenCL backend unavailable: " + why, cause);
-  }
-
-  private static void check(int rc, String what) {
+  static void check(int rc, String what) {
     if (rc != CL_SUCCESS) {
       throw new IllegalStateException(what + " failed: " + CL.stringFor_errorCode(rc));
     }
@@ -542,11 +374,11 @@ final class OpenClBackend implements Backend {
     return cString(b);
   }
 
-  private static String platformInfo(cl_platform_id p, int param) {
+  static String platformInfo(cl_platform_id p, int param) {
     return infoString("clGetPlatformInfo", (n, v, r) -> clGetPlatformInfo(p, param, n, v, r));
   }
 
-  private static String deviceInfo(cl_device_id d, int param) {
+  static String deviceInfo(cl_device_id d, int param) {
     return infoString("clGetDeviceInfo", (n, v, r) -> clGetDeviceInfo(d, param, n, v, r));
   }
 

@@ -34,7 +34,7 @@ public final class OpenClBackendProvider implements BackendProvider {
 
   @Override
   public Backend open(SettingSource settings) {
-    return OpenClBackend.open(PLATFORM.read(settings), DEVICE.read(settings));
+    return OpenClDevices.open(PLATFORM.read(settings), DEVICE.read(settings));
   }
 
   @Override

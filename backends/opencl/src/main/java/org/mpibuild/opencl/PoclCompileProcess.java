@@ -37,7 +37,7 @@ final class PoclCompileProcess {
    */
   public static void main(String[] args) throws IOException {
     Path dir = Path.of(args[0]);
-    OpenClBackend backend = OpenClBackend.open(Integer.parseInt(args[1]), Integer.parseInt(args[2]));
+    OpenClBackend backend = OpenClDevices.open(Integer.parseInt(args[1]), Integer.parseInt(args[2]));
     int exit = 0;
     try {
       cl_program program = backend.build(Files.readString(dir.resolve("source.cl")), Files.readString(dir.resolve("options")));

@@ -35,7 +35,7 @@ class ManyShapesTest {
 
   @BeforeAll
   static void open() {
-    backend = OpenClBackend.open("Portable", null);
+    backend = OpenClDevices.open("Portable", null);
   }
 
   @AfterAll
