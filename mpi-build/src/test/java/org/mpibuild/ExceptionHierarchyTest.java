@@ -3,18 +3,12 @@ package org.mpibuild;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.lang.reflect.Modifier;
-import java.net.URISyntaxException;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import java.util.jar.JarFile;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
+import org.mpibuild.testkit.PublicExceptions;
 
 /**
  * The exceptions of the API form one hierarchy: every one the library throws for a failure of its own work is an
@@ -56,41 +50,14 @@ class ExceptionHierarchyTest {
   @Test
   void everyPublicExceptionOfTheApiIsAnMpiBuildException() throws Exception {
     List<String> found = new ArrayList<>();
-    for (String name : apiClassNames()) {
-      Class<?> c = Class.forName(name, false, getClass().getClassLoader());
-      if (Throwable.class.isAssignableFrom(c) && Modifier.isPublic(c.getModifiers()) && !c.isAnonymousClass()
-          && !c.isLocalClass()) {
-        found.add(c.getName());
-        assertTrue(MpiBuildException.class.isAssignableFrom(c), c.getName() + " is not an MpiBuildException");
-      }
+    for (Class<?> c : PublicExceptions.of(MpiBuildException.class, "org/mpibuild",
+        "org/mpibuild/((spi|support)/)?[^/]+\\.class")) {
+      found.add(c.getName());
+      assertTrue(MpiBuildException.class.isAssignableFrom(c), c.getName() + " is not an MpiBuildException");
     }
+    assertTrue(found.contains(MpiBuildException.class.getName()), "found the API's classes");
     TreeSet<String> listed = new TreeSet<>();
     PARENTS.keySet().forEach(c -> listed.add(c.getName()));
     assertEquals(listed, new TreeSet<>(found), "the exceptions of the API and the table above");
-  }
-
-  /** The classes of the API's packages, from the directory or jar that holds {@link MpiBuildException}. */
-  private static List<String> apiClassNames() throws IOException, URISyntaxException {
-    Path where = Path.of(MpiBuildException.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-    List<String> entries = new ArrayList<>();
-    if (Files.isDirectory(where)) {
-      try (Stream<Path> files = Files.walk(where.resolve("org/mpibuild"))) {
-        files.filter(Files::isRegularFile).forEach(f -> entries.add(where.relativize(f).toString().replace('\\', '/')));
-      }
-    } else {
-      try (JarFile jar = new JarFile(where.toFile())) {
-        jar.stream().forEach(e -> entries.add(e.getName()));
-      }
-    }
-    List<String> names = new ArrayList<>();
-    for (String e : entries) {
-      if (e.endsWith(".class") && !e.endsWith("package-info.class")
-          && !e.endsWith("module-info.class") && (e.matches("org/mpibuild/[^/]+\\.class")
-          || e.matches("org/mpibuild/(spi|support)/[^/]+\\.class"))) {
-        names.add(e.substring(0, e.length() - ".class".length()).replace('/', '.'));
-      }
-    }
-    assertTrue(names.contains(MpiBuildException.class.getName()), "found the API's classes in " + where);
-    return names;
   }
 }
