@@ -137,16 +137,17 @@ final class OpenClBackend implements Backend {
 
   /**
    * A request only this rank runs: the program built here, as a rank that compiles for itself builds it (the
-   * named functions are generated at the first launches, as there); on PoCL with launch shapes named and a
-   * second core, the finished binary for the cache is made meanwhile by the compile process
-   * ({@link PoclSpecialization#later}, one at a time per process); without {@code needBinary}, no binary is made
-   * at all. One core, another platform that needs the binary, or a binary already being made in the background,
-   * compiles as {@link #compile} does.
+   * named functions are generated at the first launches, as there); on PoCL with launch shapes named, the
+   * finished binary for the cache is made meanwhile by the compile process at the idle priority
+   * ({@link PoclSpecialization#later}, one at a time per process), so that it takes only the time the program
+   * leaves unused, on the one core a launcher may bind the rank to as on many; without {@code needBinary}, no
+   * binary is made at all. Another platform that needs the binary, or a binary already being made in the
+   * background, compiles as {@link #compile} does.
    */
   @Override
   public Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
     boolean binaryLater = needBinary && pocl && !request.launchShapes().isEmpty()
-        && Runtime.getRuntime().availableProcessors() > 1 && PoclSpecialization.reserveBackground();
+        && PoclSpecialization.reserveBackground();
     if (needBinary && !binaryLater) {
       return compile(request);
     }

@@ -113,7 +113,7 @@ final class PoclSpecialization {
    *     is killed
    */
   static Result compile(KernelSource request, int platformIndex, int deviceIndex) {
-    return compile(request, platformIndex, deviceIndex, MAX_STAND_INS);
+    return compile(request, platformIndex, deviceIndex, MAX_STAND_INS, List.of());
   }
 
   /** The binary being made in the background ({@link #later}), if any: one at a time per process. */
@@ -141,7 +141,8 @@ final class PoclSpecialization {
   static Future<byte[]> later(KernelSource request, int platformIndex, int deviceIndex) {
     FutureTask<byte[]> task = new FutureTask<>(() -> {
       try {
-        return compile(request, platformIndex, deviceIndex).binary();
+        // Nobody waits for it: it runs at the idle priority, in the time the program leaves unused.
+        return compile(request, platformIndex, deviceIndex, MAX_STAND_INS, IdlePriority.prefix()).binary();
       } finally {
         BACKGROUND.set(null);
         BACKGROUND_SLOT.release();
@@ -178,15 +179,18 @@ final class PoclSpecialization {
    * {@link #compile(KernelSource, int, int)} with {@code maxStandIns} stand-ins per compile process: where the
    * program's kernels times the shapes need more, the shapes are split into groups that each need fewer, a
    * process builds each group's named functions, and their binaries are combined ({@link PoclBinary#combine}).
+   * Each process runs under {@code launcher}, a prefix of its argument list (empty, or {@link IdlePriority#prefix}).
    */
-  static Result compile(KernelSource request, int platformIndex, int deviceIndex, int maxStandIns) {
+  static Result compile(KernelSource request, int platformIndex, int deviceIndex, int maxStandIns,
+      List<String> launcher) {
     Path dir = null;
     try {
       dir = Files.createTempDirectory("mpi-build-pocl", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
       List<String> union = names(request.launchShapes());
       Map<String, Set<String>> perKernel = perKernel(request.launchShapes());
-      Result whole = attempt(dir.resolve("all"), request, platformIndex, deviceIndex, union, perKernel, maxStandIns);
+      Result whole = attempt(dir.resolve("all"), request, platformIndex, deviceIndex, union, perKernel, maxStandIns,
+          launcher);
       if (whole != null) {
         return whole;
       }
@@ -197,7 +201,7 @@ final class PoclSpecialization {
       for (int from = 0; from < union.size(); from += group) {
         List<String> part = union.subList(from, Math.min(union.size(), from + group));
         Result r = attempt(dir.resolve("part-" + from), request, platformIndex, deviceIndex, part, perKernel,
-            Integer.MAX_VALUE);
+            Integer.MAX_VALUE, launcher);
         binaries.add(r.binary());
         log = log == null ? r.buildLog() : log;
       }
@@ -221,7 +225,7 @@ final class PoclSpecialization {
    * wrote the number of kernels to {@code dir/kernels}).
    */
   private static Result attempt(Path dir, KernelSource request, int platformIndex, int deviceIndex, List<String> part,
-      Map<String, Set<String>> perKernel, int maxStandIns) throws IOException {
+      Map<String, Set<String>> perKernel, int maxStandIns, List<String> launcher) throws IOException {
     Files.createDirectory(dir);
     Files.writeString(dir.resolve("source.cl"), request.source());
     Files.writeString(dir.resolve("options"), request.options());
@@ -229,7 +233,7 @@ final class PoclSpecialization {
     perKernel.forEach((kernel, specs) -> specs.stream().filter(part::contains).forEach(
         spec -> named.append(kernel).append('\t').append(spec).append('\n')));
     Files.writeString(dir.resolve("named"), named);
-    if (!run(dir, platformIndex, deviceIndex, String.join(",", part), maxStandIns)) {
+    if (!run(dir, platformIndex, deviceIndex, String.join(",", part), maxStandIns, launcher)) {
       return null;
     }
     return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
@@ -248,9 +252,10 @@ final class PoclSpecialization {
    * Runs the child in {@code dir}, with PoCL's cache in {@code dir/pocl} and {@code POCL_BINARY_SPECIALIZE_WG}
    * set to {@code specializations}.
    */
-  private static boolean run(Path dir, int platformIndex, int deviceIndex, String specializations, int maxStandIns)
-      throws IOException {
-    List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+  private static boolean run(Path dir, int platformIndex, int deviceIndex, String specializations, int maxStandIns,
+      List<String> launcher) throws IOException {
+    List<String> cmd = new ArrayList<>(launcher);
+    cmd.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
     if (Runtime.version().feature() >= 22) {
       cmd.add("--enable-native-access=ALL-UNNAMED");

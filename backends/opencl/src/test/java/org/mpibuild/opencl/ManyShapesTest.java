@@ -73,7 +73,7 @@ class ManyShapesTest {
     PoclSpecialization.Result whole = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex());
     assertEquals(expected, functions(whole.binary()));
     // 4 kernels x (4 shapes + the generic one) = 20 stand-ins; with 8 allowed, one shape per compile process
-    PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(), 8);
+    PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(), 8, List.of());
     assertEquals(expected, functions(split.binary()));
     try (OpenClKernel kernels = (OpenClKernel) backend.load(split.binary(), request.kernelNames())) {
       for (int i = 0; i < LOCAL.length; i++) {

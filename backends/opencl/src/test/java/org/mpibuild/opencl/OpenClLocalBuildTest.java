@@ -127,8 +127,6 @@ class OpenClLocalBuildTest {
    */
   @Test
   void aloneTheKernelIsBuiltHereAndTheFinishedBinaryFillsTheCache(@org.junit.jupiter.api.io.TempDir java.nio.file.Path cache) {
-    org.junit.jupiter.api.Assumptions.assumeTrue(Runtime.getRuntime().availableProcessors() > 1,
-        "one core: a compile alone makes the binary first, as compile does");
     KernelSource request = KernelSource.of(ADD).withKernels("add").withOptions("-D SCALE=2.0f -D ALONE=1")
         .withLaunchShapes(LaunchShape.of("add", 4));
     String spec = "4-1-1-goffs0-smallgrid";
