@@ -34,7 +34,7 @@ final class ScaleModel {
    * @param binaryBytes the binary
    * @param latencySeconds one MPI message's latency between nodes
    * @param bandwidth bytes per second of one link
-   * @param messageSeconds what a rank spends per small message it receives (the deadline's arrivals)
+   * @param messageSeconds what a rank spends per small message it receives or sends (the deadline's arrivals)
    * @param createsPerSecond the metadata server's rate for file creates (and renames, mkdir, rmdir)
    * @param statsPerSecond its rate for stats (and lookups, opens of existing files)
    * @param fileReadBandwidth bytes per second that the storage serves one file at (one stripe)
@@ -106,12 +106,12 @@ final class ScaleModel {
 
   /**
    * mpi-build: two agreements (settings at start-up are not counted; the request, then the load), the
-   * deadline's arrival messages at rank 0, one compile with the cache's lock held (a constant 11
+   * deadline's arrival messages at rank 0 (N - 1 received, N - 1 sent back), one compile with the cache's lock held (a constant 11
    * operations on the shared directory, as counted by the benchmark), the broadcast and the load.
    */
   static Projection mpiBuild(Params p, long n) {
     double agree = 2 * allReduceSeconds(p, n);
-    double arrivals = (n - 1) * p.messageSeconds();
+    double arrivals = 2.0 * (n - 1) * p.messageSeconds();
     double seconds = agree + arrivals + p.compileSeconds() + broadcastSeconds(p, n) + p.readySeconds();
     return new Projection("mpi-build", n, seconds, 11, 1);
   }

@@ -74,6 +74,39 @@ class DeadlinesIT {
     }
   }
 
+  /**
+   * Caller mode (issue 44): a rank that started the asynchronous build and then computes for three times the
+   * deadline without touching the library has entered the build; the job completes, on both bindings. Before,
+   * rank 0 named it as "did not enter the build" and aborted the job.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"mpijava", "ffm"})
+  void aRankThatStartedAnAsyncBuildAndComputesHasEnteredIt(String binding) {
+    Map<String, String> env = new java.util.HashMap<>(Map.of("MPI_BUILD_COLLECTIVE_TIMEOUT", "2",
+        "MPI_BUILD_PROGRESS", "caller"));
+    if (binding.equals("ffm")) {
+      org.junit.jupiter.api.Assumptions.assumeTrue(java.nio.file.Files.isExecutable(FfmIT.JDK.resolve("bin/java")),
+          "no JDK 22+ for the FFM binding (scripts/provision found none)");
+      env.putAll(FfmIT.env());
+      env.put("MPI_BUILD_COLLECTIVE_TIMEOUT", "2");
+    }
+    Mpirun.Job job = faults("async-computes-past-deadline", 150, env);
+    try {
+      assertEquals(0, job.exitCode(), job.describe());
+      for (int rank = 0; rank < 2; rank++) {
+        int r = rank;
+        String expected = "FAULT case=async-computes-past-deadline step=1 rank=" + r + " outcome=ok";
+        assertTrue(job.stdoutByRank().get(r).stream().anyMatch(l -> l.startsWith(expected)
+            && l.contains("verified=true")), "rank " + r + " did not build and verify\n" + job.describe());
+        assertTrue(job.stdoutByRank().get(r).stream().anyMatch(l -> l.contains("step=waited rank=" + r)
+            && l.endsWith("message=caller")), "rank " + r + " not in caller mode\n" + job.describe());
+      }
+      assertTrue(job.millis() >= 6_000, "rank 1 computed for 6 s: " + job.millis() + " ms\n" + job.describe());
+    } finally {
+      Mpirun.delete(job.dir());
+    }
+  }
+
   /** The programs' class path without the MPI bindings and without an SLF4J provider. */
   static String classpathWithoutBindings() throws Exception {
     List<String> out = new ArrayList<>();

@@ -262,6 +262,10 @@ public final class InProcessCommunicator implements Communicator {
       public boolean test() {
         checkThread("MPI_Test");
         if (!c.done.isDone()) {
+          String aborted = world.abortMessage;
+          if (aborted != null) { // MPI_Abort ends every rank of the job, those waiting in collectives included
+            throw new IllegalStateException("the job was aborted by another rank: " + aborted);
+          }
           return false;
         }
         await();

@@ -162,6 +162,17 @@ public final class Faults {
           }
           step(name, "1", mb, () -> mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0).join());
         });
+        case "async-computes-past-deadline" -> withWorld(mb -> {
+          // Caller mode, deadline 2 s: rank 1 starts the asynchronous build, then computes for 6 s without
+          // touching the library. It has entered the build: nobody may abort.
+          long t0 = System.nanoTime();
+          org.mpibuild.KernelFuture f = mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0);
+          if (rank == 1) {
+            Thread.sleep(6_000);
+          }
+          step(name, "1", mb, f::join);
+          report(name, "waited", rank, "ok", false, false, t0, mb.asyncProgress());
+        });
         default -> throw new IllegalArgumentException("unknown fault case '" + name + "'");
       }
     } finally {

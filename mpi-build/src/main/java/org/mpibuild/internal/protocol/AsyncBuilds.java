@@ -106,6 +106,12 @@ public final class AsyncBuilds implements AutoCloseable {
 
   /** Starts {@code build} on the library thread; the future completes with its result. */
   public synchronized <T> CompletableFuture<T> submit(Function<CollectiveBuild, T> build, int rank) {
+    if (mode == Mode.CALLER) {
+      // A rank that started a build has entered it, whatever it computes before its next call into the
+      // library: its arrival messages start here, on the program's thread, after what earlier builds posted.
+      posted.calls.progress();
+      posted.announceAhead();
+    }
     CompletableFuture<T> f = new CompletableFuture<>();
     thread.execute(() -> {
       try (LogContext ignored = LogContext.rank(rank)) {
@@ -243,6 +249,17 @@ public final class AsyncBuilds implements AutoCloseable {
     private final List<Call> started = new ArrayList<>();
     private volatile Thread idler;
 
+    /**
+     * On the program's thread: starts {@code start} now, and keeps it with the calls in flight; the library
+     * thread sees it complete as it sees a posted call.
+     */
+    synchronized Call startHere(Supplier<Communicator.Request> start) {
+      Call c = new Call(start);
+      c.request = start.get();
+      started.add(c);
+      return c;
+    }
+
     /** On the library thread: posts {@code start} for the program's thread, and wakes it if it waits. */
     Call post(Supplier<Communicator.Request> start) {
       Call c = new Call(start);
@@ -332,9 +349,11 @@ public final class AsyncBuilds implements AutoCloseable {
    * MPI call (collective, message or abort) is posted to the {@link Queue} for the program's thread, and a
    * blocking one waits until the program's thread has completed it.
    */
-  private static final class Posted extends ForwardingCommunicator {
+  private static final class Posted extends ForwardingCommunicator implements DeadlineAllReduce.Announcing {
     private final Mode mode;
     private final Queue calls;
+    /** Arrivals announced on the program's thread for builds not yet at their first collective, in order. */
+    private final ConcurrentLinkedQueue<DeadlineAllReduce.Arrivals> ahead = new ConcurrentLinkedQueue<>();
     /** Whether this wrapper made its communicator (a split), so that closing it frees that communicator. */
     private final boolean owns;
 
@@ -347,6 +366,31 @@ public final class AsyncBuilds implements AutoCloseable {
       this.mode = mode;
       this.calls = calls;
       this.owns = owns;
+    }
+
+    /**
+     * On the program's thread, in caller mode: starts this rank's arrival messages for the next build now
+     * ({@link DeadlineAllReduce#announce}); that build's first collective takes them ({@link #takeArrivals}).
+     */
+    void announceAhead() {
+      if (inner.size() > 1) {
+        ahead.add(DeadlineAllReduce.announce(new ForwardingCommunicator(inner) {
+          @Override
+          public Request iSend(ByteBuffer buffer, int dest, int tag) {
+            return calls.startHere(() -> inner.iSend(buffer, dest, tag));
+          }
+
+          @Override
+          public Request iReceive(ByteBuffer buffer, int source, int tag) {
+            return calls.startHere(() -> inner.iReceive(buffer, source, tag));
+          }
+        }));
+      }
+    }
+
+    @Override
+    public DeadlineAllReduce.Arrivals takeArrivals() {
+      return ahead.poll();
     }
 
     /** Starts the call here (thread mode) or posts it for the program's thread (caller mode). */

@@ -68,4 +68,51 @@ class CallerModeTest {
     assertEquals(message, "aborted with code 4: " + world.abortMessage());
     assertEquals(List.of(), world.threadViolations(), "the abort too is made on the caller's thread");
   }
+  /**
+   * Issue 44: a rank that started an asynchronous build and then computes past the deadline without touching
+   * the library has entered the build; its arrival went out when it started the build, so nobody aborts, and
+   * the build completes when it comes back. Before, rank 0 named it as "did not enter" and aborted the job.
+   */
+  @Test
+  void aRankThatStartedTheAsyncBuildAndComputesPastTheDeadlineHasEnteredIt() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 20_000)
+        .threadLevel(Communicator.ThreadLevel.FUNNELED);
+    List<Object> results = SettingsAgreementTest.onRanks(world, Map.of("MPI_BUILD_COLLECTIVE_TIMEOUT", "1"),
+        (rank, b) -> {
+          KernelFuture f = b.mpiBuildKernelAsync(KernelSource.of("__kernel void k() {}").withKernels("k"), 0);
+          if (rank == 1) {
+            Thread.sleep(2_500); // computes for more than twice the deadline, touching nothing of the library
+          }
+          return f.join().kernelNames().get(0);
+        });
+    assertEquals(List.of("k", "k", "k"), results);
+    assertEquals(null, world.abortMessage());
+    assertEquals(List.of(), world.threadViolations(), "the early arrival is sent on the caller's thread");
+  }
+
+  /**
+   * Where rank 0 never starts the build, the others, which cannot hear from it, end their wait after the
+   * deadline and its grace period, naming rank 0.
+   */
+  @Test
+  void aRootThatNeverStartsTheAsyncBuildIsNamedByTheOthers() throws Exception {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(2, 30_000)
+        .threadLevel(Communicator.ThreadLevel.FUNNELED);
+    List<Object> results = SettingsAgreementTest.onRanks(world, Map.of("MPI_BUILD_COLLECTIVE_TIMEOUT", "1"),
+        (rank, b) -> {
+          if (rank == 0) {
+            Thread.sleep(8_000); // computes, and never starts the build
+            return "absent";
+          }
+          KernelFuture f = b.mpiBuildKernelAsync(KernelSource.of("__kernel void k() {}").withKernels("k"), 1);
+          try {
+            f.join();
+            return "built";
+          } catch (IllegalStateException e) {
+            return e.getMessage();
+          }
+        });
+    String message = assertInstanceOf(String.class, results.get(1));
+    assertTrue(message.contains("rank 1: rank 0 did not enter the build of [k] within 1 s"), message);
+  }
 }

@@ -24,7 +24,7 @@ import org.mpibuild.testkit.InProcessCommunicator;
  * bytes it contributes to them are counted, from the opening of the library to the end of the build. A
  * binomial or pipelined broadcast sends O(log N) MPI messages per rank for each call, so the calls a rank
  * makes must not depend on N at all; and only the roots touch the shared cache directory, so its operations
- * must not depend on N either. (The deadline's arrival messages, N - 1 one-byte receives at rank 0 per call,
+ * must not depend on N either. (The deadline's arrival messages, N - 1 one-byte receives and sends at rank 0 per call,
  * are point-to-point, so they are not counted here; docs/scale.md counts them.)
  */
 class ScaleTest {
