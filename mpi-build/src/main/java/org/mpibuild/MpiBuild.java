@@ -5,9 +5,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.mpibuild.internal.agreement.CallingThread;
 import org.mpibuild.internal.comm.LocalCommunicator;
 import org.mpibuild.internal.comm.LogContext;
 import org.mpibuild.internal.manifest.ManifestWriter;
@@ -69,7 +69,8 @@ public final class MpiBuild implements AutoCloseable {
   /** The kernels this instance made and that are not closed yet: closed before the backend. */
   private final UseGuard kernels = new UseGuard("this MpiBuild");
   /** Who is inside a call of this instance, if anyone. */
-  private final AtomicReference<Caller> caller = new AtomicReference<>();
+  /** The one program thread served at a time. */
+  private final CallingThread caller = new CallingThread();
   private volatile BuildStats lastStats;
   private volatile boolean closed;
 
@@ -188,8 +189,12 @@ public final class MpiBuild implements AutoCloseable {
     return call("mpiBuildKernelAsync", false, () -> {
       AsyncBuilds builds = async.get();
       int rank = comm.rank();
+      String thread = Thread.currentThread().getName();
       return new KernelFuture(builds.submit(p -> {
-        Outcome o = p.run(request, root);
+        Outcome o;
+        try (CallingThread.Scope marked = CallingThread.runFor(thread)) {
+          o = p.run(request, root);
+        }
         lastStats = o.stats();
         return (Kernel) new BuiltKernel(o.program(), o.envelope(), o.stats(), kernels, this::completeEnvelope);
       }, rank), builds);
@@ -202,7 +207,7 @@ public final class MpiBuild implements AutoCloseable {
    * futures; harmless otherwise. Not collective.
    */
   public void progress() {
-    try (Entered ignored = enter("progress")) {
+    try (CallingThread.Scope ignored = caller.enter("MpiBuild", "progress")) {
       async.ifStarted(AsyncBuilds::progress);
     }
   }
@@ -371,7 +376,7 @@ public final class MpiBuild implements AutoCloseable {
    */
   @Override
   public void close() {
-    try (Entered ignored = enter("close"); LogContext ignored2 = LogContext.rank(comm.rank())) {
+    try (CallingThread.Scope ignored = caller.enter("MpiBuild", "close"); LogContext ignored2 = LogContext.rank(comm.rank())) {
       if (closed) {
         return;
       }
@@ -400,7 +405,7 @@ public final class MpiBuild implements AutoCloseable {
    * after the asynchronous builds started before it when {@code drain}.
    */
   private <T> T call(String name, boolean drain, Supplier<T> body) {
-    try (Entered ignored = enter(name)) {
+    try (CallingThread.Scope ignored = caller.enter("MpiBuild", name)) {
       if (closed) {
         throw new IllegalStateException("MpiBuild." + name + ": this MpiBuild was closed");
       }
@@ -410,39 +415,6 @@ public final class MpiBuild implements AutoCloseable {
         }
         return body.get();
       }
-    }
-  }
-
-  /** A thread inside a call of this instance, and the call. */
-  private record Caller(Thread thread, String call) {}
-
-  /** The end of a call; nested calls of the same thread end nothing. */
-  private interface Entered extends AutoCloseable {
-    @Override
-    void close();
-  }
-
-  /**
-   * Marks this thread as inside {@code name}, or throws at once if another thread is inside a call: an
-   * instance is used by one thread at a time. Never waits. The library's own threads never come here.
-   */
-  private Entered enter(String name) {
-    Thread me = Thread.currentThread();
-    while (true) {
-      Caller c = caller.get();
-      if (c == null) {
-        Caller mine = new Caller(me, name);
-        if (caller.compareAndSet(null, mine)) {
-          return () -> caller.compareAndSet(mine, null);
-        }
-      } else if (c.thread() == me) {
-        return () -> { };
-      } else {
-        throw new IllegalStateException("MpiBuild." + name + " on thread '" + me.getName() + "' refused: thread '"
-            + c.thread().getName() + "' is inside MpiBuild." + c.call() + " of this instance, which is used by one "
-            + "thread at a time (give each thread an MpiBuild of its own, with a communicator of its own)");
-      }
-      // the holder left between the two reads: read again (no wait; it moved on)
     }
   }
 }

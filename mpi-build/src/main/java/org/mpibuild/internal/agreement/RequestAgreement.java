@@ -1,9 +1,14 @@
 package org.mpibuild.internal.agreement;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 import org.mpibuild.RequestMismatchException;
@@ -77,6 +82,44 @@ public final class RequestAgreement {
         msg.append(" (").append(p).append(')');
       }
     }
-    throw new RequestMismatchException(msg.toString(), differing);
+    String threads = differentThreads(comm.allGather(callerBytes()));
+    throw new RequestMismatchException(threads == null ? msg.toString() : threads + msg, differing);
+  }
+
+  /** This rank's calling thread and the threads its instance refused during the call, for the gather. */
+  private static byte[] callerBytes() {
+    List<String> parts = new ArrayList<>();
+    parts.add(CallingThread.name());
+    parts.addAll(CallingThread.refused());
+    return String.join("\u0000", parts).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Where ranks made the call from threads of different names, the explanation that leads the message (one
+   * instance called from two threads at once, the ranks admitting different threads first); else null.
+   * Every rank computes the same from the same gather.
+   */
+  static String differentThreads(byte[][] gathered) {
+    Set<String> names = new LinkedHashSet<>();
+    StringBuilder ranks = new StringBuilder();
+    for (int r = 0; r < gathered.length; r++) {
+      String[] parts = new String(gathered[r], StandardCharsets.UTF_8).split("\u0000", -1);
+      if (parts[0].isEmpty()) {
+        return null; // a call from no program's thread: nothing to tell
+      }
+      names.add(parts[0]);
+      ranks.append(r == 0 ? "" : ", ").append("rank ").append(r).append(" on thread '").append(parts[0]).append('\'');
+      if (parts.length > 1) {
+        ranks.append(" (it refused ").append(Arrays.stream(parts, 1, parts.length).map(t -> "'" + t + "'")
+            .collect(Collectors.joining(", "))).append(')');
+      }
+    }
+    if (names.size() < 2) {
+      return null;
+    }
+    return "the ranks made this call on different threads: " + ranks + ". One MpiBuild serves one thread at a "
+        + "time; where two threads of a rank call it at once, the ranks may admit different threads first, and "
+        + "their calls then differ: give each thread an MpiBuild of its own (with a communicator of its own), or "
+        + "order the calls. What differs: ";
   }
 }

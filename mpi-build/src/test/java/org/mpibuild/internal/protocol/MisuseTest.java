@@ -70,6 +70,47 @@ class MisuseTest {
     assertEquals(1, backends.get(0).compiles.get() + backends.get(1).compiles.get(), "one compile in the job");
   }
 
+  /**
+   * Issue 44, item 3: two threads call one instance at once, and the ranks admit different threads first (rank 0
+   * thread 'A', rank 1 thread 'B'). The two admitted calls differ; they fail on every rank with the same
+   * message, which says that the ranks made the call on different threads and what that means, before what
+   * differs; the refused call is refused at once. Before, the message spoke of sources and kernels only.
+   */
+  @Test
+  void ranksThatAdmitDifferentThreadsFirstAreToldSoWithTheSameMessage() throws Exception {
+    KernelSource a = KernelSource.of("__kernel void a() {}").withKernels("a");
+    KernelSource b2 = KernelSource.of("__kernel void b() {}").withKernels("b");
+    List<Object> results = BatchAndAsyncTest.onRanks(new InProcessCommunicator.World(2, 20_000),
+        BatchAndAsyncTest.backends(2), (rank, b, backend) -> {
+          ExecutorService threadA = Executors.newSingleThreadExecutor(r -> new Thread(r, "A"));
+          ExecutorService threadB = Executors.newSingleThreadExecutor(r -> new Thread(r, "B"));
+          try {
+            if (rank == 1) {
+              Thread.sleep(600); // rank 0's thread A is inside its call, and has refused B, by then
+              return List.of(threadB.submit(() -> thrown(() -> b.mpiBuildKernel(b2, 0))).get(30, TimeUnit.SECONDS));
+            }
+            Future<Throwable> first = threadA.submit(() -> thrown(() -> b.mpiBuildKernel(a, 0)));
+            Thread.sleep(200);
+            Throwable second = threadB.submit(() -> thrown(() -> b.mpiBuildKernel(b2, 0))).get(5, TimeUnit.SECONDS);
+            return List.of(first.get(30, TimeUnit.SECONDS), second);
+          } finally {
+            threadA.shutdownNow();
+            threadB.shutdownNow();
+          }
+        });
+    List<?> rank0 = assertInstanceOf(List.class, results.get(0), "rank 0: " + results.get(0));
+    List<?> rank1 = assertInstanceOf(List.class, results.get(1), "rank 1: " + results.get(1));
+    Throwable onA = assertInstanceOf(org.mpibuild.RequestMismatchException.class, rank0.get(0));
+    Throwable onB = assertInstanceOf(org.mpibuild.RequestMismatchException.class, rank1.get(0));
+    assertEquals(onA.getMessage(), onB.getMessage(), "the same message on every rank");
+    assertTrue(onA.getMessage().startsWith("the ranks made this call on different threads: rank 0 on thread 'A' "
+        + "(it refused 'B'), rank 1 on thread 'B'. One MpiBuild serves one thread at a time"), onA.getMessage());
+    assertTrue(onA.getMessage().contains("differs in source"), onA.getMessage());
+    Throwable refused = assertInstanceOf(IllegalStateException.class, rank0.get(1));
+    assertTrue(refused.getMessage().contains("on thread 'B' refused: thread 'A' is inside MpiBuild.mpiBuildKernel"),
+        refused.getMessage());
+  }
+
   private static Throwable thrown(Supplier<?> call) {
     try {
       call.get();
