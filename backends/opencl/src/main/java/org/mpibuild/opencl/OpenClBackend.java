@@ -1,5 +1,6 @@
 package org.mpibuild.opencl;
 
+import static org.jocl.CL.CL_BUILD_PROGRAM_FAILURE;
 import static org.jocl.CL.CL_INVALID_BUILD_OPTIONS;
 import static org.jocl.CL.CL_INVALID_KERNEL_NAME;
 import static org.jocl.CL.CL_KERNEL_FUNCTION_NAME;
@@ -194,20 +195,26 @@ final class OpenClBackend implements Backend {
    * @throws IllegalArgumentException if the options are invalid
    */
   cl_program build(String source, String options) {
-    int[] err = new int[1];
-    cl_program program = clCreateProgramWithSource(context, 1, new String[] {source}, null, err);
-    check(err[0], "clCreateProgramWithSource");
-    int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, options, null, null);
-    if (rc == CL_SUCCESS) {
-      return program;
+    for (int attempt = 1; ; attempt++) {
+      int[] err = new int[1];
+      cl_program program = clCreateProgramWithSource(context, 1, new String[] {source}, null, err);
+      check(err[0], "clCreateProgramWithSource");
+      int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, options, null, null);
+      if (rc == CL_SUCCESS) {
+        return program;
+      }
+      String log = buildLog(program);
+      clReleaseProgram(program);
+      if (rc == CL_INVALID_BUILD_OPTIONS) {
+        throw new IllegalArgumentException("invalid build options '" + options + "' ("
+            + CL.stringFor_errorCode(rc) + ")" + (log.isBlank() ? "" : ": " + log.strip()));
+      }
+      if (!PoclCacheRace.retry(pocl, rc == CL_BUILD_PROGRAM_FAILURE, log, attempt)) {
+        throw new CompileException("clBuildProgram failed: " + CL.stringFor_errorCode(rc)
+            + PoclCacheRace.advice(pocl && rc == CL_BUILD_PROGRAM_FAILURE, log), log);
+      }
+      PoclCacheRace.pause(attempt, log);
     }
-    String log = buildLog(program);
-    clReleaseProgram(program);
-    if (rc == CL_INVALID_BUILD_OPTIONS) {
-      throw new IllegalArgumentException("invalid build options '" + options + "' ("
-          + CL.stringFor_errorCode(rc) + ")" + (log.isBlank() ? "" : ": " + log.strip()));
-    }
-    throw new CompileException("clBuildProgram failed: " + CL.stringFor_errorCode(rc), log);
   }
 
   @Override
