@@ -41,7 +41,7 @@ final class BenchLine {
 
   /** Whether both sides of {@code r} were measured at N (results of an older benchmark lack some). */
   static boolean measured(List<Map<String, String>> cells, int n, Ratio r) {
-    return r.appliesAt(n) && Cells.has(cells, n, r.over(), r.field()) && Cells.has(cells, n, r.under(), r.underField());
+    return r.appliesAt(n) && CellQueries.has(cells, n, r.over(), r.field()) && CellQueries.has(cells, n, r.under(), r.underField());
   }
 
   /**
@@ -54,7 +54,7 @@ final class BenchLine {
         return ratios(cells, n, ratio);
       }
       List<Double> out = new ArrayList<>();
-      for (double v : Cells.series(cells, n, strategy, field)) {
+      for (double v : CellQueries.series(cells, n, strategy, field)) {
         if (v >= 0) {
           out.add(v);
         }
@@ -63,7 +63,7 @@ final class BenchLine {
     }
 
     boolean measurable(List<Map<String, String>> cells) {
-      return ratio != null ? measured(cells, n, ratio) : Cells.has(cells, n, strategy, field);
+      return ratio != null ? measured(cells, n, ratio) : CellQueries.has(cells, n, strategy, field);
     }
   }
 
@@ -117,10 +117,10 @@ final class BenchLine {
    * both sides have (a job that died midway leaves one side shorter; its unpaired cells are left out).
    */
   static List<Double> ratios(List<Map<String, String>> cells, int n, Ratio r) {
-    Map<String, Double> under = Cells.byRep(cells, n, r.under(), r.underField());
+    Map<String, Double> under = CellQueries.byRep(cells, n, r.under(), r.underField());
     List<Double> over = new ArrayList<>();
     List<Double> paired = new ArrayList<>();
-    Cells.byRep(cells, n, r.over(), r.field()).forEach((rep, x) -> {
+    CellQueries.byRep(cells, n, r.over(), r.field()).forEach((rep, x) -> {
       if (under.containsKey(rep)) {
         over.add(x);
         paired.add(under.get(rep));
@@ -147,12 +147,12 @@ final class BenchLine {
         out.put(r.name(), summary(ratios(cells, n, r)));
       }
     }
-    if (Cells.has(cells, n, "lock-long", "compiles")) {
-      out.put("lock_long_compiles", summary(Cells.series(cells, n, "lock-long", "compiles")));
+    if (CellQueries.has(cells, n, "lock-long", "compiles")) {
+      out.put("lock_long_compiles", summary(CellQueries.series(cells, n, "lock-long", "compiles")));
     }
     Map<String, Object> goals = new LinkedHashMap<>();
     // Goals belong to the benchmark that times every phase; results of an older one have none.
-    for (Goal g : Cells.has(cells, n, "collective", "phase_setup_ms") ? goals(mode) : List.<Goal>of()) {
+    for (Goal g : CellQueries.has(cells, n, "collective", "phase_setup_ms") ? goals(mode) : List.<Goal>of()) {
       if (g.measurable(cells) && g.values(cells).size() >= 6) {
         Map<String, Object> s = summary(g.values(cells));
         s.put("bound", g.bound());
@@ -164,12 +164,12 @@ final class BenchLine {
       out.put("goals", goals);
     }
     for (int bytes : LINE_SIZES) {
-      List<Map<String, String>> rows = Cells.bcastRows(bcasts, 4, bytes);
+      List<Map<String, String>> rows = CellQueries.bcastRows(bcasts, 4, bytes);
       if (rows.isEmpty()) {
         continue;
       }
-      out.put("envelope_over_raw_" + human(bytes), summary(Stats.ratios(Cells.column(rows, "envelope_us"),
-          Cells.column(rows, "java_direct_us"))));
+      out.put("envelope_over_raw_" + human(bytes), summary(Stats.ratios(CellQueries.column(rows, "envelope_us"),
+          CellQueries.column(rows, "java_direct_us"))));
     }
     return out;
   }

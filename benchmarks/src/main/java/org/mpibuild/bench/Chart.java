@@ -77,11 +77,11 @@ final class Chart {
     for (int n : mode.ranks()) {
       DefaultCategoryDataset data = new DefaultCategoryDataset();
       for (String s : StrategyLabels.present(cells, mode.ranks())) {
-        if (!Cells.has(cells, n, s, "phase_setup_ms")) {
+        if (!CellQueries.has(cells, n, s, "phase_setup_ms")) {
           continue;
         }
         for (String p : phases) {
-          data.addValue(Math.max(0, Stats.median(Cells.series(cells, n, s, "phase_" + p + "_ms"))), p,
+          data.addValue(Math.max(0, Stats.median(CellQueries.series(cells, n, s, "phase_" + p + "_ms"))), p,
               StrategyLabels.SHORT.getOrDefault(s, s));
         }
       }
@@ -112,7 +112,7 @@ final class Chart {
     for (String strategy : StrategyLabels.present(cells, mode.ranks())) {
       YIntervalSeries series = new YIntervalSeries(StrategyLabels.LABELS.get(strategy));
       for (int n : mode.ranks()) {
-        List<Double> v = Cells.series(cells, n, strategy, field);
+        List<Double> v = CellQueries.series(cells, n, strategy, field);
         if (v.isEmpty()) {
           continue; // not measured at this N: a gap in its line
         }

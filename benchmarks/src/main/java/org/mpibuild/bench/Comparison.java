@@ -72,7 +72,7 @@ final class Comparison {
       cells.addAll(jobsAt(repo, out, mode, n, lost));
     }
     for (int n : mode.ranks()) {
-      if (!Cells.series(cells, n, Bench.LOCK_LONG_VOID, "ms").isEmpty()) {
+      if (!CellQueries.series(cells, n, Bench.LOCK_LONG_VOID, "ms").isEmpty()) {
         lost.add("lock-long at N = " + n + " measured nothing (its compile was not longer than its stale age): its "
             + "cells are in results.json as " + Bench.LOCK_LONG_VOID + ", left out of the tables");
       }

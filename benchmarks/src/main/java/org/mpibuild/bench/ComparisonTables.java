@@ -14,7 +14,7 @@ final class ComparisonTables {
 
   /** The median of a field as a table prints it, {@link #NOT_MEASURED} where there is none. */
   static String medianCell(List<Map<String, String>> cells, int n, String strategy, String field) {
-    List<Double> xs = Cells.series(cells, n, strategy, field);
+    List<Double> xs = CellQueries.series(cells, n, strategy, field);
     return xs.isEmpty() ? NOT_MEASURED : fmt(Stats.median(xs));
   }
 
@@ -76,7 +76,7 @@ final class ComparisonTables {
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" | ").append(n <= cores ? "a core per rank" : "oversubscribed").append(" |");
       for (String s : cols) {
-        List<Double> ms = Cells.series(cells, n, s, "ms");
+        List<Double> ms = CellQueries.series(cells, n, s, "ms");
         if (ms.isEmpty()) {
           sb.append(' ').append(NOT_MEASURED).append(" |");
           continue;
@@ -99,7 +99,7 @@ final class ComparisonTables {
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
       for (String s : cols) {
-        sb.append(' ').append(Cells.series(cells, n, s, "cpu_s").isEmpty() ? NOT_MEASURED
+        sb.append(' ').append(CellQueries.series(cells, n, s, "cpu_s").isEmpty() ? NOT_MEASURED
             : medianCell(cells, n, s, "cpu_s") + " s; " + medianCell(cells, n, s, "fsops")).append(" |");
       }
       sb.append('\n');
@@ -119,14 +119,14 @@ final class ComparisonTables {
     sb.append("---|---|---|\n");
     for (int n : mode.ranks()) {
       for (String s : cols) {
-        if (Cells.series(cells, n, s, "ms").isEmpty()) {
+        if (CellQueries.series(cells, n, s, "ms").isEmpty()) {
           continue;
         }
         sb.append("| ").append(n).append(" | ").append(StrategyLabels.SHORT.getOrDefault(s, s)).append(" |");
         for (String p : Phases.NAMES) {
           sb.append(' ').append(medianCell(cells, n, s, "phase_" + p + "_ms")).append(" |");
         }
-        double recv = Cells.medianOr(Cells.receivers(cells, n, s), n, s, "receiver_ready_ms");
+        double recv = CellQueries.medianOr(CellQueries.receivers(cells, n, s), n, s, "receiver_ready_ms");
         sb.append(' ').append(medianCell(cells, n, s, "phase_other_ms")).append(" | ")
             .append(medianCell(cells, n, s, "ms")).append(" | ")
             .append(recv < 0 ? "-" : fmt(recv)).append(" |\n");
@@ -138,7 +138,7 @@ final class ComparisonTables {
   private static void ratioTable(StringBuilder sb, Comparison.Mode mode, List<Map<String, String>> cells) {
     List<BenchLine.Ratio> ratios = BenchLine.RATIOS.stream()
         .filter(r -> mode.ranks().stream().anyMatch(n -> BenchLine.measured(cells, n, r))).toList();
-    boolean lockLong = mode.ranks().stream().anyMatch(n -> Cells.has(cells, n, "lock-long", "ms"));
+    boolean lockLong = mode.ranks().stream().anyMatch(n -> CellQueries.has(cells, n, "lock-long", "ms"));
     sb.append("\nRatios: the median of the per-repetition ratios, [95% interval of that median]; cells of one job "
         + "are paired, warm over cold is unpaired (two jobs; repetition i over repetition i)\n\n| N |");
     ratios.forEach(r -> sb.append(' ').append(r.name()).append(" |"));
@@ -148,7 +148,7 @@ final class ComparisonTables {
     for (int n : mode.ranks()) {
       sb.append("| ").append(n).append(" |");
       ratios.forEach(r -> sb.append(' ').append(r.appliesAt(n) ? ratioCell(BenchLine.ratios(cells, n, r)) : "-").append(" |"));
-      if (lockLong && !Cells.has(cells, n, "lock-long", "ms")) {
+      if (lockLong && !CellQueries.has(cells, n, "lock-long", "ms")) {
         sb.append(' ').append(NOT_MEASURED).append(" | ").append(NOT_MEASURED).append(" |");
       } else if (lockLong) {
         sb.append(' ').append(medianCell(cells, n, "lock-long", "compiles")).append(" | ")
@@ -184,13 +184,13 @@ final class ComparisonTables {
             + "| payload | raw | envelope | envelope / raw [95%] | envelope - raw (us) | whole call | goal |\n"
             + "|---|---|---|---|---|---|---|\n");
     for (int bytes : mode.bcastSizes()) {
-      List<Map<String, String>> rows = Cells.bcastRows(bcasts, n, bytes);
+      List<Map<String, String>> rows = CellQueries.bcastRows(bcasts, n, bytes);
       if (rows.isEmpty()) {
         sb.append("| ").append(BenchLine.human(bytes)).append(" | ").append(NOT_MEASURED).append(" | | | | | |\n");
         continue;
       }
-      List<Double> raw = Cells.column(rows, "java_direct_us");
-      List<Double> env = Cells.column(rows, "envelope_us");
+      List<Double> raw = CellQueries.column(rows, "java_direct_us");
+      List<Double> env = CellQueries.column(rows, "envelope_us");
       List<Double> ratio = Stats.ratios(env, raw);
       List<Double> diff = new ArrayList<>();
       for (int i = 0; i < raw.size(); i++) {
@@ -201,7 +201,7 @@ final class ComparisonTables {
           : "";
       sb.append("| ").append(BenchLine.human(bytes)).append(" | ").append(fmt(Stats.median(raw))).append(" | ")
           .append(fmt(Stats.median(env))).append(" | ").append(ratioCell(ratio)).append(" | ")
-          .append(fmt(Stats.median(diff))).append(" | ").append(fmt(Stats.median(Cells.column(rows, "call_us"))))
+          .append(fmt(Stats.median(diff))).append(" | ").append(fmt(Stats.median(CellQueries.column(rows, "call_us"))))
           .append(" | ").append(goal).append(" |\n");
     }
   }

@@ -33,10 +33,10 @@ final class GenericBench {
     Map<String, List<Double>> speed = kernelSpeeds(program, n, r);
     List<Double> ratio = Stats.ratios(speed.get("generic"), speed.get("specialized"));
     List<Map<String, String>> cells = shapesJob(repo, out, program, r);
-    List<Double> named = Cells.series(cells, 2, "collective", "receiver_ready_ms");
-    List<Double> unnamed = Cells.series(cells, 2, "collective-unshaped", "receiver_ready_ms");
-    List<Double> namedCompile = Cells.series(cells, 2, "collective", "compile_ms");
-    List<Double> unnamedCompile = Cells.series(cells, 2, "collective-unshaped", "compile_ms");
+    List<Double> named = CellQueries.series(cells, 2, "collective", "receiver_ready_ms");
+    List<Double> unnamed = CellQueries.series(cells, 2, "collective-unshaped", "receiver_ready_ms");
+    List<Double> namedCompile = CellQueries.series(cells, 2, "collective", "compile_ms");
+    List<Double> unnamedCompile = CellQueries.series(cells, 2, "collective-unshaped", "compile_ms");
 
     Map<String, Object> figures = BenchJson.object("program", program, "n", n, "reps", r,
         "generic_over_specialized", BenchLine.summary(ratio),

@@ -43,7 +43,7 @@ final class StrategyLabels {
   static List<String> present(List<Map<String, String>> cells, List<Integer> ns) {
     List<String> out = new ArrayList<>();
     for (String s : LABELS.keySet()) {
-      if (ns.stream().anyMatch(n -> !Cells.series(cells, n, s, "ms").isEmpty())) {
+      if (ns.stream().anyMatch(n -> !CellQueries.series(cells, n, s, "ms").isEmpty())) {
         out.add(s);
       }
     }

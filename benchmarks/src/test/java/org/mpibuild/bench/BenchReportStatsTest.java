@@ -18,7 +18,7 @@ class BenchReportStatsTest {
   void seriesAreOrderedByRepetitionSoThatRatiosArePaired() {
     List<Map<String, String>> cells = List.of(cell(4, "naive", 1, 300), cell(4, "naive", 0, 100),
         cell(4, "collective", 0, 50), cell(4, "collective", 1, 100), cell(8, "naive", 0, 1));
-    assertEquals(List.of(100.0, 300.0), Cells.series(cells, 4, "naive", "ms"));
+    assertEquals(List.of(100.0, 300.0), CellQueries.series(cells, 4, "naive", "ms"));
     // Paired: 100/50 and 300/100, not the ratio of medians (200/75).
     assertEquals(List.of(2.0, 3.0), BenchLine.ratios(cells, 4, BenchLine.RATIOS.get(0)));
   }

@@ -9,8 +9,8 @@ import java.util.Map;
  * Queries over the main comparison's cells (one line of a {@link Bench} job each: {@code n}, {@code strategy},
  * {@code rep} and the fields it measured) and its broadcast rows.
  */
-final class Cells {
-  private Cells() {}
+final class CellQueries {
+  private CellQueries() {}
 
   /** Whether every cell of {@code strategy} at N has {@code field}. */
   static boolean has(List<Map<String, String>> cells, int n, String strategy, String field) {
