@@ -1,10 +1,8 @@
 package org.mpibuild.bench;
 
-import java.nio.ByteBuffer;
 import java.nio.LongBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -13,15 +11,8 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import mpi.MPI;
-import org.jocl.cl_program;
-import org.mpibuild.BuildStats;
-import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
-import org.mpibuild.MpiBuild;
-import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Backend;
-import org.mpibuild.spi.Compilation;
-import org.mpibuild.spi.LoadedProgram;
 
 /**
  * One benchmark job at one N (launched by {@link BenchReport}). A cell's time runs from a barrier until the
@@ -49,7 +40,8 @@ import org.mpibuild.spi.LoadedProgram;
  *   <li>{@code collective}: mpi-build with an empty cache, its request naming the launch shapes;
  *   <li>{@code limit-finished}: the physical finished-code limit: rank 0's front end and first launches of
  *       the named shapes in its own process, a raw MPI broadcast of the finished binary, a load and the first
- *       launches on every other rank; the making of that binary is not timed ({@link #limitFinished}).
+ *       launches on every other rank; the making of that binary is not timed
+ *       ({@link Strategies#limitFinished}).
  * </ul>
  * The {@code warm} job (a new job, so that every rank's PoCL kernel cache is empty) runs, per repetition,
  * {@code collective-warm} and {@code occa12-warm} on the directories the cold job's repetition filled:
@@ -148,13 +140,14 @@ public final class Bench {
       for (String s : rotated(COLD, rep)) {
         String tag = s + " " + rep + " " + size;
         Cell c = switch (s) {
-          case "naive" -> naive(variant(program, tag, false));
+          case "naive" -> Strategies.naive(variant(program, tag, false), program);
           case "lock" -> OccaCaches.lock(variant(program, tag, false), work.resolve("lock-" + rep), occa, rank, program);
           case "lock-long" -> OccaCaches.lock(variant(program, tag, false), work.resolve("lock-long-" + rep), scaled, rank,
               program);
           case "occa12" -> OccaCaches.occa12(variant(program, tag, false), work.resolve("occa12-" + rep), program);
-          case "collective" -> collective(variant(program, tag, true), work.resolve("collective-" + rep));
-          case "limit-finished" -> limitFinished(variant(program, tag, true));
+          case "collective" -> Strategies.collective(variant(program, tag, true), work.resolve("collective-" + rep),
+              size, program);
+          case "limit-finished" -> Strategies.limitFinished(variant(program, tag, true), rank, size, program);
           default -> throw new IllegalStateException(s);
         };
         if (s.equals("lock-long") && rep >= 0) {
@@ -225,7 +218,8 @@ public final class Bench {
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(WARM, rep)) {
         Cell c = s.equals("collective-warm")
-            ? collective(variant(program, "collective " + rep + " " + size, true), work.resolve("collective-" + rep))
+            ? Strategies.collective(variant(program, "collective " + rep + " " + size, true),
+                work.resolve("collective-" + rep), size, program)
             : OccaCaches.occa12(variant(program, "occa12 " + rep + " " + size, false), work.resolve("occa12-" + rep),
                 program);
         record(json, s, rep, c, null);
@@ -237,8 +231,8 @@ public final class Bench {
   static void shapes(Cells json, Path work, int reps) throws Exception {
     for (int rep = -1; rep < reps; rep++) {
       for (String s : rotated(SHAPES, rep)) {
-        Cell c = collective(variant(program, "shapes " + s + " " + rep + " " + size, s.equals("collective")),
-            work.resolve("shapes-" + s + "-" + rep));
+        Cell c = Strategies.collective(variant(program, "shapes " + s + " " + rep + " " + size,
+            s.equals("collective")), work.resolve("shapes-" + s + "-" + rep), size, program);
         record(json, s, rep, c, null);
       }
     }
@@ -325,126 +319,6 @@ public final class Bench {
     long[] all = new long[Phases.WIDTH * size];
     MPI.COMM_WORLD.allGather(mineAll, Phases.WIDTH, MPI.LONG, all, Phases.WIDTH, MPI.LONG);
     return new Cell(max[0], sum[1], sum[2], sum[3], sum[4], max[5], max[6], Phases.slowest(all));
-  }
-
-  /** Every rank: its own context, the compile from source, the first launches. No binary is read. */
-  static Cell naive(KernelSource request) throws Exception {
-    return timed(r -> {
-      Ocl cl = Ocl.open();
-      r.closers.add(cl);
-      r.lap(Phases.SETUP);
-      cl_program p = cl.build(request.source(), request.options());
-      r.compileNanos = r.lap(Phases.COMPILE);
-      r.compiles = 1;
-      Launch.everyKernel(cl, cl.kernels(p, request.kernelNames()), program);
-      r.lap(Phases.LAUNCH);
-    });
-  }
-
-  /**
-   * mpi-build: the context ({@code MpiBuild.builder()...build()}, with a backend of its own) is created inside
-   * the timed region; the root compiles (or finds the binary in the cache) and broadcasts it. Its phases
-   * come from the kernel's {@link BuildStats}: agreement (set-up), obtain (the root's compile, code
-   * generation included: not split), wait, broadcast, load; the first launches are timed here.
-   */
-  static Cell collective(KernelSource request, Path cacheDir) throws Exception {
-    return timed(r -> {
-      MpiBuild mb = MpiBuild.builder().backend(org.mpibuild.programs.Scenarios.openCl()).cacheDirectory(cacheDir)
-          .compileTimeout(Duration.ofMinutes(30)).build();
-      r.closers.add(mb);
-      r.lap(Phases.SETUP);
-      Kernel k = mb.mpiBuildKernel(request, 0);
-      r.closers.add(k);
-      long call = System.nanoTime();
-      BuildStats s = k.stats();
-      r.phases[Phases.SETUP] += s.agreementNanos();
-      r.phases[Phases.COMPILE] += s.obtainNanos();
-      r.phases[Phases.WAIT] += s.waitNanos();
-      r.phases[Phases.BROADCAST] += s.broadcastNanos();
-      r.phases[Phases.LOAD] += s.loadNanos();
-      r.mark = call; // what the call spent outside its phases stays "other"
-      r.compiles = s.compiled() ? 1 : 0;
-      r.compileNanos = s.compiled() ? s.obtainNanos() : 0;
-      r.fsops = s.cacheFileOperations();
-      r.binaryBytes = s.binaryBytes();
-      r.bytes = s.rank() == s.root() ? s.binaryBytes() * (size - 1) : 0;
-      r.receiver = s.rank() != s.root();
-      Launch.everyKernel(k.as(OpenClKernel.class), program);
-      r.lap(Phases.LAUNCH);
-    });
-  }
-
-  /**
-   * The physical finished-code limit: what the root cannot do with less, the rest as bare as MPI allows. Rank 0
-   * builds the request in its own process and launches every kernel once at its named shape, which generates
-   * exactly the named work-group functions (a naive rank's compile and first launches: the front end and the
-   * named specializations); then a raw MPI broadcast of the finished binary's bytes, a load and the first
-   * launches on every other rank. The finished binary itself is made in between by {@code Backend.compile} and
-   * <b>not timed</b> (its wall time is taken off every rank's time and its CPU off the root's): PoCL puts
-   * specialized functions into a binary only in a process whose environment names them, and forces a generic
-   * function per kernel at the binary query, so no process can make this binary in the time measured. What the
-   * limit omits, and mpi-build pays: that compile process's start, PoCL's start-up in it, the stand-ins that
-   * keep PoCL from generating the generic functions (see PoclSpecialization), the agreement, the envelope and its
-   * checksums, and the cache. A receiver waits for the root politely ({@link #awaitPolitely}).
-   */
-  static Cell limitFinished(KernelSource request) throws Exception {
-    return timed(r -> {
-      Backend b = org.mpibuild.programs.Scenarios.openCl();
-      r.closers.add(b::close);
-      r.lap(Phases.SETUP);
-      byte[] binary = null;
-      long excludedNanos = 0;
-      long excludedCpu = 0;
-      if (rank == 0) {
-        Ocl cl = Ocl.open();
-        r.closers.add(cl);
-        cl_program p = cl.build(request.source(), request.options());
-        r.compileNanos = r.lap(Phases.COMPILE);
-        r.compiles = 1;
-        Launch.everyKernel(cl, cl.kernels(p, request.kernelNames()), program);
-        r.lap(Phases.LAUNCH);
-        long t0 = System.nanoTime();
-        long cpu0 = Cpu.nanos();
-        Compilation c = b.compile(request);
-        c.program().close();
-        binary = c.binary();
-        excludedCpu = Cpu.nanos() - cpu0;
-        excludedNanos = System.nanoTime() - t0;
-        r.mark += excludedNanos;
-      }
-      LongBuffer head = MPI.newLongBuffer(2);
-      if (rank == 0) {
-        head.put(0, binary.length).put(1, excludedNanos);
-      }
-      awaitPolitely(MPI.COMM_WORLD.iBcast(head, 2, MPI.LONG, 0));
-      int len = (int) head.get(0);
-      if (rank != 0) {
-        r.mark += head.get(1); // the untimed compile, out of this rank's wait
-      }
-      r.excludedNanos = head.get(1);
-      r.excludedCpuNanos = excludedCpu;
-      r.lap(Phases.WAIT);
-      ByteBuffer buf = ByteBuffer.allocateDirect(len);
-      if (rank == 0) {
-        buf.put(binary).flip();
-      }
-      MPI.COMM_WORLD.bcast(buf, len, MPI.BYTE, 0);
-      byte[] mine = new byte[len];
-      if (rank != 0) {
-        buf.get(mine);
-      }
-      r.lap(Phases.BROADCAST);
-      if (rank != 0) {
-        LoadedProgram loaded = b.load(mine, request.kernelNames());
-        r.closers.add(loaded);
-        r.lap(Phases.LOAD);
-        r.receiver = true;
-        Launch.everyKernel(loaded, program);
-        r.lap(Phases.LAUNCH);
-      }
-      r.bytes = rank == 0 ? (long) len * (size - 1) : 0;
-      r.binaryBytes = len;
-    });
   }
 
   /**

@@ -76,13 +76,13 @@ final class Chart {
     phases.add("other");
     for (int n : mode.ranks()) {
       DefaultCategoryDataset data = new DefaultCategoryDataset();
-      for (String s : Comparison.present(cells, mode.ranks())) {
-        if (!Comparison.has(cells, n, s, "phase_setup_ms")) {
+      for (String s : StrategyLabels.present(cells, mode.ranks())) {
+        if (!CellQueries.has(cells, n, s, "phase_setup_ms")) {
           continue;
         }
         for (String p : phases) {
-          data.addValue(Math.max(0, Stats.median(Comparison.series(cells, n, s, "phase_" + p + "_ms"))), p,
-              Comparison.SHORT.getOrDefault(s, s));
+          data.addValue(Math.max(0, Stats.median(CellQueries.series(cells, n, s, "phase_" + p + "_ms"))), p,
+              StrategyLabels.SHORT.getOrDefault(s, s));
         }
       }
       StackedBarRenderer r = new StackedBarRenderer();
@@ -109,10 +109,10 @@ final class Chart {
     YIntervalSeriesCollection data = new YIntervalSeriesCollection();
     double lo = Double.MAX_VALUE;
     double hi = 0;
-    for (String strategy : Comparison.present(cells, mode.ranks())) {
-      YIntervalSeries series = new YIntervalSeries(Comparison.LABELS.get(strategy));
+    for (String strategy : StrategyLabels.present(cells, mode.ranks())) {
+      YIntervalSeries series = new YIntervalSeries(StrategyLabels.LABELS.get(strategy));
       for (int n : mode.ranks()) {
-        List<Double> v = Comparison.series(cells, n, strategy, field);
+        List<Double> v = CellQueries.series(cells, n, strategy, field);
         if (v.isEmpty()) {
           continue; // not measured at this N: a gap in its line
         }

@@ -51,22 +51,7 @@ final class FfmAbiReport {
       for (int rep = 0; rep < reps + 1; rep++) { // the first repetition warms the page cache and is dropped
         for (int k = 0; k < variants.size(); k++) {
           String v = variants.get((rep + k) % variants.size()); // rotated order
-          List<String> cmd = new ArrayList<>(mpi.launcher());
-          Map<String, String> env = new LinkedHashMap<>();
-          if (v.equals("C")) {
-            cmd.add(exe.toString());
-          } else {
-            cmd.addAll(List.of(repo.resolve("bin/mpi-build-rank").toString(), "-cp", System.getProperty("java.class.path"),
-                FfmAbiBench.class.getName()));
-            env.put("MPI_BUILD_BINDING", "ffm");
-            env.put("MPI_BUILD_MPI_ABI", v.contains("standard") ? "standard" : "implementation");
-            env.put("JAVA_TOOL_OPTIONS", "--enable-native-access=ALL-UNNAMED");
-            env.put("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g");
-          }
-          cmd.addAll(args);
-          env.put("OMPI_ALLOW_RUN_AS_ROOT", "1");
-          env.put("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-          String text = BenchReport.run(cmd, env, 600);
+          String text = job(repo, mpi, exe, v, args);
           Map<String, Double> m = parse(text);
           if (rep > 0) {
             samples.get(v).add(m);
@@ -101,6 +86,26 @@ final class FfmAbiReport {
     md.append(line).append('\n');
     Files.writeString(out.resolve("ffm-abi.md"), md);
     System.out.println(md);
+  }
+
+  /** One job of {@code variant} (C, or the FFM binding on the standard ABI or on its tables) under {@code mpi}. */
+  private static String job(Path repo, Mpi mpi, Path exe, String variant, List<String> args) throws Exception {
+    List<String> cmd = new ArrayList<>(mpi.launcher());
+    Map<String, String> env = new LinkedHashMap<>();
+    if (variant.equals("C")) {
+      cmd.add(exe.toString());
+    } else {
+      cmd.addAll(List.of(repo.resolve("bin/mpi-build-rank").toString(), "-cp", System.getProperty("java.class.path"),
+          FfmAbiBench.class.getName()));
+      env.put("MPI_BUILD_BINDING", "ffm");
+      env.put("MPI_BUILD_MPI_ABI", variant.contains("standard") ? "standard" : "implementation");
+      env.put("JAVA_TOOL_OPTIONS", "--enable-native-access=ALL-UNNAMED");
+      env.put("MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g -XX:MaxDirectMemorySize=2g");
+    }
+    cmd.addAll(args);
+    env.put("OMPI_ALLOW_RUN_AS_ROOT", "1");
+    env.put("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    return BenchReport.run(cmd, env, 600);
   }
 
   static List<String> measures() {

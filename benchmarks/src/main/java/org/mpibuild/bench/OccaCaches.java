@@ -80,27 +80,32 @@ final class OccaCaches {
           r.lap(Phases.BROADCAST);
           break;
         }
-        while (true) {
-          Thread.sleep(lock.pollMillis());
-          long age;
-          try {
-            r.fsops++;
-            age = System.currentTimeMillis() - Files.getLastModifiedTime(lockDir).toMillis();
-          } catch (NoSuchFileException e) {
-            break; // released
-          }
-          if (age > lock.staleMillis()) {
-            r.fsops++;
-            Files.deleteIfExists(lockDir); // stale: take it over
-            break;
-          }
-        }
+        awaitReleaseOrStale(r, lockDir, lock);
         r.lap(Phases.WAIT);
       }
       Launch.everyKernel(cl, cl.kernels(built[0], request.kernelNames()), program);
       r.lap(Phases.LAUNCH);
       r.binaryBytes = Files.size(binary);
     });
+  }
+
+  /** Polls the lock directory until it is gone, or takes it over once it is older than the stale age. */
+  private static void awaitReleaseOrStale(Bench.Run r, Path lockDir, Lock lock) throws Exception {
+    while (true) {
+      Thread.sleep(lock.pollMillis());
+      long age;
+      try {
+        r.fsops++;
+        age = System.currentTimeMillis() - Files.getLastModifiedTime(lockDir).toMillis();
+      } catch (NoSuchFileException e) {
+        return; // released
+      }
+      if (age > lock.staleMillis()) {
+        r.fsops++;
+        Files.deleteIfExists(lockDir); // stale: take it over
+        return;
+      }
+    }
   }
 
   /**

@@ -57,7 +57,7 @@ final class Publish {
     JsonNode root = new ObjectMapper().readTree(resultsJson);
     List<Map<String, String>> cells = texts(root.get("cells"));
     Comparison.Mode mode = mode(root, cells, texts(root.get("broadcast")));
-    return "```\n" + Comparison.benchLine(mode, Comparison.lineFigures(mode, cells, texts(root.get("broadcast"))))
+    return "```\n" + BenchLine.line(mode, BenchLine.figures(mode, cells, texts(root.get("broadcast"))))
         + "\n```\n";
   }
 
@@ -91,8 +91,8 @@ final class Publish {
     List<Map<String, String>> bcasts = texts(root.get("broadcast"));
     Comparison.Mode mode = mode(root, cells, bcasts);
     int cores = root.get("machine").get("cores").asInt();
-    return Comparison.markdown(mode, cells, bcasts, cores) + "\n```\n"
-        + Comparison.benchLine(mode, Comparison.lineFigures(mode, cells, bcasts)) + "\n```\n";
+    return ComparisonTables.markdown(mode, cells, bcasts, cores) + "\n```\n"
+        + BenchLine.line(mode, BenchLine.figures(mode, cells, bcasts)) + "\n```\n";
   }
 
   static List<Map<String, String>> texts(JsonNode array) {

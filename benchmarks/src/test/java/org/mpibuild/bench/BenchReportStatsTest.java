@@ -1,7 +1,6 @@
 package org.mpibuild.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -19,9 +18,9 @@ class BenchReportStatsTest {
   void seriesAreOrderedByRepetitionSoThatRatiosArePaired() {
     List<Map<String, String>> cells = List.of(cell(4, "naive", 1, 300), cell(4, "naive", 0, 100),
         cell(4, "collective", 0, 50), cell(4, "collective", 1, 100), cell(8, "naive", 0, 1));
-    assertEquals(List.of(100.0, 300.0), Comparison.series(cells, 4, "naive", "ms"));
+    assertEquals(List.of(100.0, 300.0), CellQueries.series(cells, 4, "naive", "ms"));
     // Paired: 100/50 and 300/100, not the ratio of medians (200/75).
-    assertEquals(List.of(2.0, 3.0), Comparison.ratios(cells, 4, Comparison.RATIOS.get(0)));
+    assertEquals(List.of(2.0, 3.0), BenchLine.ratios(cells, 4, BenchLine.RATIOS.get(0)));
   }
 
   @Test
@@ -29,7 +28,7 @@ class BenchReportStatsTest {
     // collective lacks repetition 1 (its job died there): naive's 1 is left out, never paired with collective's 2
     List<Map<String, String>> cells = List.of(cell(4, "naive", 0, 100), cell(4, "naive", 1, 100),
         cell(4, "naive", 2, 300), cell(4, "collective", 0, 50), cell(4, "collective", 2, 100));
-    assertEquals(List.of(2.0, 3.0), Comparison.ratios(cells, 4, Comparison.RATIOS.get(0)));
+    assertEquals(List.of(2.0, 3.0), BenchLine.ratios(cells, 4, BenchLine.RATIOS.get(0)));
   }
 
   @Test
@@ -49,11 +48,11 @@ class BenchReportStatsTest {
       }
     }
     Comparison.Mode mode = new Comparison.Mode("t", List.of(1, 2), 6, "p", List.of(), 7);
-    String md = Comparison.markdown(mode, cells, List.of(), 2);
+    String md = ComparisonTables.markdown(mode, cells, List.of(), 2);
     // columns: naive, lock-long, collective
     assertEquals(true, md.contains("| 2 | a core per rank | 200 [200-200]; 1.00 | not measured | 100 [100-100]; 1.00 |"), md);
     assertEquals(true, md.contains("| 2 | 2.00 [2.00-2.00] | not measured | 2.00 [2.00-2.00] |"), md);
-    Map<String, Object> figures = Comparison.lineFigures(mode, cells, List.of());
+    Map<String, Object> figures = BenchLine.figures(mode, cells, List.of());
     assertEquals(true, figures.containsKey("naive_over_collective"), figures.toString());
   }
 
@@ -75,19 +74,19 @@ class BenchReportStatsTest {
         c.put("compiles", "2");
         cells.add(c);
       }
-      for (int bytes : Comparison.LINE_SIZES) {
+      for (int bytes : BenchLine.LINE_SIZES) {
         bcasts.add(Map.of("n", "4", "bytes", Integer.toString(bytes), "java_direct_us", "10",
             "envelope_us", Integer.toString(11 + rep)));
       }
     }
-    Comparison.Mode mode = new Comparison.Mode("t", List.of(16), 7, "p", Comparison.LINE_SIZES, 7);
-    Map<String, Object> figures = Comparison.lineFigures(mode, cells, bcasts);
+    Comparison.Mode mode = new Comparison.Mode("t", List.of(16), 7, "p", BenchLine.LINE_SIZES, 7);
+    Map<String, Object> figures = BenchLine.figures(mode, cells, bcasts);
     @SuppressWarnings("unchecked")
     Map<String, Object> naive = (Map<String, Object>) figures.get("naive_over_collective");
     assertEquals(1.3, naive.get("median"));
     assertEquals(1.0, naive.get("ci95_low"));
     assertEquals(1.6, naive.get("ci95_high"));
-    String line = Comparison.benchLine(mode, figures);
+    String line = BenchLine.line(mode, figures);
     assertEquals(true, line.startsWith("bench: ranks=16 reps=7 naive_over_collective=1.3[1.0-1.6]"), line);
     assertEquals(true, line.contains("envelope_over_raw_1MiB=1.4[1.1-1.7]"), line);
     assertEquals(true, line.contains("lock_long_compiles=2.0[2.0-2.0]"), line);
@@ -119,11 +118,11 @@ class BenchReportStatsTest {
     Comparison.Mode mode = new Comparison.Mode("t", List.of(1, 16), 6, "p", List.of(), 7);
     List<Map<String, String>> bcasts = new ArrayList<>();
     for (int rep = 0; rep < 6; rep++) {
-      for (int bytes : Comparison.LINE_SIZES) {
+      for (int bytes : BenchLine.LINE_SIZES) {
         bcasts.add(Map.of("n", "4", "bytes", Integer.toString(bytes), "java_direct_us", "10", "envelope_us", "11"));
       }
     }
-    String line = Comparison.benchLine(mode, Comparison.lineFigures(mode, cells, bcasts));
+    String line = BenchLine.line(mode, BenchLine.figures(mode, cells, bcasts));
     assertEquals(true, line.contains(" goal_receiver_load_launch_ms_n16_le_50=met:22.5[20.0-25.0]"), line);
     assertEquals(true, line.contains(" goal_warm_over_cold_unpaired_n1_le_0.10=met:0.075[0.05-0.1]"), line);
     assertEquals(true, line.contains(" goal_warm_over_cold_unpaired_n16_le_0.25=missed:0.5[0.5-0.5]"), line);
@@ -147,31 +146,9 @@ class BenchReportStatsTest {
       }
     }
     Comparison.Mode mode = new Comparison.Mode("t", List.of(16), 6, "p", List.of(), 7);
-    Map<String, Object> figures = Comparison.lineFigures(mode, cells, List.of());
+    Map<String, Object> figures = BenchLine.figures(mode, cells, List.of());
     assertEquals(false, figures.containsKey("goals"));
     assertEquals(false, figures.containsKey("collective_over_limit_finished"));
     assertEquals(true, figures.containsKey("collective_over_limit"));
-  }
-
-  private static String pipeline(String mode, double seconds, double host) {
-    return "RESULT mode=" + mode + " ranks=2 rounds=50 expected=150 got=150 wrong_elements=0 correct=true seconds="
-        + seconds + " host_seconds=" + host + " jit_seconds=0.01\nRUN on the queue\n";
-  }
-
-  @Test
-  void aPingPongJobsLoopsAreGroupedByModeAndTheirMeansPaired() {
-    String job = pipeline("ordered", 8, 0.02) + pipeline("manual", 9, 9) + pipeline("manual", 11, 11)
-        + pipeline("ordered", 12, 0.04);
-    Map<String, List<double[]>> loops = BenchReport.streamLoops(job, 2);
-    assertEquals(10.0, BenchReport.meanOf(loops.get("ordered"), 0), 1e-9);
-    assertEquals(10.0, BenchReport.meanOf(loops.get("manual"), 0), 1e-9, "both manual loops, not the first");
-    assertEquals(0.03, BenchReport.meanOf(loops.get("ordered"), 1), 1e-9);
-  }
-
-  @Test
-  void aPingPongJobWithoutEveryLoopIsRefused() {
-    String wrong = pipeline("ordered", 8, 0.02).replace("correct=true", "correct=false") + pipeline("manual", 9, 9)
-        + pipeline("manual", 11, 11) + pipeline("ordered", 12, 0.04);
-    assertThrows(IllegalStateException.class, () -> BenchReport.streamLoops(wrong, 2));
   }
 }

@@ -133,10 +133,8 @@ final class DoctorCommand implements Callable<Integer> {
     return b.toString();
   }
 
-  private void mpi() {
-    Map<String, String> launcher = MpiBinding.launcherVariables(System.getenv());
-    boolean launched = !launcher.isEmpty();
-    out.println("  launcher:  " + (launched ? launcher : "none (not started by mpirun)"));
+  /** The Slurm job this runs in, if any; a warning where srun started several tasks with no MPI plug-in. */
+  private void slurmAllocation(boolean launched) {
     String slurm = slurm(System.getenv());
     if (slurm != null) {
       out.println("  slurm:     " + slurm);
@@ -146,6 +144,13 @@ final class DoctorCommand implements Callable<Integer> {
             + "--mpi=pmix (srun --mpi=list shows what this Slurm offers)");
       }
     }
+  }
+
+  private void mpi() {
+    Map<String, String> launcher = MpiBinding.launcherVariables(System.getenv());
+    boolean launched = !launcher.isEmpty();
+    out.println("  launcher:  " + (launched ? launcher : "none (not started by mpirun)"));
+    slurmAllocation(launched);
     String launcherVersion = launcherVersion();
     boolean openMpi = launcherVersion != null && isOpenMpi(launcherVersion);
     MpiBinding ffm = MpiBinding.find("ffm");

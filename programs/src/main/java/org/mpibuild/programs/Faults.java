@@ -40,144 +40,197 @@ public final class Faults {
     MPI.Init(args);
     int rank = MPI.COMM_WORLD.getRank();
     try {
-      switch (name) {
-        case "compile-error" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Scenarios.BROKEN, 0)));
-        case "compiler-hang" -> {
-          try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 600_000))
-              .compileTimeout(Duration.ofSeconds(2)).build()) {
-            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          }
-        }
-        case "compiler-crash" -> {
-          try (MpiBuild mb = MpiBuild.builder().backend(new Crashing(Scenarios.openCl())).build()) {
-            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          }
-        }
-        case "root-killed" -> {
-          try (MpiBuild mb = MpiBuild.builder().backend(rank == 0 ? new Killing(Scenarios.openCl()) : Scenarios.openCl())
-              .build()) {
-            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          }
-        }
-        case "rank-killed" -> withWorld(mb -> {
-          if (rank == 2) {
-            killSelf();
-          }
-          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-        });
-        case "mismatch-source" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
-            rank == 3 ? KernelSource.of(Saxpy.SOURCE + "\n// changed").withKernels("saxpy") : Saxpy.REQUEST, 0)));
-        case "mismatch-options" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
-            rank == 3 ? Saxpy.REQUEST.withOptions("-cl-mad-enable") : Saxpy.REQUEST, 0)));
-        case "mismatch-kernels" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
-            rank == 3 ? Saxpy.REQUEST.withKernels() : Saxpy.REQUEST, 0)));
-        case "settings-batch-ranks" -> opening(name, rank, MpiBuild.builder().batchRanks(rank == 3 ? 1 : 0));
-        case "settings-node-cache" -> opening(name, rank, rank == 1 ? MpiBuild.builder().set(
-            "MPI_BUILD_NODE_CACHE_DIR", System.getenv("MPI_BUILD_CACHE_DIR") + "-node") : MpiBuild.builder());
-        case "slow-compile" -> {
-          // The root's compile takes 30 s (a node is lost meanwhile, in the container tests); it prints the
-          // moment it starts, once it holds the cache lock.
-          try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 30_000)).build()) {
-            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          }
-        }
-        case "late-rank" -> withWorld(mb -> {
-          if (rank == 2) {
-            Thread.sleep(60_000); // still computing: it enters the build long after the deadline
-          }
-          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-        });
-        case "different-roots" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST,
-            rank == 3 ? 1 : 0)));
-        case "payload-corrupted" -> {
-          Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
-          // 4 KiB chunks: the first message carries the header, the metadata and the start of the binary,
-          // and the rest of the binary follows in pieces; rank 2 corrupts the first piece.
-          try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new CorruptingCommunicator(comm, 2) : comm)
-              .chunkBytes(4096).build()) {
-            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          } finally {
-            comm.close();
-          }
-        }
-        case "cache-corrupted" -> withWorld(mb -> {
-          step(name, "cold", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          changeEntry(rank, bytes -> {
-            bytes[bytes.length / 2] ^= 0x10;
-            return bytes;
-          });
-          step(name, "flipped", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          changeEntry(rank, bytes -> bytes);
-          step(name, "intact", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          changeEntry(rank, bytes -> Arrays.copyOf(bytes, bytes.length / 3));
-          step(name, "truncated", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-        });
-        case "cache-disk-full" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
-        case "stale-lock-dead-holder" -> {
-          plantLock(rank, deadHolder(), 0);
-          withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
-        }
-        case "stale-lock-other-host" -> {
-          plantLock(rank, "host=another-node\npid=4242\nstart=0\nacquired=0\n", 120_000);
-          withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
-        }
-        case "no-device" -> {
-          if (rank == 1) {
-            System.setProperty("mpibuild.opencl.platform", "no-such-platform");
-          }
-          long t0 = System.nanoTime();
-          try (MpiBuild mb = MpiBuild.create()) {
-            report(name, "1", rank, "ok", false, false, t0, "");
-          } catch (RuntimeException e) {
-            report(name, "1", rank, e.getClass().getSimpleName(), false, false, t0, e.getMessage());
-          }
-        }
-        case "foreign-blob" -> withWorld(mb -> {
-          step(name, "other-target", mb, () -> mb.buildKernelFromBinaryData(foreignBlob("opencl", "another-device")));
-          step(name, "other-backend", mb, () -> mb.buildKernelFromBinaryData(foreignBlob("cuda", null)));
-        });
-        case "chunked" -> {
-          try (MpiBuild mb = MpiBuild.builder().chunkBytes(1000).build()) {
-            step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
-          }
-        }
-        case "deadline-off-one-rank" -> opening(name, rank, rank == 1
-            ? MpiBuild.builder().set("MPI_BUILD_COLLECTIVE_TIMEOUT", "off") : MpiBuild.builder());
-        case "off-waits-idle" -> withWorld(mb -> {
-          // MPI_BUILD_COLLECTIVE_TIMEOUT=off: rank 1 waits 4 s for rank 0, still computing, and measures what
-          // that wait costs it in CPU time.
-          if (rank == 0) {
-            Thread.sleep(4_000);
-          }
-          long cpu = cpuNanos();
-          long t0 = System.nanoTime();
-          mb.mpiBuildKernel(Saxpy.REQUEST, 0).close();
-          System.out.println("WAITED rank=" + rank + " wall_ms=" + (System.nanoTime() - t0) / 1_000_000 + " cpu_ms="
-              + (cpuNanos() - cpu) / 1_000_000);
-        });
-        case "async-never-started" -> withWorld(mb -> {
-          // MPI_BUILD_PROGRESS=caller: rank 1 never starts the asynchronous build that rank 0 waits for.
-          if (rank == 1) {
-            Thread.sleep(100_000);
-          }
-          step(name, "1", mb, () -> mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0).join());
-        });
-        case "async-computes-past-deadline" -> withWorld(mb -> {
-          // Caller mode, deadline 2 s: rank 1 starts the asynchronous build, then computes for 6 s without
-          // touching the library. It has entered the build: nobody may abort.
-          long t0 = System.nanoTime();
-          org.mpibuild.KernelFuture f = mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0);
-          if (rank == 1) {
-            Thread.sleep(6_000);
-          }
-          step(name, "1", mb, f::join);
-          report(name, "waited", rank, "ok", false, false, t0, mb.asyncProgress());
-        });
-        default -> throw new IllegalArgumentException("unknown fault case '" + name + "'");
+      if (!(compilerCase(name, rank) || disagreementCase(name, rank) || dataCase(name, rank)
+          || environmentCase(name, rank))) {
+        throw new IllegalArgumentException("unknown fault case '" + name + "'");
       }
     } finally {
       MPI.Finalize();
     }
+  }
+
+  /**
+   * Runs case {@code name} if it is one where the compiler fails (an error, a hang past the timeout, a crash, a
+   * root or a rank killed, a slow compile); false if it is none of them.
+   */
+  private static boolean compilerCase(String name, int rank) throws Exception {
+    switch (name) {
+      case "compile-error" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Scenarios.BROKEN, 0)));
+      case "compiler-hang" -> {
+        try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 600_000))
+            .compileTimeout(Duration.ofSeconds(2)).build()) {
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        }
+      }
+      case "compiler-crash" -> {
+        try (MpiBuild mb = MpiBuild.builder().backend(new Crashing(Scenarios.openCl())).build()) {
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        }
+      }
+      case "root-killed" -> {
+        try (MpiBuild mb = MpiBuild.builder().backend(rank == 0 ? new Killing(Scenarios.openCl()) : Scenarios.openCl())
+            .build()) {
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        }
+      }
+      case "rank-killed" -> withWorld(mb -> {
+        if (rank == 2) {
+          killSelf();
+        }
+        step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+      });
+      case "slow-compile" -> {
+        // The root's compile takes 30 s (a node is lost meanwhile, in the container tests); it prints the
+        // moment it starts, once it holds the cache lock.
+        try (MpiBuild mb = MpiBuild.builder().backend(new Slow(Scenarios.openCl(), 30_000)).build()) {
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        }
+      }
+      default -> {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Runs case {@code name} if it is one where the ranks disagree (on the request, the settings, the root, or when
+   * they arrive); false if it is none of them.
+   */
+  private static boolean disagreementCase(String name, int rank) throws Exception {
+    switch (name) {
+      case "mismatch-source" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
+          rank == 3 ? KernelSource.of(Saxpy.SOURCE + "\n// changed").withKernels("saxpy") : Saxpy.REQUEST, 0)));
+      case "mismatch-options" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
+          rank == 3 ? Saxpy.REQUEST.withOptions("-cl-mad-enable") : Saxpy.REQUEST, 0)));
+      case "mismatch-kernels" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(
+          rank == 3 ? Saxpy.REQUEST.withKernels() : Saxpy.REQUEST, 0)));
+      case "settings-batch-ranks" -> opening(name, rank, MpiBuild.builder().batchRanks(rank == 3 ? 1 : 0));
+      case "settings-node-cache" -> opening(name, rank, rank == 1 ? MpiBuild.builder().set(
+          "MPI_BUILD_NODE_CACHE_DIR", System.getenv("MPI_BUILD_CACHE_DIR") + "-node") : MpiBuild.builder());
+      case "late-rank" -> withWorld(mb -> {
+        if (rank == 2) {
+          Thread.sleep(60_000); // still computing: it enters the build long after the deadline
+        }
+        step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+      });
+      case "different-roots" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST,
+          rank == 3 ? 1 : 0)));
+      case "deadline-off-one-rank" -> opening(name, rank, rank == 1
+          ? MpiBuild.builder().set("MPI_BUILD_COLLECTIVE_TIMEOUT", "off") : MpiBuild.builder());
+      default -> {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Runs case {@code name} if it is one where the bytes go wrong (a payload corrupted in transit, a cache entry
+   * changed, a full disk, stale locks, a foreign binary, small chunks); false if it is none of them.
+   */
+  private static boolean dataCase(String name, int rank) throws Exception {
+    switch (name) {
+      case "payload-corrupted" -> {
+        Communicator comm = MpiJava.communicator(MPI.COMM_WORLD);
+        // 4 KiB chunks: the first message carries the header, the metadata and the start of the binary,
+        // and the rest of the binary follows in pieces; rank 2 corrupts the first piece.
+        try (MpiBuild mb = MpiBuild.builder().communicator(rank == 2 ? new CorruptingCommunicator(comm, 2) : comm)
+            .chunkBytes(4096).build()) {
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        } finally {
+          comm.close();
+        }
+      }
+      case "cache-corrupted" -> withWorld(mb -> {
+        step(name, "cold", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        changeEntry(rank, bytes -> {
+          bytes[bytes.length / 2] ^= 0x10;
+          return bytes;
+        });
+        step(name, "flipped", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        changeEntry(rank, bytes -> bytes);
+        step(name, "intact", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        changeEntry(rank, bytes -> Arrays.copyOf(bytes, bytes.length / 3));
+        step(name, "truncated", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+      });
+      case "cache-disk-full" -> withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
+      case "stale-lock-dead-holder" -> {
+        plantLock(rank, deadHolder(), 0);
+        withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
+      }
+      case "stale-lock-other-host" -> {
+        plantLock(rank, "host=another-node\npid=4242\nstart=0\nacquired=0\n", 120_000);
+        withWorld(mb -> step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0)));
+      }
+      case "foreign-blob" -> withWorld(mb -> {
+        step(name, "other-target", mb, () -> mb.buildKernelFromBinaryData(foreignBlob("opencl", "another-device")));
+        step(name, "other-backend", mb, () -> mb.buildKernelFromBinaryData(foreignBlob("cuda", null)));
+      });
+      case "chunked" -> {
+        try (MpiBuild mb = MpiBuild.builder().chunkBytes(1000).build()) {
+          step(name, "1", mb, () -> mb.mpiBuildKernel(Saxpy.REQUEST, 0));
+        }
+      }
+      default -> {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Runs case {@code name} if it is one about the environment (no device on one rank, a rank
+   * waiting without a deadline, an asynchronous build never started); false if it is none of them.
+   */
+  private static boolean environmentCase(String name, int rank) throws Exception {
+    switch (name) {
+      case "no-device" -> {
+        if (rank == 1) {
+          System.setProperty("mpibuild.opencl.platform", "no-such-platform");
+        }
+        long t0 = System.nanoTime();
+        try (MpiBuild mb = MpiBuild.create()) {
+          report(name, "1", rank, "ok", false, false, t0, "");
+        } catch (RuntimeException e) {
+          report(name, "1", rank, e.getClass().getSimpleName(), false, false, t0, e.getMessage());
+        }
+      }
+      case "off-waits-idle" -> withWorld(mb -> {
+        // MPI_BUILD_COLLECTIVE_TIMEOUT=off: rank 1 waits 4 s for rank 0, still computing, and measures what
+        // that wait costs it in CPU time.
+        if (rank == 0) {
+          Thread.sleep(4_000);
+        }
+        long cpu = cpuNanos();
+        long t0 = System.nanoTime();
+        mb.mpiBuildKernel(Saxpy.REQUEST, 0).close();
+        System.out.println("WAITED rank=" + rank + " wall_ms=" + (System.nanoTime() - t0) / 1_000_000 + " cpu_ms="
+            + (cpuNanos() - cpu) / 1_000_000);
+      });
+      case "async-never-started" -> withWorld(mb -> {
+        // MPI_BUILD_PROGRESS=caller: rank 1 never starts the asynchronous build that rank 0 waits for.
+        if (rank == 1) {
+          Thread.sleep(100_000);
+        }
+        step(name, "1", mb, () -> mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0).join());
+      });
+      case "async-computes-past-deadline" -> withWorld(mb -> {
+        // Caller mode, deadline 2 s: rank 1 starts the asynchronous build, then computes for 6 s without
+        // touching the library. It has entered the build: nobody may abort.
+        long t0 = System.nanoTime();
+        org.mpibuild.KernelFuture f = mb.mpiBuildKernelAsync(Saxpy.REQUEST, 0);
+        if (rank == 1) {
+          Thread.sleep(6_000);
+        }
+        step(name, "1", mb, f::join);
+        report(name, "waited", rank, "ok", false, false, t0, mb.asyncProgress());
+      });
+      default -> {
+        return false;
+      }
+    }
+    return true;
   }
 
   interface WithWorld {

@@ -210,29 +210,6 @@ public final class StreamCollectives {
     return host;
   }
 
-  static ByteBuffer values(Datatype type, int count, java.util.function.IntToDoubleFunction v) {
-    ByteBuffer b = ByteBuffer.allocateDirect(count * type.bytes()).order(ByteOrder.nativeOrder());
-    for (int i = 0; i < count; i++) {
-      double x = v.applyAsDouble(i);
-      switch (type) {
-        case INT -> b.putInt(i * 4, (int) x);
-        case LONG -> b.putLong(i * 8, (long) x);
-        case FLOAT -> b.putFloat(i * 4, (float) x);
-        case DOUBLE -> b.putDouble(i * 8, x);
-      }
-    }
-    return b;
-  }
-
-  static double at(ByteBuffer b, Datatype type, int i) {
-    return switch (type) {
-      case INT -> b.getInt(i * 4);
-      case LONG -> b.getLong(i * 8);
-      case FLOAT -> b.getFloat(i * 4);
-      case DOUBLE -> b.getDouble(i * 8);
-    };
-  }
-
   /** Rank r's value i in round: (r + 1 + round) * (i + 1), negated on odd ranks so MIN and MAX differ. */
   static double value(int r, int round, int i) {
     return (double) (r + 1 + round) * (i + 1) * (r % 2 == 0 ? 1 : -1);
@@ -270,7 +247,7 @@ public final class StreamCollectives {
       for (int round = 0; round < rounds; round++) {
         int root = round % size;
         int base = 1000 * (rank + 1) + round;
-        cl_mem b = buffer(queue, values(Datatype.INT, N, i -> base + i));
+        cl_mem b = buffer(queue, TypedValues.of(Datatype.INT, N, i -> base + i));
         buffers.add(b);
         slow(queue);
         futures.add(m.bcastAfter(b, (long) N * 4, root));
@@ -312,7 +289,7 @@ public final class StreamCollectives {
         Datatype type = repeat ? Datatype.INT : Datatype.values()[(round % combos) / ReduceOp.values().length];
         ReduceOp op = repeat ? ReduceOp.SUM : ReduceOp.values()[round % ReduceOp.values().length];
         int r = round;
-        cl_mem b = buffer(queue, values(type, N, i -> value(rank, r, i)));
+        cl_mem b = buffer(queue, TypedValues.of(type, N, i -> value(rank, r, i)));
         buffers.add(b);
         slow(queue);
         futures.add(m.allreduceAfter(b, N, type, op));
@@ -337,7 +314,7 @@ public final class StreamCollectives {
         ReduceOp op = repeat ? ReduceOp.SUM : ReduceOp.values()[round % ReduceOp.values().length];
         for (int i = 0; i < N; i++) {
           double expected = reduced(op, round, i);
-          double got = at(copies.get(round), type, i);
+          double got = TypedValues.at(copies.get(round), type, i);
           if (Math.abs(got - expected) > 1e-6 * Math.abs(expected) && wrong++ == 0) {
             first = "round " + round + " " + type + " " + op + " [" + i + "] = " + got + ", expected " + expected;
           }
@@ -367,9 +344,9 @@ public final class StreamCollectives {
       for (int round = 0; round < rounds; round++) {
         boolean firstSlow = random.nextBoolean();
         int r = round;
-        cl_mem x = buffer(queue, values(Datatype.INT, N, i -> value(rank, r, i)));
-        cl_mem y = buffer(second, values(Datatype.INT, N, i -> 1000 * (rank + 1) + r + i));
-        cl_mem z = buffer(queue, values(Datatype.DOUBLE, N, i -> value(rank, r, i)));
+        cl_mem x = buffer(queue, TypedValues.of(Datatype.INT, N, i -> value(rank, r, i)));
+        cl_mem y = buffer(second, TypedValues.of(Datatype.INT, N, i -> 1000 * (rank + 1) + r + i));
+        cl_mem z = buffer(queue, TypedValues.of(Datatype.DOUBLE, N, i -> value(rank, r, i)));
         buffers.addAll(List.of(x, y, z));
         slow(firstSlow ? queue : second);
         futures.add(a.allreduceAfter(x, N, Datatype.INT, ReduceOp.SUM));
@@ -415,7 +392,7 @@ public final class StreamCollectives {
    */
   private boolean fail(cl_command_queue queue, String part) {
     int failing = size - 1;
-    cl_mem b = buffer(queue, values(Datatype.INT, rank == failing ? N / 2 : N, i -> rank + 1));
+    cl_mem b = buffer(queue, TypedValues.of(Datatype.INT, rank == failing ? N / 2 : N, i -> rank + 1));
     clFinish(queue);
     String message;
     try (QueueMessenger m = QueueMessenger.open(comm, queue)) {
@@ -446,7 +423,7 @@ public final class StreamCollectives {
 
   /** The last rank never enqueues the collective: rank 0 names it at the deadline and aborts the job. */
   private boolean absent(cl_command_queue queue) {
-    cl_mem b = buffer(queue, values(Datatype.INT, N, i -> 1));
+    cl_mem b = buffer(queue, TypedValues.of(Datatype.INT, N, i -> 1));
     try (QueueMessenger m = QueueMessenger.open(comm, queue, Duration.ofSeconds(2))) {
       if (rank == size - 1) {
         System.out.println("CHECK part=absent rank=" + rank + " ok=true detail=staying away");

@@ -170,44 +170,49 @@ final class PoclBinary {
     byte[] head = Arrays.copyOf(binary, in.position());
     List<KernelRecord> kernels = new ArrayList<>();
     for (int k = 0; k < kernelCount; k++) {
-      int start = in.position();
-      if (in.remaining() < 20) {
-        throw new IllegalArgumentException("PoCL program binary ends before kernel record " + k);
-      }
-      long recordBytes = length(in.getLong(), in, "kernel record " + k, 8);
-      long fileBytes = in.getLong();
-      if (fileBytes < 0 || fileBytes > recordBytes - 20) {
-        throw new IllegalArgumentException("kernel record " + k + " claims " + fileBytes + " bytes of files in a record of "
-            + recordBytes);
-      }
-      in.getInt(); // arginfo bytes
-      String name = string(in, "kernel record " + k + "'s name");
-      int files = start + (int) (recordBytes - fileBytes);
-      int end = start + (int) recordBytes;
-      if (files < in.position()) {
-        throw new IllegalArgumentException("kernel " + name + "'s files start inside its metadata");
-      }
-      List<FileRecord> fileRecords = new ArrayList<>();
-      in.position(files);
-      while (in.position() < end) {
-        int record = in.position();
-        String path = string(in, "a file path of kernel " + name);
-        if (in.remaining() < 4) {
-          throw new IllegalArgumentException("PoCL program binary ends inside file " + path);
-        }
-        skip(in, length(Integer.toUnsignedLong(in.getInt()), in, "file " + path), "file " + path);
-        if (in.position() > end) {
-          throw new IllegalArgumentException("file " + path + " runs past kernel " + name + "'s record");
-        }
-        fileRecords.add(new FileRecord(path, Arrays.copyOfRange(binary, record, in.position())));
-      }
-      kernels.add(new KernelRecord(name, Arrays.copyOfRange(binary, start, files), fileRecords));
+      kernels.add(kernelRecord(in, binary, k));
     }
     if (in.position() != binary.length) {
       throw new IllegalArgumentException("PoCL program binary of " + binary.length + " bytes has "
           + (binary.length - in.position()) + " bytes after its last kernel record");
     }
     return new Parsed(head, kernels);
+  }
+
+  /** Kernel record {@code k}, read from {@code in} at its start: its metadata and its files. */
+  private static KernelRecord kernelRecord(ByteBuffer in, byte[] binary, int k) {
+    int start = in.position();
+    if (in.remaining() < 20) {
+      throw new IllegalArgumentException("PoCL program binary ends before kernel record " + k);
+    }
+    long recordBytes = length(in.getLong(), in, "kernel record " + k, 8);
+    long fileBytes = in.getLong();
+    if (fileBytes < 0 || fileBytes > recordBytes - 20) {
+      throw new IllegalArgumentException("kernel record " + k + " claims " + fileBytes + " bytes of files in a record of "
+          + recordBytes);
+    }
+    in.getInt(); // arginfo bytes
+    String name = string(in, "kernel record " + k + "'s name");
+    int files = start + (int) (recordBytes - fileBytes);
+    int end = start + (int) recordBytes;
+    if (files < in.position()) {
+      throw new IllegalArgumentException("kernel " + name + "'s files start inside its metadata");
+    }
+    List<FileRecord> fileRecords = new ArrayList<>();
+    in.position(files);
+    while (in.position() < end) {
+      int record = in.position();
+      String path = string(in, "a file path of kernel " + name);
+      if (in.remaining() < 4) {
+        throw new IllegalArgumentException("PoCL program binary ends inside file " + path);
+      }
+      skip(in, length(Integer.toUnsignedLong(in.getInt()), in, "file " + path), "file " + path);
+      if (in.position() > end) {
+        throw new IllegalArgumentException("file " + path + " runs past kernel " + name + "'s record");
+      }
+      fileRecords.add(new FileRecord(path, Arrays.copyOfRange(binary, record, in.position())));
+    }
+    return new KernelRecord(name, Arrays.copyOfRange(binary, start, files), fileRecords);
   }
 
   private static long length(long n, ByteBuffer in, String what) {

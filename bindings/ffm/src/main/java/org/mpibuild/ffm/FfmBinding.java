@@ -21,7 +21,7 @@ import org.mpibuild.spi.SettingSource;
  * standard-ABI library first ({@code libmpi_abi_openmpi.so*} under Open MPI's mpirun, {@code
  * libmpi_abi_mpich.so*} under Hydra), then its own ({@code libmpi.so.40}, {@code libmpich.so.12});
  * {@code MPI_BUILD_MPI_ABI} narrows that to one ABI ({@link Libraries}). A library that reports a standard ABI
- * ({@code MPI_Abi_get_version}) is driven with the standard's constants ({@link MpiC#STANDARD_ABI}); any other
+ * ({@code MPI_Abi_get_version}) is driven with the standard's constants ({@link HandleTable#STANDARD_ABI}); any other
  * with its implementation's table, told by {@code MPI_Get_library_version}. An MPI that the program initialized is used and never finalized; one that this
  * binding initialized is finalized at JVM exit.
  */

@@ -91,33 +91,33 @@ class LibrariesTest {
   @Test
   void theStandardTableIsTheStandardsAndThreadLevelsMapBothWays() {
     // mpi-abi-stubs' mpi.h (MPI_ABI_VERSION 1.0): the values the binding passes to a standard-ABI library.
-    assertEquals(0x101, MpiC.STANDARD.commWorld());
-    assertEquals(0x247, MpiC.STANDARD.byteType());
-    assertEquals(0x209, MpiC.STANDARD.intType());
-    assertEquals(0x23, MpiC.STANDARD.opMax());
-    assertEquals(221, MpiC.STANDARD.commTypeShared());
-    assertEquals(4096, MpiC.STANDARD.threadLevel(3));
-    assertEquals(3, MpiC.STANDARD.ordinalOf(4096));
-    assertEquals(1, MpiC.STANDARD.ordinalOf(1024));
-    assertEquals(3, MpiC.MPICH_TABLE.ordinalOf(3));
-    assertEquals(0, MpiC.MPICH_TABLE.ordinalOf(0));
+    assertEquals(0x101, HandleTable.STANDARD.commWorld());
+    assertEquals(0x247, HandleTable.STANDARD.byteType());
+    assertEquals(0x209, HandleTable.STANDARD.intType());
+    assertEquals(0x23, HandleTable.STANDARD.opMax());
+    assertEquals(221, HandleTable.STANDARD.commTypeShared());
+    assertEquals(4096, HandleTable.STANDARD.threadLevel(3));
+    assertEquals(3, HandleTable.STANDARD.ordinalOf(4096));
+    assertEquals(1, HandleTable.STANDARD.ordinalOf(1024));
+    assertEquals(3, HandleTable.MPICH.ordinalOf(3));
+    assertEquals(0, HandleTable.MPICH.ordinalOf(0));
   }
 
   @Test
   void theReductionsHandlesAreTheHeadersValues() {
     // mpi-abi-stubs' mpi.h (commit e5f65c7), the same in MPICH's src/binding/abi/mpi_abi.h.
-    assertEquals(List.of(0x209L, 0x258L, 0x210L, 0x214L), handles(MpiC.STANDARD));
-    assertEquals(List.of(0x21L, 0x22L, 0x23L), ops(MpiC.STANDARD));
+    assertEquals(List.of(0x209L, 0x258L, 0x210L, 0x214L), handles(HandleTable.STANDARD));
+    assertEquals(List.of(0x21L, 0x22L, 0x23L), ops(HandleTable.STANDARD));
     // MPICH 4.0.2's configure.ac (PAC_SET_MPI_TYPE) for x86-64, written out in MPICH 5's mpi.h.in.
-    assertEquals(List.of(0x4c000405L, 0x4c00083aL, 0x4c00040aL, 0x4c00080bL), handles(MpiC.MPICH_TABLE));
-    assertEquals(List.of(0x58000003L, 0x58000002L, 0x58000001L), ops(MpiC.MPICH_TABLE));
+    assertEquals(List.of(0x4c000405L, 0x4c00083aL, 0x4c00040aL, 0x4c00080bL), handles(HandleTable.MPICH));
+    assertEquals(List.of(0x58000003L, 0x58000002L, 0x58000001L), ops(HandleTable.MPICH));
   }
 
-  private static List<Long> handles(MpiC.Table t) {
+  private static List<Long> handles(HandleTable t) {
     return java.util.Arrays.stream(Datatype.values()).map(t::datatype).toList();
   }
 
-  private static List<Long> ops(MpiC.Table t) {
+  private static List<Long> ops(HandleTable t) {
     return java.util.Arrays.stream(ReduceOp.values()).map(t::op).toList();
   }
 

@@ -77,6 +77,15 @@ final class MpiBindings {
       return new LocalCommunicator(); // FFM chosen, MPI neither initialized nor launched
     }
     // 3. mpi.jar; 4. local.
+    return mpiJavaOrLocal(mode, env, launched, mpiJava, noMpiJava, noFfm);
+  }
+
+  /**
+   * Steps 3 and 4 of {@link #openWorld}: mpi.jar where it can run, else local mode; refused where MPI is asked
+   * for or a launcher started the job ({@code noMpiJava} and {@code noFfm} say why neither binding runs).
+   */
+  private static Communicator mpiJavaOrLocal(Settings.Mode mode, Map<String, String> env, boolean launched,
+      MpiBinding mpiJava, String noMpiJava, String noFfm) {
     if (noMpiJava != null) {
       if (mode == Settings.Mode.MPI) {
         throw new IllegalStateException("MPI_BUILD_MODE=mpi, but " + noMpiJava);

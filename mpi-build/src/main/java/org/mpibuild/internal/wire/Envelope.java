@@ -32,6 +32,10 @@ import org.mpibuild.CorruptBinaryException;
  *   length and UTF-8 bytes
  * payload: the binary
  * </pre>
+ *
+ * <p>The one main-code file allowed over 450 lines (docs/layout.md; {@code SourceSizesTest}): the wire format,
+ * whose layout, checks, encoders and decoders are read together, kept in one file so that a change to the
+ * format is made in one place. Its methods keep to a screen like every other.
  */
 public final class Envelope {
   static final byte[] MAGIC = "MPIBUILD".getBytes(StandardCharsets.US_ASCII);
