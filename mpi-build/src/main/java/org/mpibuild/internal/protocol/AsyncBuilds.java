@@ -1,13 +1,9 @@
 package org.mpibuild.internal.protocol;
 
-import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -15,13 +11,11 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import org.mpibuild.internal.comm.Backoff;
 import org.mpibuild.internal.comm.DeadlineAllReduce;
 import org.mpibuild.internal.comm.LogContext;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.ForwardingCommunicator;
 
 /**
  * The asynchronous builds of one instance. Each build runs the ordinary protocol on one library thread,
@@ -53,6 +47,8 @@ public final class AsyncBuilds implements AutoCloseable {
 
   private final Mode mode;
   private final Posted posted;
+  /** The MPI calls posted for the program's thread (caller mode). */
+  private final CallerQueue calls;
   private final CollectiveBuild protocol;
   private final Backoff waiting;
   private final ExecutorService thread;
@@ -66,7 +62,7 @@ public final class AsyncBuilds implements AutoCloseable {
   public AsyncBuilds(CollectiveBuild protocol, Communicator comm, Settings.Progress setting) {
     this.mode = chooseMode(comm.threadLevel(), setting);
     this.waiting = protocol.waiting();
-    Queue calls = new Queue();
+    this.calls = new CallerQueue();
     this.posted = new Posted(comm, mode, calls);
     this.protocol = protocol.over(c -> c == comm ? posted : new Posted(c, mode, calls));
     int rank = comm.rank();
@@ -109,7 +105,7 @@ public final class AsyncBuilds implements AutoCloseable {
     if (mode == Mode.CALLER) {
       // A rank that started a build has entered it, whatever it computes before its next call into the
       // library: its arrival messages start here, on the program's thread, after what earlier builds posted.
-      posted.calls.progress();
+      calls.progress();
       posted.announceAhead();
     }
     CompletableFuture<T> f = new CompletableFuture<>();
@@ -131,7 +127,7 @@ public final class AsyncBuilds implements AutoCloseable {
    */
   public void progress() {
     if (mode == Mode.CALLER) {
-      posted.calls.progress();
+      calls.progress();
     }
   }
 
@@ -144,15 +140,15 @@ public final class AsyncBuilds implements AutoCloseable {
     Backoff.Pause pause = waiting.start();
     if (mode == Mode.CALLER) {
       Thread self = Thread.currentThread();
-      f.whenComplete((v, e) -> LockSupport.unpark(self)); // ends a sleep in Queue.idle at once
+      f.whenComplete((v, e) -> LockSupport.unpark(self)); // ends a sleep in CallerQueue.idle at once
     }
     while (!f.isDone()) {
       if (System.nanoTime() - deadline > 0) {
         throw new TimeoutException("the build did not complete in time");
       }
       if (mode == Mode.CALLER) {
-        if (!posted.calls.progress()) {
-          posted.calls.idle(pause, f);
+        if (!calls.progress()) {
+          calls.idle(pause, f);
         }
       } else {
         try {
@@ -184,294 +180,6 @@ public final class AsyncBuilds implements AutoCloseable {
   public void close() {
     drain();
     thread.shutdown();
-  }
-
-  /**
-   * An MPI call that the library thread posted for the program's thread, seen by the library thread as a
-   * request: it completes when the program's thread has started the call and seen it complete.
-   */
-  private static final class Call implements Communicator.Request {
-    final Supplier<Communicator.Request> start;
-    final CompletableFuture<Void> done = new CompletableFuture<>();
-    /** The binding's request; touched by the program's thread only. */
-    Communicator.Request request;
-
-    Call(Supplier<Communicator.Request> start) {
-      this.start = start;
-    }
-
-    @Override
-    public boolean test() {
-      if (!done.isDone()) {
-        return false;
-      }
-      await();
-      return true;
-    }
-
-    @Override
-    public void await() {
-      try {
-        done.get();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while waiting for the program's thread to make MPI progress", e);
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof Error err) {
-          throw err;
-        }
-        throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
-      }
-    }
-
-    @Override
-    public boolean await(long nanos) {
-      try {
-        done.get(nanos, TimeUnit.NANOSECONDS);
-      } catch (TimeoutException e) {
-        return false;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted while waiting for the program's thread to make MPI progress", e);
-      } catch (ExecutionException e) {
-        // thrown by test()
-      }
-      return test();
-    }
-  }
-
-  /**
-   * The calls posted by the library thread, in the order posted, and those the program's thread has
-   * started and not yet seen complete. Shared by the wrappers of one instance's communicators.
-   */
-  private static final class Queue {
-    private final ConcurrentLinkedQueue<Call> posted = new ConcurrentLinkedQueue<>();
-    private final List<Call> started = new ArrayList<>();
-    private volatile Thread idler;
-
-    /**
-     * On the program's thread: starts {@code start} now, and keeps it with the calls in flight; the library
-     * thread sees it complete as it sees a posted call.
-     */
-    synchronized Call startHere(Supplier<Communicator.Request> start) {
-      Call c = new Call(start);
-      c.request = start.get();
-      started.add(c);
-      return c;
-    }
-
-    /** On the library thread: posts {@code start} for the program's thread, and wakes it if it waits. */
-    Call post(Supplier<Communicator.Request> start) {
-      Call c = new Call(start);
-      posted.add(c);
-      Thread t = idler;
-      if (t != null) {
-        LockSupport.unpark(t);
-      }
-      return c;
-    }
-
-    /**
-     * On the program's thread: starts every posted call, in order, and tests every call in flight, without
-     * blocking (a posted blocking collective runs to completion here). Returns whether anything happened.
-     */
-    synchronized boolean progress() {
-      boolean moved = false;
-      for (Call c = posted.poll(); c != null; c = posted.poll()) {
-        moved = true;
-        try {
-          c.request = c.start.get();
-          started.add(c);
-        } catch (RuntimeException | Error e) {
-          c.done.completeExceptionally(e);
-        }
-      }
-      for (Iterator<Call> it = started.iterator(); it.hasNext(); ) {
-        Call c = it.next();
-        try {
-          if (!c.request.test()) {
-            continue;
-          }
-          c.done.complete(null);
-        } catch (RuntimeException | Error e) {
-          c.done.completeExceptionally(e);
-        }
-        it.remove();
-        moved = true;
-      }
-      return moved;
-    }
-
-    /**
-     * On the program's thread, when {@link #progress} did nothing: spins or sleeps once, as {@code pause}
-     * says; the sleep is the binding's wait on the oldest call in flight, or a park that a newly posted call
-     * ends (and the completion of {@code f}, whose waiter unparks this thread).
-     */
-    void idle(Backoff.Pause pause, CompletableFuture<?> f) {
-      Communicator.Request oldest;
-      synchronized (this) {
-        oldest = started.isEmpty() ? null : started.get(0).request;
-      }
-      if (oldest == null) {
-        oldest = new Communicator.Request() {
-          @Override
-          public boolean test() {
-            return !posted.isEmpty() || f.isDone();
-          }
-
-          @Override
-          public void await() {
-            throw new UnsupportedOperationException();
-          }
-
-          @Override
-          public boolean await(long nanos) {
-            idler = Thread.currentThread();
-            try {
-              if (!test()) {
-                LockSupport.parkNanos(nanos);
-              }
-            } finally {
-              idler = null;
-            }
-            return test();
-          }
-        };
-      }
-      synchronized (this) {
-        pause.pause(oldest); // the binding's requests are tested and waited for on this thread only
-      }
-    }
-  }
-
-  /**
-   * A communicator the library thread uses: in thread mode, it passes every call on; in caller mode, every
-   * MPI call (collective, message or abort) is posted to the {@link Queue} for the program's thread, and a
-   * blocking one waits until the program's thread has completed it.
-   */
-  private static final class Posted extends ForwardingCommunicator implements DeadlineAllReduce.Announcing {
-    private final Mode mode;
-    private final Queue calls;
-    /** Arrivals announced on the program's thread for builds not yet at their first collective, in order. */
-    private final ConcurrentLinkedQueue<DeadlineAllReduce.Arrivals> ahead = new ConcurrentLinkedQueue<>();
-    /** Whether this wrapper made its communicator (a split), so that closing it frees that communicator. */
-    private final boolean owns;
-
-    Posted(Communicator inner, Mode mode, Queue calls) {
-      this(inner, mode, calls, false);
-    }
-
-    private Posted(Communicator inner, Mode mode, Queue calls, boolean owns) {
-      super(inner);
-      this.mode = mode;
-      this.calls = calls;
-      this.owns = owns;
-    }
-
-    /**
-     * On the program's thread, in caller mode: starts this rank's arrival messages for the next build now
-     * ({@link DeadlineAllReduce#announce}); that build's first collective takes them ({@link #takeArrivals}).
-     */
-    void announceAhead() {
-      if (inner.size() > 1) {
-        ahead.add(DeadlineAllReduce.announce(new ForwardingCommunicator(inner) {
-          @Override
-          public Request iSend(ByteBuffer buffer, int dest, int tag) {
-            return calls.startHere(() -> inner.iSend(buffer, dest, tag));
-          }
-
-          @Override
-          public Request iReceive(ByteBuffer buffer, int source, int tag) {
-            return calls.startHere(() -> inner.iReceive(buffer, source, tag));
-          }
-        }));
-      }
-    }
-
-    @Override
-    public DeadlineAllReduce.Arrivals takeArrivals() {
-      return ahead.poll();
-    }
-
-    /** Starts the call here (thread mode) or posts it for the program's thread (caller mode). */
-    private Request start(Supplier<Request> start) {
-      return mode == Mode.THREAD ? start.get() : calls.post(start);
-    }
-
-    /** A blocking call, made where {@link #start} makes calls; the library thread sleeps until it is done. */
-    private <T> T blocking(Supplier<T> call) {
-      List<T> out = new ArrayList<>(1);
-      start(() -> {
-        out.add(call.get());
-        return Request.COMPLETED;
-      }).await();
-      return out.get(0);
-    }
-
-    @Override
-    public void broadcast(ByteBuffer buffer, int root) {
-      start(() -> inner.iBroadcast(buffer, root)).await();
-    }
-
-    @Override
-    public Request iBroadcast(ByteBuffer buffer, int root) {
-      return start(() -> inner.iBroadcast(buffer, root));
-    }
-
-    @Override
-    public Request iAllReduceMax(int[] values, int[] result) {
-      return start(() -> inner.iAllReduceMax(values, result));
-    }
-
-    @Override
-    public int[] allReduceMax(int[] values) {
-      int[] out = new int[values.length];
-      start(() -> inner.iAllReduceMax(values, out)).await();
-      return out;
-    }
-
-    @Override
-    public Request iSend(ByteBuffer buffer, int dest, int tag) {
-      return start(() -> inner.iSend(buffer, dest, tag));
-    }
-
-    @Override
-    public Request iReceive(ByteBuffer buffer, int source, int tag) {
-      return start(() -> inner.iReceive(buffer, source, tag));
-    }
-
-    @Override
-    public byte[][] allGather(byte[] mine) {
-      return blocking(() -> inner.allGather(mine));
-    }
-
-    @Override
-    public Communicator split(int color) {
-      return new Posted(blocking(() -> inner.split(color)), mode, calls, true);
-    }
-
-    @Override
-    public Communicator splitByNode() {
-      return new Posted(blocking(inner::splitByNode), mode, calls, true);
-    }
-
-    @Override
-    public void abort(String message, int errorCode) {
-      blocking(() -> {
-        inner.abort(message, errorCode);
-        return null;
-      });
-    }
-
-    @Override
-    public void close() {
-      if (owns) {
-        blocking(() -> {
-          inner.close();
-          return null;
-        });
-      } // else the instance closes its own communicators
-    }
   }
 
   /** The asynchronous builds of one instance, started on first use. */
