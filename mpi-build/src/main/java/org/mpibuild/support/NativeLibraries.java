@@ -16,6 +16,7 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Arrays;
 import java.util.Set;
+import org.mpibuild.internal.base.Ownership;
 
 /**
  * Helps backends whose Java bindings extract native libraries from their jar.
@@ -75,10 +76,10 @@ public final class NativeLibraries {
       }
       PosixFileAttributes a = Files.readAttributes(dir,
           PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-      if (!a.isDirectory() || !org.mpibuild.support.Ownership.mine(dir) || !PRIVATE.containsAll(a.permissions())) {
-        throw new IOException(dir + " is not a private directory of yours, " + org.mpibuild.support.Ownership.me()
+      if (!a.isDirectory() || !Ownership.mine(dir) || !PRIVATE.containsAll(a.permissions())) {
+        throw new IOException(dir + " is not a private directory of yours, " + Ownership.me()
             + " (" + (a.isSymbolicLink() ? "a link" : a.isDirectory() ? "owned by "
-            + org.mpibuild.support.Ownership.owner(dir) + ", mode "
+            + Ownership.owner(dir) + ", mode "
             + PosixFilePermissions.toString(a.permissions()) : "not a directory")
             + "); remove it, or set XDG_RUNTIME_DIR to a private directory");
       }
@@ -98,7 +99,7 @@ public final class NativeLibraries {
       return name;
     }
     try {
-      return Integer.toString(org.mpibuild.support.Ownership.processUid());
+      return Integer.toString(Ownership.processUid());
     } catch (IOException e) {
       throw new UncheckedIOException("no private directory for native libraries: cannot find this process's uid", e);
     }

@@ -26,8 +26,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import org.mpibuild.CorruptBinaryException;
-import org.mpibuild.support.EssentialWarning;
-import org.mpibuild.support.Ownership;
+import org.mpibuild.internal.base.EssentialWarning;
+import org.mpibuild.internal.base.Ownership;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -8,7 +8,7 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import org.mpibuild.spi.Setting;
 import org.mpibuild.spi.SettingSource;
-import org.mpibuild.support.EssentialWarning;
+import org.mpibuild.internal.base.EssentialWarning;
 
 /**
  * Misspelt settings: an {@code MPI_BUILD_*} environment variable or {@code mpibuild.*} system property that

@@ -7,7 +7,7 @@ import org.mpibuild.internal.comm.LocalCommunicator;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.MpiBinding;
-import org.mpibuild.support.EssentialWarning;
+import org.mpibuild.internal.base.EssentialWarning;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

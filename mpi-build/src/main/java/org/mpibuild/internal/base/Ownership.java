@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.internal.base;
 
 import java.io.IOException;
 import java.nio.file.Files;

@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.internal.base;
 
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -9,8 +9,8 @@ import org.slf4j.helpers.NOPLoggerFactory;
 /**
  * A warning a user must see even without an SLF4J provider (a refused cache directory, a misspelt setting,
  * a GPU without machine code): logged as a warning on {@code org.mpibuild}, and, when SLF4J has no
- * provider and would drop it, printed once on stderr as {@code mpi-build: warning: ...}. The core and the
- * backends use it for every such warning, so that none of them depends on how the program set up logging.
+ * provider and would drop it, printed once on stderr as {@code mpi-build: warning: ...}. The core uses it for
+ * every such warning, so that none depends on how the program set up logging.
  */
 public final class EssentialWarning {
   private static final Logger log = LoggerFactory.getLogger("org.mpibuild");

@@ -1,4 +1,4 @@
-package org.mpibuild.support;
+package org.mpibuild.internal.base;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
