@@ -12,17 +12,15 @@ import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 
 /**
- * The collectives' half of {@link StreamOrderedMessages}, on its progress thread: a collective starts at its
- * ticket's turn once its device step has finished (or failed: its status then travels with it), with an
- * arrival message for the deadline and, where the communicator offers them and its signature repeats, a
- * persistent request; it ends when data, status and arrivals are in, with one verdict on every rank.
+ * The steps of a stream-ordered collective, on the progress thread ({@link ProgressLoop}) or on the device
+ * queue's ({@link QueueRuns}): a collective starts at its ticket's turn once its device step has finished (or
+ * failed: its status then travels with it), with an arrival message for the deadline and, where the
+ * communicator offers them and its signature repeats, a persistent request; it ends when data, status and
+ * arrivals are in, with one verdict on every rank.
  */
 final class CollectiveSteps {
-  /** How the helper fails an operation: removes it, releases what it holds, fails its future. */
-  interface Failer {
-    void fail(StreamOp op, RuntimeException why);
-  }
-
+  /** The exit status of the abort at a missed deadline. */
+  static final int ABORT_CODE = 4;
   /** What every rank but 0 sends as its arrival: one byte, never written. */
   private static final ByteBuffer ARRIVAL = ByteBuffer.allocateDirect(1);
 
@@ -31,19 +29,20 @@ final class CollectiveSteps {
   private final IntFunction<String> deviceCodes;
   private final CollectiveTickets tickets;
   private final StagingPool pool;
-  private final Failer failer;
+  /** Where a collective that failed on every rank, or missed its deadline, ends. */
+  private final OperationTable table;
   /** Whether the communicator offers persistent collectives: the same on every rank (the same library). */
   private final boolean persistentOffered;
   private final AtomicLong persistentStarts = new AtomicLong();
 
   CollectiveSteps(Communicator comm, Duration deadline, IntFunction<String> deviceCodes, CollectiveTickets tickets,
-      StagingPool pool, Failer failer) {
+      StagingPool pool, OperationTable table) {
     this.comm = comm;
     this.deadline = deadline;
     this.deviceCodes = deviceCodes;
     this.tickets = tickets;
     this.pool = pool;
-    this.failer = failer;
+    this.table = table;
     // "none" starts the description of every binding without them (the SPI's contract), which may say more:
     // mpi.jar's is NO_PERSISTENT_COLLECTIVES followed by why
     this.persistentOffered = !comm.persistentCollectives().startsWith("none");
@@ -57,26 +56,6 @@ final class CollectiveSteps {
   /** When a started collective's deadline passes (System.nanoTime), or Long.MAX_VALUE without one. */
   long deadlineOf(StreamOp op) {
     return op.state == StreamOp.State.WAIT_MPI && deadline.toNanos() > 0 ? op.startedAt + limit() : Long.MAX_VALUE;
-  }
-
-  /**
-   * What a failing collective gives back: its persistent request (a start still in progress stays MPI's: the
-   * next user tests it before its own), its turn if it never started, its in-place copies (MPI may still use
-   * them).
-   */
-  void abandon(StreamOp op) {
-    if (op.entry != null) {
-      op.entry.release(op);
-      op.entry = null;
-    }
-    if (op.state == StreamOp.State.WAIT_DEVICE && op.ticket >= 0) {
-      tickets.abandon(op.ticket);
-    }
-    pool.forget(op.results);
-    pool.forget(op.sent);
-    pool.forget(op.statusOut);
-    pool.forget(op.statusIn);
-    pool.forget(op.arrivalBytes);
   }
 
   /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
@@ -116,7 +95,7 @@ final class CollectiveSteps {
           if (word != 0) {
             // nothing reaches the operation's own buffers: an all-reduce's device buffer keeps its values
             releaseResults(op);
-            failer.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
+            table.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
             pass.moved = true;
             return;
           }
@@ -268,7 +247,8 @@ final class CollectiveSteps {
     int code = (int) word;
     return op.describe() + " failed: rank " + failed + "'s device work before it failed"
         + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)")
-        + (op.kind == StreamOp.Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values" : "; the receivers' buffers are undefined");
+        + (op.kind == StreamOp.Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values"
+            : "; the receivers' buffers are undefined");
   }
 
   /**
@@ -326,10 +306,10 @@ final class CollectiveSteps {
       message = op.describe() + " failed: rank " + comm.rank() + " waited for the other ranks" + within
           + " (twice the deadline); rank 0, which names the absent ranks, did not report: it may be absent itself";
     }
-    failer.fail(op, new IllegalStateException(message + "; aborting the job, since MPI cannot cancel a collective that "
+    table.fail(op, new IllegalStateException(message + "; aborting the job, since MPI cannot cancel a collective that "
         + "other ranks have entered"));
     try {
-      comm.abort("mpi-build: " + message, StreamOrderedMessages.ABORT_CODE);
+      comm.abort("mpi-build: " + message, ABORT_CODE);
     } catch (RuntimeException e) {
       // an abort that returns (in-process tests): the future has failed already
     }

@@ -18,6 +18,10 @@ final class ProgressPass {
   boolean polledDevice;
   boolean any;
   long nextDeadline = Long.MAX_VALUE;
+  /** An earlier send waits for its data: later sends wait for it, so that sends start in order. */
+  boolean sendWaiting;
+  /** An earlier receive is not posted yet: later receives wait for it, so that receives are posted in order. */
+  boolean receiveUnposted;
 
   ProgressPass(boolean sweep) {
     this.sweep = sweep;
@@ -25,7 +29,7 @@ final class ProgressPass {
 
   /**
    * Whether the operation's device work before it has finished. Only the earliest unfinished step is asked
-   * (see {@link StreamOrderedMessages.DeviceStep}); a step whose device wakes the thread is asked only once its
+   * (see {@link DeviceStep}); a step whose device wakes the thread is asked only once its
    * callback has come, or in a pass that sweeps (the safety net against a lost callback). A pass then costs one
    * driver call at most, however many operations are queued.
    */
@@ -56,6 +60,23 @@ final class ProgressPass {
     } else {
       afterBlocked = true;
       polledDevice = true;
+    }
+  }
+
+  /**
+   * Notes where {@code op} stands once the pass has moved it on: what later operations of the pass wait for, and
+   * what the thread waits for after the pass.
+   */
+  void saw(StreamOp op) {
+    if (op.kind == StreamOp.Kind.SEND && op.state == StreamOp.State.WAIT_DEVICE) {
+      sendWaiting = true;
+    }
+    if (op.kind == StreamOp.Kind.RECEIVE && op.request == null && op.state == StreamOp.State.WAIT_MPI) {
+      receiveUnposted = true;
+    }
+    if (op.state == StreamOp.State.WAIT_MPI) {
+      mpi = true;
+      collectiveMpi |= op.collective();
     }
   }
 }

@@ -6,11 +6,11 @@ import java.util.concurrent.locks.LockSupport;
 import org.mpibuild.spi.Communicator;
 
 /**
- * The life of a {@link StreamOrderedMessages.QueuedOperation} on the device queue's own thread: a collective run
- * whole through {@link CollectiveSteps}, a receive waited for, a send started (and handed to the progress thread
- * if MPI does not complete it at once). The engine keeps the lists, the progress thread, and failing and
- * finishing operations; this class only what the queue's thread does between claiming an operation and
- * returning from it.
+ * The life of a {@link QueuedOperation} on the device queue's own thread: a collective run whole through
+ * {@link CollectiveSteps}, a receive waited for, a send started (and handed to the progress thread if MPI does
+ * not complete it at once). The {@link OperationTable} keeps the lists, and fails, finishes and hands over
+ * operations; this class only does what the queue's thread does between claiming an operation and returning
+ * from it.
  */
 final class QueueRuns {
   /**
@@ -25,12 +25,12 @@ final class QueueRuns {
    */
   static final long QUEUE_SPIN_NANOS = 200_000;
 
-  private final StreamOrderedMessages engine;
+  private final OperationTable table;
   private final Communicator comm;
   private final CollectiveSteps collectives;
 
-  QueueRuns(StreamOrderedMessages engine, Communicator comm, CollectiveSteps collectives) {
-    this.engine = engine;
+  QueueRuns(OperationTable table, Communicator comm, CollectiveSteps collectives) {
+    this.table = table;
     this.comm = comm;
     this.collectives = collectives;
   }
@@ -58,8 +58,8 @@ final class QueueRuns {
     }
     Backoff backoff = new Backoff(bytes);
     while (true) {
-      if (engine.closed) {
-        engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+      if (table.closed()) {
+        table.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
             + "queue ran it"));
         return;
       }
@@ -68,7 +68,7 @@ final class QueueRuns {
         collectives.step(op, pass);
       } catch (RuntimeException | Error e) {
         if (op.state != StreamOp.State.DONE) {
-          engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+          table.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
         }
         return;
       }
@@ -77,7 +77,7 @@ final class QueueRuns {
           if (op.kind == StreamOp.Kind.BROADCAST && comm.rank() != op.peer) {
             memory.duplicate().put(op.staging.duplicate().position(StreamOrderedMessages.BROADCAST_HEADER));
           }
-          engine.finish(op);
+          table.finish(op);
         }
         return;
       }
@@ -95,7 +95,7 @@ final class QueueRuns {
       return;
     }
     try {
-      if (engine.closed) {
+      if (table.closed()) {
         throw new IllegalStateException("the helper was closed");
       }
       op.staging.duplicate().clear().put(device.duplicate().clear().limit(bytes));
@@ -104,14 +104,14 @@ final class QueueRuns {
       if (op.request.test()) {
         op.mpiDone = true;
         op.state = StreamOp.State.DONE;
-        engine.finish(op);
+        table.finish(op);
         return;
       }
     } catch (RuntimeException | Error e) {
-      engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+      table.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
       return;
     }
-    engine.handOver(op); // the progress thread completes it; the queue goes on, the data being copied
+    table.handOver(op); // the progress thread completes it; the queue goes on, the data being copied
   }
 
   /** A receive: posts it in its turn, waits, and copies the message into the device's memory. */
@@ -121,24 +121,24 @@ final class QueueRuns {
     }
     try {
       // receives are posted in the order they were asked for: behind one the progress thread has not posted yet
-      if (!waitFor(op, () -> !engine.earlierReceiveUnposted(op), 0)) {
-        engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+      if (!waitFor(op, () -> !table.earlierReceiveUnposted(op), 0)) {
+        table.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
             + "queue waited for it"));
         return;
       }
       op.request = comm.iReceive(op.staging, op.peer, op.tag);
       op.state = StreamOp.State.WAIT_MPI;
       if (!waitFor(op, () -> op.request.test(), bytes)) {
-        engine.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
+        table.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
             + "queue waited for it"));
         return;
       }
       op.mpiDone = true;
       device.duplicate().clear().put(op.staging.duplicate().clear().limit(bytes));
       op.state = StreamOp.State.DONE;
-      engine.finish(op);
+      table.finish(op);
     } catch (RuntimeException | Error e) {
-      engine.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
+      table.fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
     }
   }
 
@@ -149,7 +149,7 @@ final class QueueRuns {
   private boolean waitFor(StreamOp op, java.util.function.BooleanSupplier done, long bytes) {
     Backoff backoff = new Backoff(bytes);
     while (!done.getAsBoolean()) {
-      if (engine.closed) {
+      if (table.closed()) {
         return false;
       }
       backoff.pause(Long.MAX_VALUE);
@@ -160,16 +160,16 @@ final class QueueRuns {
   /**
    * The wait between two MPI tests on the queue's thread: a spin of {@link #queueSpinNanos} from the start or the
    * last movement (MPI moves only when tested, and the queue waits for this operation anyway), then parks from
-   * 1 us growing to {@code MPI_PARK_NANOS}, short enough that MPI is tested often without holding a core that the
-   * other ranks' work (a CPU device shares them) may need.
+   * 1 us growing to {@link ParkPolicy#MPI_PARK_NANOS}, short enough that MPI is tested often without holding a
+   * core that the other ranks' work (a CPU device shares them) may need.
    *
-   * <p>The parks never grow further, however long the wait (the progress thread's grow to {@code POLL_PARK_NANOS}
-   * after {@code MPI_IDLE_NANOS}): the device's queue can do nothing until this operation completes, so the
-   * sooner a test sees it, the sooner the device goes on. Measured ad hoc on 2026-12-04 on 2 shared cores in a VM,
-   * where a park and its wake-up cost about 25 us of CPU and oversleep by about 80 us: parks of 100 us cost 14% of
-   * a core while a receive waits, parks of 1 ms 3% (a blocking {@code MPI_Wait} spins: 100%); a test comes every
-   * 0.18 ms instead of every 1.1 ms, so a message is seen about 0.45 ms sooner on average, twice per round of a
-   * ping-pong whose kernels take 80 ms.
+   * <p>The parks never grow further, however long the wait (the progress thread's grow to
+   * {@link ParkPolicy#POLL_PARK_NANOS} after {@link ParkPolicy#MPI_IDLE_NANOS}): the device's queue can do nothing
+   * until this operation completes, so the sooner a test sees it, the sooner the device goes on. Measured ad hoc
+   * on 2026-12-04 on 2 shared cores in a VM, where a park and its wake-up cost about 25 us of CPU and oversleep by
+   * about 80 us: parks of 100 us cost 14% of a core while a receive waits, parks of 1 ms 3% (a blocking
+   * {@code MPI_Wait} spins: 100%); a test comes every 0.18 ms instead of every 1.1 ms, so a message is seen about
+   * 0.45 ms sooner on average, twice per round of a ping-pong whose kernels take 80 ms.
    */
   private final class Backoff {
     private final long spin;
@@ -198,8 +198,8 @@ final class QueueRuns {
       if (deadline != Long.MAX_VALUE) {
         park = Math.max(1_000, Math.min(park, deadline - now));
       }
-      LockSupport.parkNanos(engine, park);
-      sleep = Math.min(sleep * 2, StreamOrderedMessages.MPI_PARK_NANOS);
+      LockSupport.parkNanos(QueueRuns.this, park);
+      sleep = Math.min(sleep * 2, ParkPolicy.MPI_PARK_NANOS);
     }
   }
 

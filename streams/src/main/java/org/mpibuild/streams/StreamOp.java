@@ -28,9 +28,9 @@ final class StreamOp {
   ByteBuffer staging;
   final int peer;
   final int tag;
-  final StreamOrderedMessages.DeviceStep before;
-  final StreamOrderedMessages.Gate gate;
-  final StreamOrderedMessages.DeviceStep after;
+  final DeviceStep before;
+  final Gate gate;
+  final DeviceStep after;
   final CompletableFuture<Void> future = new CompletableFuture<>();
   boolean beforeWakes;
   /** Whether {@link #before} has finished (or failed), once seen: never asked again. */
@@ -60,14 +60,14 @@ final class StreamOp {
   PersistentCollectives.Entry entry;
   RuntimeException localFailure;
   /**
-   * Run by the device's own queue (see {@link StreamOrderedMessages.QueuedOperation}), on the thread that runs
+   * Run by the device's own queue (see {@link QueuedOperation}), on the thread that runs
    * its commands, rather than by the progress thread; set before the operation is added.
    */
   boolean onQueue;
   /** Who runs an operation of the queue's: claimed once, under this object's lock. */
   int driver = NOBODY;
   /** The queue's command that runs an operation of the queue's, once enqueued: polled only for its failure. */
-  StreamOrderedMessages.DeviceStep command;
+  DeviceStep command;
   /** Whether {@link #releaseSteps} ran: a command handed over later is released at once. */
   boolean stepsReleased;
   /** The order the helper was asked for its operations in. */
@@ -76,8 +76,8 @@ final class StreamOp {
   boolean mpiDone;
   long startedAt;
 
-  StreamOp(Kind kind, ByteBuffer staging, int peer, int tag, StreamOrderedMessages.DeviceStep before,
-      StreamOrderedMessages.Gate gate, StreamOrderedMessages.DeviceStep after) {
+  StreamOp(Kind kind, ByteBuffer staging, int peer, int tag, DeviceStep before,
+      Gate gate, DeviceStep after) {
     this.kind = kind;
     this.staging = staging;
     this.peer = peer;
@@ -123,10 +123,10 @@ final class StreamOp {
 
   /**
    * Releases the device steps' resources (events); {@code completed}: the operation completed, so nothing uses its
-   * buffers any more ({@link StreamOrderedMessages.DeviceStep#releaseCompleted}).
+   * buffers any more ({@link DeviceStep#releaseCompleted}).
    */
   void releaseSteps(boolean completed) {
-    StreamOrderedMessages.DeviceStep c;
+    DeviceStep c;
     synchronized (this) {
       c = command;
       command = null;
@@ -137,7 +137,7 @@ final class StreamOp {
     release(after, completed);
   }
 
-  private static void release(StreamOrderedMessages.DeviceStep step, boolean completed) {
+  private static void release(DeviceStep step, boolean completed) {
     if (step == null) {
       return;
     }

@@ -1,14 +1,8 @@
 package org.mpibuild.streams;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.time.Duration;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
@@ -43,11 +37,14 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * <p>The progress thread calls MPI while the program's threads may too, so MPI must provide
  * {@code MPI_THREAD_MULTIPLE}; {@link #StreamOrderedMessages(Communicator, String, Duration, IntFunction)} checks.
  *
- * <p>Inside, by role: this class holds the API, the progress thread and point-to-point messages; the
- * package-private {@code CollectiveSteps} the collectives (turns, status word, deadline, persistent
- * requests), {@code QueueRuns} what a device queue's own thread does for an operation it runs
- * ({@link QueuedOperation}), {@code StreamOp} one operation, {@code ProgressPass} what one pass over them saw,
- * and {@code StagingPool} the reused staging buffers.
+ * <p>Inside, by role, all package-private: this class checks what it is asked and hands each operation
+ * ({@code StreamOp}) to the {@code OperationTable}, which keeps the operations in order and ends them (finished,
+ * failed, handed over); the {@code ProgressLoop} on the {@code ProgressThread} passes over them, each pass
+ * ({@code ProgressPass}) moving sends and receives on through {@code PointToPointSteps} and collectives through
+ * {@code CollectiveSteps}, then waiting as {@code ParkPolicy} says; {@code QueueRuns} is what a device queue's
+ * own thread does for an operation it runs ({@link QueuedOperation}), and {@code FailedCommands} takes over
+ * those whose command failed; {@code StagingPool} holds the reused staging buffers, {@code CollectiveTickets}
+ * and {@code PersistentCollectives} what the helpers on one communicator share.
  */
 public final class StreamOrderedMessages implements AutoCloseable {
   /** The bytes before the data in a broadcast's staging buffer: the root's status word. */
@@ -56,166 +53,16 @@ public final class StreamOrderedMessages implements AutoCloseable {
   public static final int ARRIVAL_TAG = 32_765;
   /** The deadline of a collective when none is given. */
   public static final Duration DEFAULT_DEADLINE = Duration.ofMinutes(2);
-  /** The exit status of the abort at a missed deadline. */
-  static final int ABORT_CODE = 4;
-  /** How long the progress thread spins, testing MPI, after something moved, before it parks. */
-  static final long SPIN_NANOS = 20_000;
-  /** The longest park while MPI operations are in flight (MPI moves only when tested). */
-  static final long MPI_PARK_NANOS = 100_000;
-  /**
-   * How long nothing must have moved, point-to-point messages in flight and no collective, before the progress
-   * thread's park may grow past {@link #MPI_PARK_NANOS} to {@link #POLL_PARK_NANOS}: a receive whose sender is
-   * busy with a long kernel is then tested a thousand times a second instead of ten thousand, which leaves the
-   * cores to the device (a CPU device shares them): a receive has no device step before it (it starts in
-   * {@code WAIT_MPI}), only its gate, which the device reaches unannounced, so the thread does not know whether
-   * the device still has work before that gate. A collective, whose rounds advance only when tested, keeps the
-   * short parks, and so does an operation that the device's queue runs itself, which the queue is known to be
-   * stalled on ({@link QueueRuns}).
-   */
-  static final long MPI_IDLE_NANOS = 20_000_000;
-  /** The longest park while device work that cannot wake the thread is awaited. */
-  static final long POLL_PARK_NANOS = 1_000_000;
-  /** How often the progress thread asks every device step, woken or not (a safety net). */
-  static final int SWEEP_MILLIS = 20;
-  /** The longest park while only device work that wakes the thread is awaited (a safety net). */
-  private static final long WOKEN_PARK_NANOS = SWEEP_MILLIS * 1_000_000L;
   /** The most bytes of staging buffers kept for reuse ({@link #staging}). */
   static final long STAGING_POOL_BYTES = 64L << 20;
 
-  /**
-   * Device work the progress thread polls. A helper's steps run on one in-order queue or stream: of the steps
-   * before its operations, and of the steps after them, none finishes before the ones enqueued earlier, so the
-   * progress thread asks only the earliest unfinished one of each, however many operations are in flight.
-   */
-  public interface DeviceStep {
-    /**
-     * Returns whether the work has finished. Never blocks.
-     *
-     * @return true once finished
-     * @throws RuntimeException with a message for a person if the device reports an error; a
-     *     {@link DeviceFailure} carries the device's error code to the other ranks of a collective
-     */
-    boolean finished();
-
-    /**
-     * Releases what the step holds (events) where the operation may not have completed: it failed or was closed,
-     * or the engine no longer needs the step; MPI or the device may still use the operation's buffers. Called
-     * once, from any one thread.
-     */
-    void release();
-
-    /**
-     * As {@link #release}, for an operation that completed: neither MPI nor the device uses its buffers any
-     * more, so a backend may reuse memory it lent them. Called instead of {@link #release}, once.
-     */
-    default void releaseCompleted() {
-      release();
-    }
-
-    /**
-     * Asks the device to run {@code wake} once the work has finished or failed (a driver callback that does
-     * nothing but that), so that the progress thread need not poll it often. Called once, on the thread that
-     * enqueued the work, before the progress thread sees the step, and only for the step before an operation
-     * (the one the progress thread waits for); the step after it is polled. By default there is no such
-     * callback.
-     *
-     * @param wake wakes the progress thread; cheap, never blocks, safe from any thread
-     * @return whether {@code wake} will run
-     */
-    default boolean wakeWhenFinished(Runnable wake) {
-      return false;
-    }
-  }
-
-  /** Device work held back until the progress thread opens it. */
-  public interface Gate {
-    /** Lets the work behind the gate run. */
-    void open();
-
-    /**
-     * Releases the work behind the gate without the operation's result, so that nothing waits for it forever:
-     * with an error where the device API can (which PoCL 3.1 and CUDA cannot: there the work runs; the engine
-     * first puts an all-reduce's own input back into its staging buffer, so its device buffer is unchanged).
-     */
-    void fail();
-  }
-
-  /**
-   * The step of a collective whose device work the device refused to enqueue (a size past a buffer's end, a
-   * driver without a feature): it fails with the refusal when first asked. Pass it as the collective's
-   * {@code filled} step, with {@link #NOTHING_QUEUED} as gate and written step (or, where a rank has no
-   * {@code filled} step, a broadcast's receiver, as its {@code written} step): this rank still takes part, so
-   * that no rank waits for it, and a collective that agrees on its status fails on every rank with this
-   * failure and this rank's number.
-   *
-   * @param failure what the device refused
-   */
-  public record Refused(DeviceFailure failure) implements DeviceStep {
-    /**
-     * Checks the failure.
-     *
-     * @param failure what the device refused, not null
-     */
-    public Refused {
-      Objects.requireNonNull(failure, "failure");
-    }
-
-    @Override
-    public boolean finished() {
-      throw failure;
-    }
-
-    @Override
-    public void release() {}
-  }
-
-  /** Gate and written step where nothing was enqueued behind a refused collective ({@link Refused}). */
-  public static final NothingQueued NOTHING_QUEUED = new NothingQueued();
-
-  /** A gate with nothing behind it, and a step with nothing to do: see {@link #NOTHING_QUEUED}. */
-  public static final class NothingQueued implements Gate, DeviceStep {
-    private NothingQueued() {}
-
-    @Override
-    public void open() {}
-
-    @Override
-    public void fail() {}
-
-    @Override
-    public boolean finished() {
-      return true;
-    }
-
-    @Override
-    public void release() {}
-  }
-
   private final Communicator comm;
-  private final String name;
-  private final CollectiveTickets tickets;
   private final StagingPool pool = new StagingPool(STAGING_POOL_BYTES);
   private final CollectiveSteps collectives;
-  /** The operations' lives on the queue's thread ({@link QueuedOperation}). */
+  private final OperationTable table;
   private final QueueRuns queueRuns;
-  private final List<StreamOp> ops = new ArrayList<>();
-  /**
-   * The operations that the device's queue runs itself ({@link QueuedOperation}), in queue order, under the lock
-   * of {@link #ops}, until they end or move to {@link #ops}: a send that MPI did not complete at once, or an
-   * operation whose command failed, which the progress thread takes over (it sweeps them for that).
-   */
-  private final ArrayDeque<StreamOp> onQueue = new ArrayDeque<>();
-  /** The order operations were asked for in, under the lock of {@link #ops}. */
-  private long nextSeq;
-  /**
-   * Operations that failed, and buffers given up, while MPI or the device may still use them (MPI cannot cancel
-   * a started operation; the work behind a failed gate, or enqueued before a failure, still runs): kept
-   * reachable, so that the garbage collector never frees memory in use, for as long as the helper is.
-   */
-  private final List<Object> retained = new ArrayList<>();
-  private final Thread thread;
-  private final Runnable wake;
-  volatile boolean closed;
+  private final FailedCommands failedCommands;
+  private final ProgressThread progress;
 
   /**
    * Starts the progress thread, with collectives' deadline {@link #DEFAULT_DEADLINE} and device error codes
@@ -250,16 +97,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
       throw new IllegalArgumentException("deadline " + deadline + " is negative");
     }
     this.comm = comm;
-    this.name = name;
-    this.tickets = CollectiveTickets.of(comm);
-    this.collectives = new CollectiveSteps(comm, deadline, deviceCodes, tickets, pool, this::fail);
-    this.queueRuns = new QueueRuns(this, comm, collectives);
-    this.thread = new Thread(this::run, "mpi-build-stream " + name);
-    this.thread.setDaemon(true);
-    Thread t = this.thread;
-    this.wake = () -> LockSupport.unpark(t);
-    tickets.register(thread);
-    this.thread.start();
+    CollectiveTickets tickets = CollectiveTickets.of(comm);
+    this.progress = new ProgressThread(name, tickets);
+    this.table = new OperationTable(name, tickets, pool, progress);
+    this.collectives = new CollectiveSteps(comm, deadline, deviceCodes, tickets, pool, table);
+    this.queueRuns = new QueueRuns(table, comm, collectives);
+    this.failedCommands = new FailedCommands(table, pool);
+    progress.start(new ProgressLoop(comm, table, new PointToPointSteps(comm, table), collectives, failedCommands));
   }
 
   /**
@@ -274,7 +118,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public CompletableFuture<Void> send(ByteBuffer staging, int dest, int tag, DeviceStep filled) {
     check(dest, tag);
-    return add(new StreamOp(StreamOp.Kind.SEND, staging, dest, tag, filled, null, null));
+    return table.add(new StreamOp(StreamOp.Kind.SEND, staging, dest, tag, filled, null, null));
   }
 
   /**
@@ -290,7 +134,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   public CompletableFuture<Void> receive(ByteBuffer staging, int source, int tag, Gate gate, DeviceStep written) {
     check(source, tag);
-    return add(new StreamOp(StreamOp.Kind.RECEIVE, staging, source, tag, null, gate, written));
+    return table.add(new StreamOp(StreamOp.Kind.RECEIVE, staging, source, tag, null, gate, written));
   }
 
   /**
@@ -319,7 +163,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       throw new IllegalArgumentException("the root fills its staging buffer from the device (filled); the other "
           + "ranks open a gate and write it to the device (gate, written)");
     }
-    return add(new StreamOp(StreamOp.Kind.BROADCAST, staging, root, -1, filled, gate, written));
+    return table.add(new StreamOp(StreamOp.Kind.BROADCAST, staging, root, -1, filled, gate, written));
   }
 
   /**
@@ -358,7 +202,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     o.count = count;
     o.type = type;
     o.reduceOp = op;
-    return add(o);
+    return table.add(o);
   }
 
   /**
@@ -377,7 +221,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
       throw new IllegalArgumentException("count " + count + " must be 1 or more");
     }
     ByteBuffer none = staging(messageBytes((long) count * type.bytes()));
-    return allReduce(none, none, count, type, op, new Refused(refusal), NOTHING_QUEUED, NOTHING_QUEUED);
+    return allReduce(none, none, count, type, op, new Refused(refusal), NothingQueued.NOTHING_QUEUED,
+        NothingQueued.NOTHING_QUEUED);
   }
 
   /**
@@ -396,82 +241,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
     ByteBuffer none = staging(BROADCAST_HEADER + bytes);
     return comm.rank() == root ? broadcast(none, root, new Refused(refusal), null, null)
-        : broadcast(none, root, null, NOTHING_QUEUED, new Refused(refusal));
-  }
-
-  /**
-   * An operation that the device's queue runs itself: the backend enqueues a command (an OpenCL native kernel)
-   * that calls {@link #run} on the thread that runs the queue's commands, with the device buffer's memory. The
-   * operation then happens there, in the queue's order: the work queued before it has finished when it starts,
-   * and the work queued after it starts when it returns, with no progress thread, callback or user event in
-   * between. A collective takes its ticket, status word, arrivals, deadline and persistent requests exactly as
-   * a collective of the progress thread does, so ranks and helpers may mix the two. A send copies the data and
-   * starts {@code MPI_Isend}, then returns (the progress thread completes it if MPI has not at once); a receive
-   * returns once the message is in the device's memory.
-   *
-   * <p>If the command never runs (a command before it failed, so the device fails it too), the progress thread
-   * finds the failure on its next sweep (at most {@value #SWEEP_MILLIS} ms later) and takes part for this rank
-   * with the failure, so that every rank ends with it; {@link #enqueueFailed} does the same at once.
-   */
-  public final class QueuedOperation {
-    private final StreamOp op;
-    private final int bytes;
-
-    private QueuedOperation(StreamOp op, int bytes) {
-      this.op = op;
-      this.bytes = bytes;
-    }
-
-    /**
-     * Returns the future of the collective.
-     *
-     * @return completes when the operation is done (a collective's results or a received message on the device,
-     *     a send handed to MPI and completed), often on the thread that ran it, the device's: actions that may
-     *     block belong in the {@code *Async} forms; fails as the progress thread's operations do
-     */
-    public CompletableFuture<Void> future() {
-      return op.future;
-    }
-
-    /**
-     * Hands over the enqueued command, whose failure the progress thread polls until it runs.
-     *
-     * @param command the command; released by the helper
-     */
-    public void enqueued(DeviceStep command) {
-      synchronized (op) {
-        if (!op.stepsReleased) {
-          op.command = command;
-          command = null;
-        }
-      }
-      if (command != null) {
-        command.release(); // the queue ran the operation to its end before the backend handed the command over
-      }
-    }
-
-    /**
-     * Says the command could not be enqueued: the progress thread takes part for this rank with the failure (a
-     * collective), receives the message and then fails (a receive), or fails it (a send).
-     *
-     * @param why the device's refusal
-     */
-    public void enqueueFailed(RuntimeException why) {
-      takeOver(op, why);
-    }
-
-    /**
-     * Runs the operation on the calling thread, the queue's: returns when a collective or receive is done or has
-     * failed, and once a send has copied its data and started. Does nothing if the progress thread took it over
-     * first (its command failed, or the helper was closed).
-     *
-     * @param device the device buffer's memory, at least the operation's bytes; an all-reduce reduces it in
-     *     place (MPI works on copies; it keeps its values if the collective fails), a broadcast's root and a send
-     *     send from it, the other ranks and a receive receive into it
-     */
-    public void run(ByteBuffer device) {
-      queueRuns.run(op, device, bytes);
-    }
+        : broadcast(none, root, null, NothingQueued.NOTHING_QUEUED, new Refused(refusal));
   }
 
   /**
@@ -547,8 +317,8 @@ public final class StreamOrderedMessages implements AutoCloseable {
   /** Adds an operation that the device's queue runs itself, taking its place in the order (and its ticket). */
   private QueuedOperation queued(StreamOp op, int bytes) {
     op.onQueue = true;
-    add(op);
-    return new QueuedOperation(op, bytes);
+    table.add(op);
+    return new QueuedOperation(op, bytes, queueRuns, failedCommands);
   }
 
   /**
@@ -575,10 +345,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
    * @param buffer the buffer, or null
    */
   public void discard(ByteBuffer buffer) {
-    if (buffer != null) {
-      pool.forget(buffer);
-      retain(buffer);
-    }
+    table.discard(buffer);
   }
 
   /**
@@ -625,52 +392,13 @@ public final class StreamOrderedMessages implements AutoCloseable {
     }
   }
 
-  private CompletableFuture<Void> add(StreamOp op) {
-    // Only the step before an operation may wake the thread: what waits for it is this thread. The write after
-    // is polled, since a driver's callback may run on the thread that would start the work queued behind that
-    // write (PoCL runs it there, and JOCL attaches that thread to the JVM and detaches it again for each call),
-    // which would delay the program's own work.
-    if (op.before != null) {
-      op.beforeWakes = op.before.wakeWhenFinished(() -> {
-        op.beforeSignalled = true;
-        wake.run();
-      });
-    }
-    synchronized (ops) {
-      if (closed) {
-        discard(op.staging); // device work for it may be enqueued
-        discard(op.receive);
-        throw new IllegalStateException("stream-ordered messages on " + name + ": they were closed");
-      }
-      if (op.collective()) {
-        op.ticket = tickets.take(); // taken with the list's lock: one helper's collectives keep their order
-      }
-      op.seq = nextSeq++;
-      if (op.onQueue) {
-        onQueue.addLast(op);
-        if (onQueue.size() > 1) {
-          return op.future; // the progress thread already sweeps the queue's operations
-        }
-        // else it may be parked for good (it had nothing to do): from now on it sweeps every SWEEP_MILLIS
-      } else {
-        ops.add(op);
-      }
-    }
-    LockSupport.unpark(thread);
-    return op.future;
-  }
-
-
-
   /**
    * Returns the number of operations not yet complete.
    *
    * @return the count
    */
   public int inFlight() {
-    synchronized (ops) {
-      return ops.size() + onQueue.size();
-    }
+    return table.inFlight();
   }
 
   /**
@@ -683,310 +411,6 @@ public final class StreamOrderedMessages implements AutoCloseable {
     return collectives.persistentStarts();
   }
 
-
-  private void run() {
-    try {
-      long sleep = 2_000;
-      long spinUntil = 0;
-      long lastSweep = System.nanoTime();
-      long lastMoved = lastSweep;
-      while (true) {
-        if (closed) {
-          failAll();
-          return;
-        }
-        long started = System.nanoTime();
-        boolean sweep = started - lastSweep >= WOKEN_PARK_NANOS;
-        if (sweep) {
-          lastSweep = started;
-        }
-        ProgressPass pass = step(sweep);
-        long now = System.nanoTime();
-        if (pass.moved) {
-          lastMoved = now;
-          sleep = 2_000;
-          spinUntil = now + SPIN_NANOS;
-          continue;
-        }
-        if (pass.mpi && now - spinUntil < 0) {
-          Thread.onSpinWait(); // MPI moves only when tested: a short spin right after progress
-          continue;
-        }
-        long cap = !pass.any ? Long.MAX_VALUE
-            : pass.mpi ? (!pass.collectiveMpi && now - lastMoved > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS)
-            : pass.polledDevice ? POLL_PARK_NANOS : WOKEN_PARK_NANOS;
-        long park = Math.min(sleep, cap);
-        if (pass.nextDeadline != Long.MAX_VALUE) {
-          park = Math.max(1_000, Math.min(park, pass.nextDeadline - now));
-        }
-        if (!pass.any) {
-          LockSupport.park(this); // woken by add and close
-        } else {
-          LockSupport.parkNanos(this, park);
-        }
-        // Idle waits grow: short against kernels and messages, long enough to leave the cores to the device
-        // (a CPU device shares them); device work that completes wakes the thread at once.
-        sleep = Math.min(sleep * 2, cap == Long.MAX_VALUE ? WOKEN_PARK_NANOS : cap);
-      }
-    } finally {
-      tickets.unregister(thread);
-    }
-  }
-
-  private void failAll() {
-    List<StreamOp> left;
-    synchronized (ops) {
-      left = new ArrayList<>(ops);
-      left.addAll(onQueue);
-    }
-    for (StreamOp op : left) {
-      if (op.onQueue && !op.claim(StreamOp.PROGRESS)) {
-        continue; // the queue's thread is running it: it sees the helper closed and fails it itself
-      }
-      fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with " + left.size()
-          + " operation(s) in flight"));
-    }
-  }
-
-  /** One pass over the operations, in the order they were asked for. */
-  private ProgressPass step(boolean sweep) {
-    if (sweep) {
-      sweepOnQueue();
-    }
-    List<StreamOp> snapshot;
-    boolean queued;
-    synchronized (ops) {
-      snapshot = new ArrayList<>(ops);
-      queued = !onQueue.isEmpty();
-    }
-    ProgressPass pass = new ProgressPass(sweep);
-    pass.any = !snapshot.isEmpty() || queued;
-    boolean earlierSendWaiting = false;
-    boolean earlierReceiveUnposted = false;
-    for (StreamOp op : snapshot) {
-      try {
-        if (op.collective()) {
-          collectives.step(op, pass);
-        } else {
-          switch (op.state) {
-            case WAIT_DEVICE -> {
-              // Sends start in order: a send whose data is ready waits for earlier sends to start.
-              if (!earlierSendWaiting && pass.beforeFinished(op)) {
-                op.request = comm.iSend(op.staging, op.peer, op.tag);
-                op.state = StreamOp.State.WAIT_MPI;
-                pass.moved = true;
-              }
-            }
-            case WAIT_MPI -> {
-              if (op.kind == StreamOp.Kind.RECEIVE && op.request == null) {
-                if (!earlierReceiveUnposted && !earlierReceiveUnposted(op)) {
-                  op.request = comm.iReceive(op.staging, op.peer, op.tag);
-                  pass.moved = true;
-                }
-              }
-              if (op.request != null && op.request.test()) {
-                op.mpiDone = true;
-                if (op.gate == null) { // a send; or a receive of the queue's whose command failed
-                  op.state = StreamOp.State.DONE;
-                } else {
-                  op.gate.open();
-                  op.state = StreamOp.State.WAIT_WRITE;
-                }
-                pass.moved = true;
-              }
-            }
-            case WAIT_WRITE -> pass.awaitWrite(op);
-            default -> { }
-          }
-        }
-      } catch (RuntimeException | Error e) {
-        if (op.state != StreamOp.State.DONE) {
-          fail(op, new IllegalStateException(op.describe() + " failed: " + e.getMessage(), e));
-        }
-        pass.moved = true;
-      }
-      if (op.kind == StreamOp.Kind.SEND && op.state == StreamOp.State.WAIT_DEVICE) {
-        earlierSendWaiting = true;
-      }
-      if (op.kind == StreamOp.Kind.RECEIVE && op.request == null && op.state == StreamOp.State.WAIT_MPI) {
-        earlierReceiveUnposted = true;
-      }
-      switch (op.state) {
-        case WAIT_MPI -> pass.mpi = true;
-        default -> { }
-      }
-      if (op.collective()) {
-        pass.nextDeadline = Math.min(pass.nextDeadline, collectives.deadlineOf(op));
-        pass.collectiveMpi |= op.state == StreamOp.State.WAIT_MPI;
-      }
-      if (op.state == StreamOp.State.DONE && !op.future.isDone()) {
-        if (op.onQueue && op.localFailure != null) {
-          // a broadcast's receiver whose command failed: the others have the data, its device has not
-          fail(op, new IllegalStateException(op.describe() + " failed on rank " + comm.rank() + ": its command on the "
-              + "device's queue failed: " + op.localFailure.getMessage(), op.localFailure));
-        } else {
-          finish(op);
-        }
-      }
-    }
-    return pass;
-  }
-
-
-
-  /**
-   * Whether a receive asked for before {@code op} has not been posted yet, whichever way it runs: {@code op}, a
-   * receive, then waits, so that receives from one peer with one tag match messages in the order they were asked
-   * for. On the queue, an earlier receive not yet posted is one whose command failed: the progress thread takes
-   * it over within a sweep and posts it.
-   */
-  boolean earlierReceiveUnposted(StreamOp op) {
-    synchronized (ops) {
-      for (StreamOp q : onQueue) {
-        if (q.seq >= op.seq) {
-          break;
-        }
-        if (q.kind == StreamOp.Kind.RECEIVE && q.request == null) {
-          return true;
-        }
-      }
-      for (StreamOp p : ops) {
-        if (p.kind == StreamOp.Kind.RECEIVE && p.seq < op.seq && p.request == null) {
-          return true;
-        }
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Asks the earliest operation of the queue's that has not started running whether its command failed (a
-   * command before it failed, so the device fails it too), or completed without running it: then the progress
-   * thread takes it over. Only that one:
-   * the queue is in order, so a later command cannot fail before it.
-   */
-  private void sweepOnQueue() {
-    StreamOp next = null;
-    synchronized (ops) {
-      for (StreamOp op : onQueue) {
-        if (op.driver() == StreamOp.NOBODY) {
-          next = op;
-          break;
-        }
-      }
-    }
-    if (next == null) {
-      return;
-    }
-    RuntimeException failed = null;
-    synchronized (next) {
-      if (next.driver == StreamOp.NOBODY && next.command != null) {
-        try {
-          if (next.command.finished()) {
-            // the command claims its operation first thing: complete without it, it failed inside (logged)
-            failed = new IllegalStateException("its command on the device's queue completed without running it");
-          }
-        } catch (RuntimeException e) {
-          failed = e;
-        }
-      }
-    }
-    if (failed != null) {
-      takeOver(next, failed);
-    }
-  }
-
-  /**
-   * The progress thread takes over an operation of the queue's whose command failed or was never enqueued: it
-   * takes part with the failure, from a staging buffer, so that every rank ends with it.
-   */
-  private void takeOver(StreamOp op, RuntimeException why) {
-    if (!op.claim(StreamOp.PROGRESS)) {
-      return; // the queue's thread runs it after all
-    }
-    op.localFailure = why;
-    if (op.kind == StreamOp.Kind.SEND) {
-      fail(op, new IllegalStateException(op.describe() + " failed: its command on the device's queue failed: "
-          + why.getMessage(), why)); // nothing was sent: as when a send's read fails
-      return;
-    }
-    if (op.kind == StreamOp.Kind.RECEIVE) {
-      op.state = StreamOp.State.WAIT_MPI; // receives the message, so that its sender completes, then fails
-    }
-    if (op.kind == StreamOp.Kind.ALL_REDUCE) {
-      op.staging = pool.take(op.count * op.type.bytes());
-      op.receive = op.staging;
-    }
-    handOver(op);
-  }
-
-  /**
-   * Makes an operation of the queue's the progress thread's from now on (close included): it moves to the end of
-   * {@link #ops}, and the thread is woken. A helper closed meanwhile, whose thread has gone, fails it here.
-   */
-  void handOver(StreamOp op) {
-    synchronized (ops) {
-      synchronized (op) {
-        op.driver = StreamOp.PROGRESS;
-      }
-      if (onQueue.remove(op)) {
-        ops.add(op);
-      }
-    }
-    LockSupport.unpark(thread);
-    if (closed && !thread.isAlive() && !op.future.isDone()) {
-      fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with it in flight"));
-    }
-  }
-
-  void finish(StreamOp op) {
-    forget(op);
-    op.releaseSteps(true);
-    pool.give(op.staging); // neither MPI nor the device touches them any more
-    pool.give(op.receive);
-    op.future.complete(null);
-  }
-
-  void fail(StreamOp op, RuntimeException why) {
-    forget(op);
-    boolean gateFails = op.gate != null && op.state != StreamOp.State.WAIT_WRITE;
-    if (op.state == StreamOp.State.WAIT_MPI && !op.mpiDone || gateFails) {
-      retain(op);
-    }
-    if (gateFails) {
-      if (op.kind == StreamOp.Kind.ALL_REDUCE && op.state == StreamOp.State.WAIT_MPI && op.localFailure == null
-          && op.receive != op.staging) {
-        // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
-        op.receive.duplicate().put(op.staging.duplicate());
-      }
-      op.gate.fail();
-    }
-    if (op.collective()) {
-      collectives.abandon(op);
-    }
-    op.releaseSteps(false);
-    pool.forget(op.staging); // the device work behind a failed gate may still read them
-    pool.forget(op.receive);
-    op.state = StreamOp.State.DONE;
-    op.future.completeExceptionally(why);
-  }
-
-  /** Removes an operation from the helper's lists: a queue's at its head, in the usual case. */
-  private void forget(StreamOp op) {
-    synchronized (ops) {
-      if (!(op.onQueue && onQueue.remove(op))) {
-        ops.remove(op);
-      }
-    }
-  }
-
-  /** Keeps what MPI or the device may still use reachable for as long as the helper is. */
-  private void retain(Object inUse) {
-    synchronized (retained) {
-      retained.add(inUse);
-    }
-  }
-
   /**
    * Stops the progress thread. Operations still in flight fail with an exception saying so, and the device
    * work behind their gates ends with an error; MPI operations already started are left to MPI. A collective
@@ -994,18 +418,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
    */
   @Override
   public void close() {
-    synchronized (ops) {
-      if (closed) {
-        return;
-      }
-      closed = true;
+    if (!table.close()) {
+      return;
     }
-    LockSupport.unpark(thread);
-    try {
-      thread.join(10_000);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    progress.wake();
+    progress.join(10_000);
     pool.clear();
   }
 }

@@ -1,6 +1,7 @@
 package org.mpibuild.streams;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
@@ -29,6 +30,15 @@ class DeviceFailureTest {
     DeviceFailure f = new DeviceFailure("clEnqueueReadBuffer failed: CL_OUT_OF_RESOURCES", -5);
     assertEquals(-5, f.code());
     assertEquals("clEnqueueReadBuffer failed: CL_OUT_OF_RESOURCES", f.getMessage());
+  }
+
+  @Test
+  void aCallThatReturnedAnythingButZeroFailedWithItsCodeNamed() {
+    DeviceFailure.check(0, "cuEventRecord", code -> "never asked");
+    DeviceFailure f = assertThrows(DeviceFailure.class,
+        () -> DeviceFailure.check(700, "cuEventRecord", code -> "CUDA_ERROR_ILLEGAL_ADDRESS"));
+    assertEquals("cuEventRecord failed: CUDA_ERROR_ILLEGAL_ADDRESS", f.getMessage());
+    assertEquals(700, f.code());
   }
 
   /** A new public exception of this package outside the hierarchy, or not in the table above, fails here. */

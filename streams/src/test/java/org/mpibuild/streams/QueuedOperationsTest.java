@@ -21,7 +21,7 @@ import org.mpibuild.streams.StreamOrderedMessagesTest.Step;
 import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
- * Operations that the device's queue runs itself ({@link StreamOrderedMessages.QueuedOperation}), with ranks
+ * Operations that the device's queue runs itself ({@link QueuedOperation}), with ranks
  * in one JVM: a thread stands for the queue's worker that runs the command.
  */
 class QueuedOperationsTest {
@@ -47,7 +47,7 @@ class QueuedOperationsTest {
   }
 
   /** The queue's worker reaching the command: runs it on a thread of its own. */
-  private static Thread runOnQueue(StreamOrderedMessages.QueuedOperation c, ByteBuffer device) {
+  private static Thread runOnQueue(QueuedOperation c, ByteBuffer device) {
     Thread t = new Thread(() -> c.run(device), "queue worker");
     t.start();
     return t;
@@ -68,7 +68,7 @@ class QueuedOperationsTest {
         written.finished = true;
         futures.add(m.allReduce(device[r], device[r], 2, Datatype.INT, ReduceOp.SUM, filled, new Gate(), written));
       } else {
-        StreamOrderedMessages.QueuedOperation c = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+        QueuedOperation c = m.allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
         c.enqueued(new Step());
         futures.add(c.future());
         workers.add(runOnQueue(c, device[r]));
@@ -91,8 +91,8 @@ class QueuedOperationsTest {
   void aRankWhoseCommandCouldNotBeEnqueuedFailsEveryRankAndNoBufferChanges() {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     ByteBuffer device = ints(1, 2);
-    StreamOrderedMessages.QueuedOperation ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
-    StreamOrderedMessages.QueuedOperation refused = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation refused = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
     ok.enqueued(new Step());
     refused.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5));
     runOnQueue(ok, device);
@@ -109,8 +109,8 @@ class QueuedOperationsTest {
   void aCommandThatTheDeviceFailsBeforeItRunsIsTakenOverAndFailsEveryRank() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     ByteBuffer[] device = {ints(1, 2), ints(10, 20)};
-    StreamOrderedMessages.QueuedOperation ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
-    StreamOrderedMessages.QueuedOperation never = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation ok = helper(world, 0).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation never = helper(world, 1).allReduceOnQueue(2, Datatype.INT, ReduceOp.SUM);
     ok.enqueued(new Step());
     Step failedCommand = new Step();
     failedCommand.error = new DeviceFailure("a command before it failed", -9999);
@@ -132,8 +132,8 @@ class QueuedOperationsTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(3, 20_000);
     ByteBuffer rootData = ints(7, 8, 9);
     ByteBuffer queueReceiver = ints(0, 0, 0);
-    StreamOrderedMessages.QueuedOperation root = helper(world, 1).broadcastOnQueue(12, 1);
-    StreamOrderedMessages.QueuedOperation receiver = helper(world, 0).broadcastOnQueue(12, 1);
+    QueuedOperation root = helper(world, 1).broadcastOnQueue(12, 1);
+    QueuedOperation receiver = helper(world, 0).broadcastOnQueue(12, 1);
     // rank 2 receives through its progress thread, into a staging buffer behind a gate
     StreamOrderedMessages m2 = helper(world, 2);
     ByteBuffer staging = m2.staging(StreamOrderedMessages.BROADCAST_HEADER + 12);
@@ -184,7 +184,7 @@ class QueuedOperationsTest {
       bValues.add(ints(100));
       futures.add(a.allReduce(aValues.get(r), aValues.get(r), 1, Datatype.INT, ReduceOp.SUM, filled, new Gate(),
           written));
-      StreamOrderedMessages.QueuedOperation c = b.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+      QueuedOperation c = b.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
       c.enqueued(new Step());
       futures.add(c.future());
       workers.add(runOnQueue(c, bValues.get(r)));
@@ -206,7 +206,7 @@ class QueuedOperationsTest {
   void closingFailsACollectiveTheQueueHasNotRunAndItsLateRunChangesNothing() {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     StreamOrderedMessages m = helper(world, 0);
-    StreamOrderedMessages.QueuedOperation c = m.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation c = m.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
     c.enqueued(new Step());
     m.close();
     CompletionException e = assertThrows(CompletionException.class, () -> c.future().join());
@@ -223,15 +223,15 @@ class QueuedOperationsTest {
     StreamOrderedMessages one = helper(world, 1);
     // rank 0 sends two messages from its queue; rank 1 receives the first on its queue, the second through its
     // progress thread (behind a gate); then rank 1 sends back from its queue to a receive on rank 0's queue
-    StreamOrderedMessages.QueuedOperation s1 = zero.sendOnQueue(8, 1, 5);
-    StreamOrderedMessages.QueuedOperation s2 = zero.sendOnQueue(8, 1, 5);
-    StreamOrderedMessages.QueuedOperation r1 = one.receiveOnQueue(8, 0, 5);
+    QueuedOperation s1 = zero.sendOnQueue(8, 1, 5);
+    QueuedOperation s2 = zero.sendOnQueue(8, 1, 5);
+    QueuedOperation r1 = one.receiveOnQueue(8, 0, 5);
     ByteBuffer staging = one.staging(8);
     Gate gate = new Gate();
     Step written = new Step();
     written.finished = true;
     CompletableFuture<Void> r2 = one.receive(staging, 0, 5, gate, written);
-    for (StreamOrderedMessages.QueuedOperation q : List.of(s1, s2, r1)) {
+    for (QueuedOperation q : List.of(s1, s2, r1)) {
       q.enqueued(new Step());
     }
     ByteBuffer into = ints(0, 0);
@@ -255,8 +255,8 @@ class QueuedOperationsTest {
   @Test
   void aReceiveWhoseCommandFailedStillTakesItsMessageThenFails() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
-    StreamOrderedMessages.QueuedOperation send = helper(world, 0).sendOnQueue(8, 1, 3);
-    StreamOrderedMessages.QueuedOperation receive = helper(world, 1).receiveOnQueue(8, 0, 3);
+    QueuedOperation send = helper(world, 0).sendOnQueue(8, 1, 3);
+    QueuedOperation receive = helper(world, 1).receiveOnQueue(8, 0, 3);
     send.enqueued(new Step());
     receive.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5));
     send.run(ints(1, 2));
@@ -270,7 +270,7 @@ class QueuedOperationsTest {
   void closingWhileTheQueueWaitsForAMessageReleasesTheQueue() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     StreamOrderedMessages m = helper(world, 1);
-    StreamOrderedMessages.QueuedOperation r = m.receiveOnQueue(8, 0, 3);
+    QueuedOperation r = m.receiveOnQueue(8, 0, 3);
     r.enqueued(new Step());
     ByteBuffer into = ints(7, 7);
     Thread worker = runOnQueue(r, into); // rank 0 never sends
@@ -290,8 +290,8 @@ class QueuedOperationsTest {
     StreamOrderedMessages zero = helper(world, 0);
     StreamOrderedMessages one = helper(world, 1);
     Thread.sleep(200); // both progress threads park with nothing to do
-    StreamOrderedMessages.QueuedOperation ok = zero.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
-    StreamOrderedMessages.QueuedOperation never = one.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation ok = zero.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation never = one.allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
     ok.enqueued(new Step());
     Step failed = new Step();
     failed.error = new DeviceFailure("a command before it failed", -5);
@@ -325,7 +325,7 @@ class QueuedOperationsTest {
     };
     StreamOrderedMessages m = new StreamOrderedMessages(comm, "never-completing sends");
     helpers.add(m);
-    StreamOrderedMessages.QueuedOperation send = m.sendOnQueue(8, 1, 4);
+    QueuedOperation send = m.sendOnQueue(8, 1, 4);
     send.enqueued(new Step());
     send.run(ints(1, 2)); // rank 1 never receives: the send stays in flight
     assertFalse(send.future().isDone());
@@ -339,7 +339,7 @@ class QueuedOperationsTest {
   @Test
   void aCommandHandedOverAfterItsOperationFinishedIsReleased() throws Exception {
     InProcessCommunicator.World world = new InProcessCommunicator.World(1, 20_000);
-    StreamOrderedMessages.QueuedOperation op = helper(world, 0).allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
+    QueuedOperation op = helper(world, 0).allReduceOnQueue(1, Datatype.INT, ReduceOp.SUM);
     op.run(ints(3));
     op.future().get(5, TimeUnit.SECONDS);
     Step late = new Step();
@@ -357,15 +357,15 @@ class QueuedOperationsTest {
     InProcessCommunicator.World world = new InProcessCommunicator.World(2, 20_000);
     StreamOrderedMessages zero = helper(world, 0);
     StreamOrderedMessages one = helper(world, 1);
-    StreamOrderedMessages.QueuedOperation first = one.receiveOnQueue(8, 0, 9);
+    QueuedOperation first = one.receiveOnQueue(8, 0, 9);
     first.enqueueFailed(new DeviceFailure("clEnqueueNativeKernel failed", -5)); // as QueueMessenger does at once
-    StreamOrderedMessages.QueuedOperation second = one.receiveOnQueue(8, 0, 9);
+    QueuedOperation second = one.receiveOnQueue(8, 0, 9);
     second.enqueued(new Step());
     ByteBuffer into = ints(0, 0);
     Thread worker = runOnQueue(second, into);
     Thread.sleep(50);
-    StreamOrderedMessages.QueuedOperation m1 = zero.sendOnQueue(8, 1, 9);
-    StreamOrderedMessages.QueuedOperation m2 = zero.sendOnQueue(8, 1, 9);
+    QueuedOperation m1 = zero.sendOnQueue(8, 1, 9);
+    QueuedOperation m2 = zero.sendOnQueue(8, 1, 9);
     m1.enqueued(new Step());
     m2.enqueued(new Step());
     m1.run(ints(1, 1));

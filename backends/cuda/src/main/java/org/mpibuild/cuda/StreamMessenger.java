@@ -7,15 +7,11 @@ import static jcuda.driver.JCudaDriver.cuEventCreate;
 import static jcuda.driver.JCudaDriver.cuEventDestroy;
 import static jcuda.driver.JCudaDriver.cuEventQuery;
 import static jcuda.driver.JCudaDriver.cuEventRecord;
-import static jcuda.driver.JCudaDriver.cuMemFreeHost;
-import static jcuda.driver.JCudaDriver.cuMemHostAlloc;
-import static jcuda.driver.JCudaDriver.cuMemHostGetDevicePointer;
 import static jcuda.driver.JCudaDriver.cuMemcpyDtoHAsync;
 import static jcuda.driver.JCudaDriver.cuMemcpyHtoDAsync;
 import static jcuda.driver.JCudaDriver.cuStreamWaitValue32;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import jcuda.Pointer;
@@ -27,13 +23,17 @@ import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.CUstreamWaitValue_flags;
 import jcuda.driver.JCudaDriver;
+import org.mpibuild.cuda.PinnedPool.Pinned;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.spi.UseGuard;
 import org.mpibuild.streams.DeviceFailure;
+import org.mpibuild.streams.DeviceMessenger;
+import org.mpibuild.streams.DeviceStep;
+import org.mpibuild.streams.Gate;
+import org.mpibuild.streams.Refused;
 import org.mpibuild.streams.StreamOrderedMessages;
-import org.mpibuild.streams.StreamOrderedMessages.Refused;
 
 /**
  * MPI messages ordered with a CUDA stream, with no host synchronization in between; the CUDA half of
@@ -65,28 +65,20 @@ import org.mpibuild.streams.StreamOrderedMessages.Refused;
  * close on another thread waits for the enqueue in progress.
  *
  * <p>The four calls are synchronized: two threads enqueueing on one messenger hand the engine their operations
- * in the stream's order.
+ * in the stream's order. The life cycle (open, close, the uses that a close waits for) is
+ * {@link DeviceMessenger}'s, as for OpenCL's messenger.
  */
-public final class StreamMessenger implements AutoCloseable {
+public final class StreamMessenger extends DeviceMessenger {
   private final CUcontext context;
   private final CUstream stream;
-  private final Communicator comm;
-  private final StreamOrderedMessages messages;
-  private final UseGuard guard;
-  /** The backend whose context this is, which closes the messenger before it releases the context; or null. */
-  private final CudaBackend owner;
-  private final UseGuard.Dependent dependent = this::close;
   /** The pinned host memory of this messenger's operations, reused (see the class comment). */
-  private final PinnedPool pinned = new PinnedPool();
+  private final PinnedPool pinned;
 
-  private StreamMessenger(CUcontext context, CUstream stream, Communicator comm, StreamOrderedMessages messages,
-      CudaBackend owner) {
+  private StreamMessenger(Communicator comm, CUcontext context, CUstream stream, Duration deadline, UseGuard owner) {
+    super(comm, "messenger on stream " + stream, "cuda " + stream, deadline, CUresult::stringFor, owner);
     this.context = context;
     this.stream = stream;
-    this.comm = comm;
-    this.messages = messages;
-    this.guard = new UseGuard("messenger on stream " + stream);
-    this.owner = owner;
+    this.pinned = new PinnedPool(context, String.valueOf(stream));
   }
 
   /**
@@ -107,16 +99,9 @@ public final class StreamMessenger implements AutoCloseable {
    * @throws IllegalStateException if MPI does not provide MPI_THREAD_MULTIPLE
    */
   public static StreamMessenger open(Communicator comm, CUcontext context, CUstream stream, Duration deadline) {
-    CudaBackend owner = CudaBackend.owning(context);
-    // inside a use of the owner: its close waits until the messenger is registered, then closes it
-    try (UseGuard.Use ignored = owner == null ? null : owner.guard().enter()) {
-      StreamMessenger m = new StreamMessenger(context, stream, comm,
-          new StreamOrderedMessages(comm, "cuda " + stream, deadline, CUresult::stringFor), owner);
-      if (owner != null) {
-        owner.guard().adopt(m.dependent);
-      }
-      return m;
-    }
+    CudaBackend backend = CudaBackend.owning(context);
+    UseGuard owner = backend == null ? null : backend.guard();
+    return openUnder(owner, () -> new StreamMessenger(comm, context, stream, deadline, owner));
   }
 
   /**
@@ -126,7 +111,7 @@ public final class StreamMessenger implements AutoCloseable {
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public synchronized CompletableFuture<Void> sendAfter(CUdeviceptr buffer, long bytes, int dest, int tag) {
-    try (UseGuard.Use ignored = guard.enter()) {
+    try (UseGuard.Use ignored = use()) {
       return enqueueSend(buffer, bytes, dest, tag);
     }
   }
@@ -137,7 +122,7 @@ public final class StreamMessenger implements AutoCloseable {
     Pinned staging = pinned.take(bytes, 0);
     check(cuMemcpyDtoHAsync(staging.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
     CUevent copied = record();
-    return messages.send(staging.buffer, dest, tag, new EventStep(copied, staging, null));
+    return messages().send(staging.buffer, dest, tag, new EventStep(copied, staging, null));
   }
 
   /**
@@ -148,7 +133,7 @@ public final class StreamMessenger implements AutoCloseable {
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public synchronized CompletableFuture<Void> receiveBefore(CUdeviceptr buffer, long bytes, int source, int tag) {
-    try (UseGuard.Use ignored = guard.enter()) {
+    try (UseGuard.Use ignored = use()) {
       return enqueueReceive(buffer, bytes, source, tag);
     }
   }
@@ -158,8 +143,8 @@ public final class StreamMessenger implements AutoCloseable {
     Pinned staging = pinned.take(bytes, 0);
     Pinned flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
     try {
-      StreamOrderedMessages.DeviceStep written = gatedCopy(buffer, staging.host, bytes, staging, flag);
-      return messages.receive(staging.buffer, source, tag, new FlagGate(flag), written);
+      DeviceStep written = gatedCopy(buffer, staging.host, bytes, staging, flag);
+      return messages().receive(staging.buffer, source, tag, new FlagGate(flag), written);
     } catch (RuntimeException | Error e) {
       openAfterFailure(flag);
       throw e; // both stay out of the pool: a copy enqueued before the failure may still use them
@@ -178,12 +163,8 @@ public final class StreamMessenger implements AutoCloseable {
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
   public synchronized CompletableFuture<Void> bcastAfter(CUdeviceptr buffer, long bytes, int root) {
-    try (UseGuard.Use ignored = guard.enter()) {
-      messages.checkRoot(root);
-      int n = StreamOrderedMessages.messageBytes(bytes);
-      if (n > Integer.MAX_VALUE - StreamOrderedMessages.BROADCAST_HEADER) {
-        throw new IllegalArgumentException("a broadcast of " + bytes + " bytes is too large for one staging buffer");
-      }
+    try (UseGuard.Use ignored = use()) {
+      int n = broadcastBytes(bytes, root);
       int total = StreamOrderedMessages.BROADCAST_HEADER + n;
       // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
       Pinned flag = null;
@@ -191,16 +172,16 @@ public final class StreamMessenger implements AutoCloseable {
         current();
         Pinned staging = pinned.take(total, 0);
         Pointer data = staging.host.withByteOffset(StreamOrderedMessages.BROADCAST_HEADER);
-        if (comm.rank() == root) {
+        if (comm().rank() == root) {
           check(cuMemcpyDtoHAsync(data, buffer, bytes, stream), "cuMemcpyDtoHAsync");
-          return messages.broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
+          return messages().broadcast(staging.buffer, root, new EventStep(record(), staging, null), null, null);
         }
         flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
-        StreamOrderedMessages.DeviceStep written = gatedCopy(buffer, data, bytes, staging, flag);
-        return messages.broadcast(staging.buffer, root, null, new FlagGate(flag), written);
+        DeviceStep written = gatedCopy(buffer, data, bytes, staging, flag);
+        return messages().broadcast(staging.buffer, root, null, new FlagGate(flag), written);
       } catch (DeviceFailure e) {
         openAfterFailure(flag);
-        return messages.broadcastRefused(n, root, e);
+        return messages().broadcastRefused(n, root, e);
       } catch (RuntimeException | Error e) {
         openAfterFailure(flag);
         throw e;
@@ -217,13 +198,10 @@ public final class StreamMessenger implements AutoCloseable {
    *     wait (that rank still takes part, so that no rank waits for it)
    * @throws IllegalStateException if the messenger or its MpiBuild is closed
    */
-  public synchronized CompletableFuture<Void> allreduceAfter(CUdeviceptr buffer, int count, Datatype type, ReduceOp op) {
-    try (UseGuard.Use ignored = guard.enter()) {
-      if (count <= 0) {
-        throw new IllegalArgumentException("count " + count + " must be 1 or more");
-      }
-      long bytes = (long) count * type.bytes();
-      int n = StreamOrderedMessages.messageBytes(bytes);
+  public synchronized CompletableFuture<Void> allreduceAfter(CUdeviceptr buffer, int count, Datatype type,
+      ReduceOp op) {
+    try (UseGuard.Use ignored = use()) {
+      int bytes = allReduceBytes(count, type);
       // on a failure, the blocks stay out of the pool: a copy enqueued before it may still use them
       Pinned flag = null;
       CUevent read = null;
@@ -234,15 +212,15 @@ public final class StreamMessenger implements AutoCloseable {
         flag = pinned.take(4, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP);
         check(cuMemcpyDtoHAsync(send.host, buffer, bytes, stream), "cuMemcpyDtoHAsync");
         read = record();
-        StreamOrderedMessages.DeviceStep written = gatedCopy(buffer, receive.host, bytes, receive, flag);
-        return messages.allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
+        DeviceStep written = gatedCopy(buffer, receive.host, bytes, receive, flag);
+        return messages().allReduce(send.buffer, receive.buffer, count, type, op, new EventStep(read, send, null),
             new FlagGate(flag), written);
       } catch (DeviceFailure e) {
         openAfterFailure(flag);
         if (read != null) {
           cuEventDestroy(read); // its resources go once the copy before it has run
         }
-        return messages.allReduceRefused(count, type, op, e);
+        return messages().allReduceRefused(count, type, op, e);
       } catch (RuntimeException | Error e) {
         openAfterFailure(flag);
         throw e;
@@ -263,7 +241,7 @@ public final class StreamMessenger implements AutoCloseable {
    * flag). Once the copy is queued, a refused event after it comes back as a {@link Refused} step: the operation
    * then goes on as usual and fails alone at its end, since a gate opened early would copy the block's old bytes.
    */
-  private StreamOrderedMessages.DeviceStep gatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned block,
+  private DeviceStep gatedCopy(CUdeviceptr buffer, Pointer from, long bytes, Pinned block,
       Pinned flag) {
     check(cuStreamWaitValue32(stream, flag.device, 1, CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ),
         "cuStreamWaitValue32 (stream memory operations must be supported by the driver)");
@@ -275,20 +253,10 @@ public final class StreamMessenger implements AutoCloseable {
     }
   }
 
-  /**
-   * Stops the progress thread; messages still in flight fail, and the stream is released past their waits.
-   * Idempotent.
-   */
+  /** Frees the idle pinned blocks (see the class comment); failed operations released the stream past their waits. */
   @Override
-  public void close() {
-    close("it was closed");
-  }
-
-  private void close(String why) {
-    if (guard.closeAsDependent(owner == null ? null : owner.guard(), dependent, why)) {
-      messages.close();
-      pinned.freeAfterClose();
-    }
+  protected void closeDevice() {
+    pinned.freeAfterClose(owned());
   }
 
   private void current() {
@@ -307,120 +275,14 @@ public final class StreamMessenger implements AutoCloseable {
   }
 
   private static void check(int rc, String what) {
-    if (rc != CUDA_SUCCESS) {
-      throw new DeviceFailure(what + " failed: " + CUresult.stringFor(rc), rc);
-    }
-  }
-
-  /** Pinned host memory, seen as a direct buffer: {@link #buffer} is the part the current operation uses. */
-  private static final class Pinned {
-    final Pointer host;
-    /** The block's address on the device where it is host-mapped (a flag's), asked once; else null. */
-    final CUdeviceptr device;
-    final long capacity;
-    final int flags;
-    private final ByteBuffer whole;
-    ByteBuffer buffer;
-
-    private Pinned(Pointer host, CUdeviceptr device, long capacity, int flags) {
-      this.host = host;
-      this.device = device;
-      this.capacity = capacity;
-      this.flags = flags;
-      this.whole = host.getByteBuffer(0, capacity).order(ByteOrder.nativeOrder());
-    }
-
-    /** Lends the first {@code bytes} to an operation; a flag (host-mapped) starts at 0, not yet written. */
-    Pinned use(long bytes) {
-      whole.putInt(0, 0); // through the whole block: a message may be shorter than an int
-      buffer = whole.duplicate().clear().limit((int) bytes).slice().order(ByteOrder.nativeOrder());
-      return this;
-    }
-  }
-
-  /**
-   * The bytes of the pinned block that holds {@code bytes}: a power of two, at least 64, so that blocks are
-   * reused across sizes that differ a little; {@code bytes} itself where that would reach 2 GiB (more than one
-   * buffer can view).
-   */
-  static long blockBytes(long bytes) {
-    long rounded = Math.max(64, Long.highestOneBit(Math.max(1, bytes - 1)) << 1);
-    return rounded <= Integer.MAX_VALUE ? rounded : bytes;
-  }
-
-  /**
-   * The messenger's pinned memory (see the class comment). A block goes back once its operation has completed;
-   * a failed operation's block is never reused nor freed, since MPI or a copy may still use it. After the close,
-   * the idle blocks are freed on a daemon thread where the messenger's context is the caller's own; a context of
-   * an {@link org.mpibuild.MpiBuild}'s, which it releases right after, keeps them until its last holder releases it
-   * (a daemon's free could race that release).
-   */
-  private final class PinnedPool {
-    private final java.util.List<Pinned> idle = new java.util.ArrayList<>();
-    private boolean closed;
-
-    /** A block of at least {@code bytes} ({@link StreamOrderedMessages#messageBytes} checks the size first). */
-    Pinned take(long bytes, int flags) {
-      StreamOrderedMessages.messageBytes(bytes);
-      long capacity = blockBytes(bytes);
-      synchronized (this) {
-        for (int i = 0; i < idle.size(); i++) {
-          Pinned p = idle.get(i);
-          if (p.flags == flags && p.capacity == capacity) {
-            idle.remove(i);
-            return p.use(bytes);
-          }
-        }
-      }
-      // outside the lock: the progress thread gives blocks back (and opens gates) meanwhile
-      Pointer host = new Pointer();
-      check(cuMemHostAlloc(host, capacity, flags), "cuMemHostAlloc of " + capacity + " bytes");
-      CUdeviceptr device = null;
-      if ((flags & JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP) != 0) {
-        device = new CUdeviceptr();
-        // a block that cannot be mapped is left to go with the context, not freed here: cuMemFreeHost waits for
-        // the device, which may be waiting at a gate
-        check(cuMemHostGetDevicePointer(device, host, 0), "cuMemHostGetDevicePointer");
-      }
-      return new Pinned(host, device, capacity, flags).use(bytes);
-    }
-
-    /** Gives back a block whose operation has completed: nothing uses it any more. */
-    synchronized void give(Pinned p) {
-      if (!closed) {
-        idle.add(p);
-      }
-    }
-
-    /** Frees the idle blocks (see the class comment): a free waits for the whole device, which the close must not. */
-    void freeAfterClose() {
-      java.util.List<Pinned> blocks;
-      synchronized (this) {
-        closed = true;
-        blocks = new java.util.ArrayList<>(idle);
-        idle.clear();
-      }
-      if (blocks.isEmpty() || owner != null) {
-        return;
-      }
-      Thread t = new Thread(() -> {
-        if (cuCtxSetCurrent(context) != CUDA_SUCCESS) {
-          return; // the context has gone, and its memory with it
-        }
-        for (Pinned p : blocks) {
-          cuMemFreeHost(p.host);
-        }
-      }, "mpi-build-cuda-free " + stream);
-      t.setDaemon(true);
-      t.start();
-    }
+    DeviceFailure.check(rc, what, CUresult::stringFor);
   }
 
   /**
    * The stream's progress up to an event; gives its pinned memory back to the pool once its operation has
    * completed.
    */
-  private final class EventStep implements StreamOrderedMessages.DeviceStep {
+  private final class EventStep implements DeviceStep {
     private final CUevent event;
     private final Pinned staging;
     private final Pinned flag;
@@ -465,7 +327,7 @@ public final class StreamMessenger implements AutoCloseable {
   }
 
   /** A flag in host-mapped memory that {@code cuStreamWaitValue32} waits for. */
-  private static final class FlagGate implements StreamOrderedMessages.Gate {
+  private static final class FlagGate implements Gate {
     private final Pinned flag;
 
     FlagGate(Pinned flag) {

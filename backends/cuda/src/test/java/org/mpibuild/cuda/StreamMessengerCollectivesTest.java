@@ -49,16 +49,4 @@ class StreamMessengerCollectivesTest {
         () -> m.allreduceAfter(new CUdeviceptr(), 16, Datatype.INT, ReduceOp.MIN));
     assertTrue(e.getMessage().endsWith(": it was closed"), e.getMessage());
   }
-
-  @Test
-  void pinnedBlocksArePowersOfTwoOfAtLeast64BytesAndExactWhereRoundingWouldPass2GiB() {
-    assertEquals(64, StreamMessenger.blockBytes(1));
-    assertEquals(64, StreamMessenger.blockBytes(4));
-    assertEquals(64, StreamMessenger.blockBytes(64));
-    assertEquals(128, StreamMessenger.blockBytes(65));
-    assertEquals(1 << 20, StreamMessenger.blockBytes((1 << 20) - 3));
-    assertEquals(1 << 30, StreamMessenger.blockBytes(1 << 30));
-    long big = (1L << 30) + 1; // rounding up would pass what one buffer can view
-    assertEquals(big, StreamMessenger.blockBytes(big));
-  }
 }

@@ -22,6 +22,8 @@ import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 import org.mpibuild.streams.DeviceFailure;
+import org.mpibuild.streams.DeviceStep;
+import org.mpibuild.streams.Gate;
 import org.mpibuild.streams.StreamOrderedMessages;
 import org.mpibuild.testkit.InProcessCommunicator;
 
@@ -42,7 +44,7 @@ class StreamOrderedCollectivesTest {
   }
 
   /** The read into staging: the data is taken at enqueue (in-order queue), it finishes after a delay. */
-  static final class Read implements StreamOrderedMessages.DeviceStep {
+  static final class Read implements DeviceStep {
     final long readyAt;
     volatile boolean held;
     volatile RuntimeException error;
@@ -68,7 +70,7 @@ class StreamOrderedCollectivesTest {
   }
 
   /** The user event and the write behind it: the write copies the staging buffer only once opened. */
-  static final class GatedWrite implements StreamOrderedMessages.Gate, StreamOrderedMessages.DeviceStep {
+  static final class GatedWrite implements Gate, DeviceStep {
     final FakeBuffer to;
     final ByteBuffer staging;
     volatile boolean opened;
