@@ -55,7 +55,12 @@ final class CollectiveSteps {
 
   /** When a started collective's deadline passes (System.nanoTime), or Long.MAX_VALUE without one. */
   long deadlineOf(StreamOp op) {
-    return op.state == StreamOp.State.WAIT_MPI && deadline.toNanos() > 0 ? op.startedAt + limit() : Long.MAX_VALUE;
+    return started(op) && deadline.toNanos() > 0 ? op.startedAt + limit() : Long.MAX_VALUE;
+  }
+
+  /** Whether the collective has started (its check, or its data). */
+  private static boolean started(StreamOp op) {
+    return op.state == StreamOp.State.CHECK || op.state == StreamOp.State.NAMES || op.state == StreamOp.State.WAIT_MPI;
   }
 
   /** Rank 0 waits the deadline; the others twice as long, so that rank 0, which can name the absent, goes first. */
@@ -67,53 +72,132 @@ final class CollectiveSteps {
   void step(StreamOp op, ProgressPass pass) {
     switch (op.state) {
       case WAIT_DEVICE -> {
-        boolean ready = true;
-        if (op.before != null && op.localFailure == null) {
-          try {
-            ready = pass.beforeFinished(op);
-          } catch (RuntimeException e) {
-            op.localFailure = e; // still takes part, with its status, so that no rank waits for ever
-            ready = true;
-          }
+        if (deviceReady(op, pass) && tickets.isTurn(op.ticket)) {
+          startCheck(op); // the turn is held until the data collective starts
+          op.state = StreamOp.State.CHECK;
+          pass.moved = true;
         }
-        if (ready && tickets.isTurn(op.ticket) && persistentAvailable(op, pass)) {
-          try {
-            start(op);
-          } finally {
-            tickets.advance();
-          }
-          op.state = StreamOp.State.WAIT_MPI;
+      }
+      case CHECK, NAMES -> {
+        if (op.checked ? startDataIfFree(op, pass) : checkDone(op, pass)) {
+          pass.moved = true;
+        } else if (pastDeadline(op)) {
+          missedDeadline(op);
           pass.moved = true;
         }
       }
       case WAIT_MPI -> {
         // one test at a time, in order: each MPI test moves every request, so the later ones are asked only
         // once the earlier have completed (a test costs a call into MPI, for the queue's thread in its loop)
-        if (op.request.test() && (op.statusRequest == null || op.statusRequest.test()) && arrived(op)) {
-          op.mpiDone = true;
-          long word = statusWord(op);
-          if (word != 0) {
-            // nothing reaches the operation's own buffers: an all-reduce's device buffer keeps its values
-            releaseResults(op);
-            table.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
-            pass.moved = true;
-            return;
-          }
-          copyOut(op);
-          if (op.gate != null) {
-            op.gate.open();
-            op.state = StreamOp.State.WAIT_WRITE;
-          } else {
-            op.state = StreamOp.State.DONE;
-          }
+        if (op.request.test() && arrived(op)) {
+          dataDone(op);
           pass.moved = true;
-        } else if (deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0) {
+        } else if (pastDeadline(op)) {
           missedDeadline(op);
           pass.moved = true;
         }
       }
       case WAIT_WRITE -> pass.awaitWrite(op);
       default -> { }
+    }
+  }
+
+  private boolean pastDeadline(StreamOp op) {
+    return deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0;
+  }
+
+  /** Whether the device work before the collective has finished, or failed: its status then travels with it. */
+  private static boolean deviceReady(StreamOp op, ProgressPass pass) {
+    if (op.before == null || op.localFailure != null) {
+      return true;
+    }
+    try {
+      return pass.beforeFinished(op);
+    } catch (RuntimeException e) {
+      op.localFailure = e; // still takes part, with its status, so that no rank waits for ever
+      return true;
+    }
+  }
+
+  /**
+   * Whether the check (or the naming after it) has completed, and what follows: the data collective where every
+   * rank called the same one without a failure; else the same failure on every rank, before any data moved.
+   */
+  private boolean checkDone(StreamOp op, ProgressPass pass) {
+    if (!op.statusRequest.test() || !arrived(op)) {
+      return false;
+    }
+    if (op.state == StreamOp.State.NAMES) {
+      String message = CollectiveSignature.mismatch(op.statusIn, comm.size(), op.ticket);
+      endCheck(op);
+      table.fail(op, new IllegalStateException(message, op.localFailure));
+      return true;
+    }
+    if (!CollectiveSignature.agreed(op.statusIn)) {
+      // the rare path: who differs in what, from every rank's pair
+      pool.give(op.statusOut);
+      pool.give(op.statusIn);
+      int bytes = Long.BYTES * CollectiveSignature.namesLongs(comm.size());
+      op.statusOut = pool.take(bytes);
+      op.statusIn = pool.take(bytes);
+      op.signature().writeNames(op.statusOut, comm.rank(), comm.size());
+      op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, CollectiveSignature.namesLongs(comm.size()),
+          Datatype.LONG, ReduceOp.MAX);
+      op.state = StreamOp.State.NAMES;
+      return true;
+    }
+    long word = CollectiveSignature.status(op.statusIn);
+    if (word != 0) {
+      String message = failureMessage(op, word);
+      endCheck(op);
+      table.fail(op, new IllegalStateException(message, op.localFailure));
+      return true;
+    }
+    op.checked = true;
+    startDataIfFree(op, pass);
+    return true;
+  }
+
+  /** Gives back the check's buffers, once its requests and the arrivals have completed. */
+  private void endCheck(StreamOp op) {
+    op.mpiDone = true;
+    releaseResults(op);
+  }
+
+  /** Starts the data collective if its persistent request, if any, is free; the turn passes on then. */
+  private boolean startDataIfFree(StreamOp op, ProgressPass pass) {
+    if (!persistentAvailable(op, pass)) {
+      return false;
+    }
+    try {
+      op.request = startData(op);
+    } finally {
+      tickets.advance();
+      pool.give(op.statusOut);
+      pool.give(op.statusIn);
+      op.statusOut = null;
+      op.statusIn = null;
+    }
+    op.state = StreamOp.State.WAIT_MPI;
+    return true;
+  }
+
+  /** After the data collective: the results out, the gate open (a broadcast's header says the root's status). */
+  private void dataDone(StreamOp op) {
+    op.mpiDone = true;
+    long word = statusWord(op);
+    if (word != 0) {
+      // nothing reaches the operation's own buffers: an all-reduce's device buffer keeps its values
+      releaseResults(op);
+      table.fail(op, new IllegalStateException(failureMessage(op, word), op.localFailure));
+      return;
+    }
+    copyOut(op);
+    if (op.gate != null) {
+      op.gate.open();
+      op.state = StreamOp.State.WAIT_WRITE;
+    } else {
+      op.state = StreamOp.State.DONE;
     }
   }
 
@@ -140,10 +224,10 @@ final class CollectiveSteps {
    */
   private static final ByteOrder HEADER_ORDER = ByteOrder.BIG_ENDIAN;
 
-  /** The status word of a completed collective: the root's header of a broadcast, or the all-reduce MAX. */
+  /** The status word of a completed data collective: the root's header of a broadcast; 0 for an all-reduce. */
   private static long statusWord(StreamOp op) {
     if (op.kind != StreamOp.Kind.BROADCAST) {
-      return op.statusIn.getLong(0);
+      return 0; // its status travelled with the check
     }
     ByteBuffer header = op.entry != null ? op.entry.send : op.staging;
     return header.duplicate().order(HEADER_ORDER).getLong(op.entry != null ? 0 : op.staging.position());
@@ -163,6 +247,8 @@ final class CollectiveSteps {
     pool.give(op.statusOut);
     pool.give(op.statusIn);
     pool.give(op.arrivalBytes);
+    op.statusOut = null;
+    op.statusIn = null;
     op.arrivalBytes = null;
   }
 
@@ -219,8 +305,11 @@ final class CollectiveSteps {
     return r;
   }
 
-  /** Starts the arrival message and the MPI operations of a collective whose turn it is. */
-  private void start(StreamOp op) {
+  /**
+   * Starts, at the collective's turn, its arrival message and its check: one all-reduce of what this rank calls
+   * and its status ({@link CollectiveSignature}).
+   */
+  private void startCheck(StreamOp op) {
     long word = 0;
     if (op.localFailure != null) {
       int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
@@ -228,17 +317,14 @@ final class CollectiveSteps {
     }
     op.arrivals = announce(op);
     op.startedAt = System.nanoTime();
-    if (op.kind == StreamOp.Kind.BROADCAST) {
-      if (comm.rank() == op.peer) {
-        op.staging.duplicate().order(HEADER_ORDER).putLong(op.staging.position(), word);
-      }
-      op.request = startData(op);
-    } else {
-      op.request = startData(op);
-      op.statusOut = pool.take(Long.BYTES).putLong(0, word);
-      op.statusIn = pool.take(Long.BYTES);
-      op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, 1, Datatype.LONG, ReduceOp.MAX);
+    if (op.kind == StreamOp.Kind.BROADCAST && comm.rank() == op.peer) {
+      op.staging.duplicate().order(HEADER_ORDER).putLong(op.staging.position(), word);
     }
+    op.statusOut = pool.take(Long.BYTES * CollectiveSignature.CHECK_LONGS);
+    op.statusIn = pool.take(Long.BYTES * CollectiveSignature.CHECK_LONGS);
+    op.signature().writeCheck(op.statusOut, word);
+    op.statusRequest = comm.iAllReduce(op.statusOut, op.statusIn, CollectiveSignature.CHECK_LONGS, Datatype.LONG,
+        ReduceOp.MAX);
   }
 
   /** The status word, read the same way on every rank, as a message. */

@@ -179,11 +179,13 @@ final class OperationTable {
   void fail(StreamOp op, RuntimeException why) {
     forget(op);
     boolean gateFails = op.gate != null && op.state != StreamOp.State.WAIT_WRITE;
-    if (op.state == StreamOp.State.WAIT_MPI && !op.mpiDone || gateFails) {
+    boolean started = op.state == StreamOp.State.CHECK || op.state == StreamOp.State.NAMES
+        || op.state == StreamOp.State.WAIT_MPI;
+    if (started && !op.mpiDone || gateFails) {
       retain(op);
     }
     if (gateFails) {
-      if (op.kind == StreamOp.Kind.ALL_REDUCE && op.state == StreamOp.State.WAIT_MPI && op.localFailure == null
+      if (op.kind == StreamOp.Kind.ALL_REDUCE && started && op.localFailure == null
           && op.receive != op.staging) {
         // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
         op.receive.duplicate().put(op.staging.duplicate());
@@ -210,8 +212,9 @@ final class OperationTable {
       op.entry.release(op);
       op.entry = null;
     }
-    if (op.state == StreamOp.State.WAIT_DEVICE && op.ticket >= 0) {
-      tickets.abandon(op.ticket);
+    if (op.ticket >= 0 && (op.state == StreamOp.State.WAIT_DEVICE || op.state == StreamOp.State.CHECK
+        || op.state == StreamOp.State.NAMES)) {
+      tickets.abandon(op.ticket); // never started its data collective: its turn passes on
     }
     pool.forget(op.results);
     pool.forget(op.sent);

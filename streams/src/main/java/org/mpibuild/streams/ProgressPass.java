@@ -74,7 +74,8 @@ final class ProgressPass {
     if (op.kind == StreamOp.Kind.RECEIVE && op.request == null && op.state == StreamOp.State.WAIT_MPI) {
       receiveUnposted = true;
     }
-    if (op.state == StreamOp.State.WAIT_MPI) {
+    if (op.state == StreamOp.State.WAIT_MPI || op.state == StreamOp.State.CHECK
+        || op.state == StreamOp.State.NAMES) {
       mpi = true;
       collectiveMpi |= op.collective();
     }

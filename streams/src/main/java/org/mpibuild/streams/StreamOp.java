@@ -16,7 +16,12 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 final class StreamOp {
   enum Kind { SEND, RECEIVE, BROADCAST, ALL_REDUCE }
 
-  enum State { WAIT_DEVICE, WAIT_MPI, WAIT_WRITE, DONE }
+  /**
+   * Where an operation stands. A collective, at its turn, checks with every rank that they call the same
+   * collective ({@code CHECK}; where they do not, {@code NAMES} finds who differs in what), holding the turn
+   * until its data collective starts ({@code WAIT_MPI}).
+   */
+  enum State { WAIT_DEVICE, CHECK, NAMES, WAIT_MPI, WAIT_WRITE, DONE }
 
   /** Who runs an operation of the queue's ({@link #onQueue}): nobody yet, the queue's thread, the progress thread. */
   static final int NOBODY = 0;
@@ -46,9 +51,12 @@ final class StreamOp {
   int count;
   Datatype type;
   ReduceOp reduceOp;
+  /** The check's (or the naming's) all-reduce: this rank's longs, every rank's maximum, the request. */
   ByteBuffer statusOut;
   ByteBuffer statusIn;
   Communicator.Request statusRequest;
+  /** Whether every rank called the same collective, without a failure before it; its data may start. */
+  boolean checked;
   List<Communicator.Request> arrivals = List.of();
   /** On rank 0, the bytes the arrivals are received into, from the pool; or null. */
   ByteBuffer arrivalBytes;
@@ -102,6 +110,13 @@ final class StreamOp {
 
   boolean collective() {
     return kind == Kind.BROADCAST || kind == Kind.ALL_REDUCE;
+  }
+
+  /** What every rank must call alike at this collective's turn. */
+  CollectiveSignature signature() {
+    return kind == Kind.BROADCAST
+        ? CollectiveSignature.broadcast(staging.remaining() - StreamOrderedMessages.BROADCAST_HEADER, peer)
+        : CollectiveSignature.allReduce(count, type, reduceOp);
   }
 
   /** The signature a persistent request is prepared for: never the buffers, so it repeats across calls. */

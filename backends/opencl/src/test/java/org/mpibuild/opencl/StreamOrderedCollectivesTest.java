@@ -15,9 +15,9 @@ import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.junit.jupiter.api.Test;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
@@ -405,6 +405,74 @@ class StreamOrderedCollectivesTest {
         .contains("rank 2's device work before it failed (CODE-36)"), messages.get(0));
   }
 
+  /**
+   * Issue 44, item 9: collectives that differ between ranks (the count, the datatype, the reduction, the root,
+   * the kind) are refused on every rank before any data moves: every future fails with the same message naming
+   * the ranks and the field, within the deadline; every gate is released (failed), never left shut; the buffers
+   * keep their values. Before, a count that differed ended the job (MPI_ERR_TRUNCATE), and the others reported
+   * success with wrong values or having moved nothing.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"count", "datatype", "reduction", "root", "kind"})
+  void collectivesThatDifferBetweenRanksFailOnEveryRankWithOneMessage(String field) throws Exception {
+    List<String> messages = java.util.Collections.synchronizedList(new ArrayList<>(List.of("", "", "")));
+    ranks(3, comm -> {
+      Rank me = new Rank(comm, Duration.ofSeconds(20));
+      try {
+        boolean odd = comm.rank() == 2; // the rank that calls something else
+        FakeBuffer buffer = field.equals("count") && odd ? ints(7, 8, 9, 10) : ints(7, 8);
+        CompletableFuture<Void> f = switch (field) {
+          case "count" -> me.allReduce(buffer, odd ? 4 : 2, Datatype.INT, ReduceOp.SUM, 0);
+          case "datatype" -> me.allReduce(buffer, 2, odd ? Datatype.FLOAT : Datatype.INT, ReduceOp.SUM, 0);
+          case "reduction" -> me.allReduce(buffer, 2, Datatype.INT, odd ? ReduceOp.MAX : ReduceOp.SUM, 0);
+          case "root" -> me.broadcast(buffer, odd ? 1 : 0, 0);
+          default -> odd ? me.broadcast(buffer, 0, 0) : me.allReduce(buffer, 2, Datatype.INT, ReduceOp.SUM, 0);
+        };
+        long t0 = System.nanoTime();
+        CompletionException e = assertThrows(CompletionException.class, f::join);
+        assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10), "within the deadline");
+        messages.set(comm.rank(), e.getCause().getMessage());
+        if (me.lastWrite != null) {
+          assertTrue(me.lastWrite.failed && !me.lastWrite.opened, "the gate is released, failed, never opened");
+        }
+        assertEquals(7, buffer.data.getInt(0), "the buffer keeps its values");
+        assertEquals(8, buffer.data.getInt(4), "the buffer keeps its values");
+      } finally {
+        me.messages.close();
+      }
+    });
+    assertEquals(messages.get(0), messages.get(1), "one message on every rank");
+    assertEquals(messages.get(0), messages.get(2), "one message on every rank");
+    String expected = switch (field) {
+      case "count" -> "rank 2 differs in count (4)";
+      case "datatype" -> "rank 2 differs in datatype (FLOAT)";
+      case "reduction" -> "rank 2 differs in reduction (MAX)";
+      case "root" -> "rank 2 differs in root (1)";
+      default -> "rank 2 differs in kind (a broadcast)";
+    };
+    assertTrue(messages.get(0).startsWith("collective #0 failed: the ranks called different collectives; rank 0 called ")
+        && messages.get(0).contains(expected) && !messages.get(0).contains("rank 1 differs"), messages.get(0));
+  }
+
+  /** After a refused collective, the next one, called alike, goes on: the turn passed. */
+  @Test
+  void aRefusedCollectiveLeavesTheNextOneFree() throws Exception {
+    ranks(2, comm -> {
+      Rank me = new Rank(comm, Duration.ofSeconds(20));
+      try {
+        CompletableFuture<Void> bad = comm.rank() == 0 ? me.allReduce(ints(1), 1, Datatype.INT, ReduceOp.SUM, 0)
+            : me.allReduce(ints(1, 2), 2, Datatype.INT, ReduceOp.SUM, 0);
+        FakeBuffer good = ints(comm.rank() + 1);
+        CompletableFuture<Void> next = me.allReduce(good, 1, Datatype.INT, ReduceOp.SUM, 0);
+        assertThrows(CompletionException.class, bad::join);
+        next.get(10, TimeUnit.SECONDS);
+        assertEquals(3, good.data.getInt(0));
+      } finally {
+        me.messages.close();
+      }
+    });
+  }
+
   /** A rank that never starts the collective: rank 0 names it at the deadline and aborts; nothing hangs. */
   @Test
   void aMissedDeadlineNamesTheAbsentRank() throws Exception {
@@ -427,9 +495,10 @@ class StreamOrderedCollectivesTest {
       }
       assertNotNull(world.abortMessage(), "rank 0 aborts the job");
       assertTrue(world.abortMessage().contains("ranks [2] of 3 did not start it"), world.abortMessage());
+      // rank 0's abort ends rank 1's wait, as MPI_Abort ends every rank of the job
       CompletionException e1 = assertThrows(CompletionException.class, futures.get(1)::join);
-      assertTrue(e1.getCause().getMessage().contains("rank 0, which names the absent ranks, did not report"),
-          e1.getCause().getMessage());
+      assertTrue(e1.getCause().getMessage().contains("the job was aborted by another rank: mpi-build: all-reduce (SUM "
+          + "of 1 INT) (collective #0) failed: ranks [2] of 3 did not start it"), e1.getCause().getMessage());
       assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(10));
     } finally {
       helpers.forEach(StreamOrderedMessages::close);
