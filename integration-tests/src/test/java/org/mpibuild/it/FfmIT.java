@@ -45,11 +45,20 @@ class FfmIT {
   }
 
   static List<String> mpich(int ranks) throws Exception {
+    return mpich(ranks, "org.mpibuild.programs.Portable");
+  }
+
+  /**
+   * Runs {@code mainClass} with {@code args} under MPICH's mpiexec on the FFM binding; every rank's lines, each
+   * prefixed with {@code [rank]} ({@code -prepend-rank}). Fails unless the job exits 0 within 300 s.
+   */
+  static List<String> mpich(int ranks, String mainClass, String... args) throws Exception {
     Path dir = Files.createTempDirectory("mpi-build-mpich");
     try {
       List<String> cmd = new ArrayList<>(List.of(MPIEXEC_MPICH.toString(), "-n", Integer.toString(ranks),
           "-prepend-rank", Mpirun.REPO.resolve("bin/mpi-build-rank").toString(), "-cp",
-          System.getProperty("mpibuild.it.classpath"), "org.mpibuild.programs.Portable"));
+          System.getProperty("mpibuild.it.classpath"), mainClass));
+      cmd.addAll(List.of(args));
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(dir.resolve("out").toFile());
       pb.environment().putAll(env());
       pb.environment().put("MPI_BUILD_POCL_CACHE_ROOT", dir.resolve("pocl").toString());
@@ -71,16 +80,21 @@ class FfmIT {
   @ParameterizedTest(name = "{0}, {1} ranks")
   @CsvSource({"openmpi, 1", "openmpi, 2", "openmpi, 4", "mpich, 1", "mpich, 2", "mpich, 4"})
   void theProtocolRunsOnTheFfmBinding(String mpi, int ranks) throws Exception {
-    if (!Files.isExecutable(JDK.resolve("bin/java"))) {
-      skip(FFM_JDK.isBlank() || FFM_JDK.startsWith("${") ? "no JDK 22+ was found, so the FFM binding was not built "
-          + "(set MPI_BUILD_FFM_JDK and rerun scripts/provision)" : "no JDK 22+ at " + JDK);
-    }
+    assumeJdk();
     if (mpi.equals("mpich") && !Files.isExecutable(MPIEXEC_MPICH)) {
       skip("MPICH is not installed (" + MPIEXEC_MPICH + "; scripts/provision installs it)");
     }
     List<String> lines = mpi.equals("openmpi") ? openMpi(ranks) : mpich(ranks);
     // This machine's MPIs (Open MPI 4.1, MPICH 4.0) predate the standard ABI: the implementations' tables.
     PortableResults.check(lines, ranks, mpi.equals("openmpi") ? "FFM_(OPEN_MPI)" : "FFM_(MPICH)");
+  }
+
+  /** Skips the test, saying why, unless the JDK 22+ of the FFM binding is there. */
+  static void assumeJdk() {
+    if (!Files.isExecutable(JDK.resolve("bin/java"))) {
+      skip(FFM_JDK.isBlank() || FFM_JDK.startsWith("${") ? "no JDK 22+ was found, so the FFM binding was not built "
+          + "(set MPI_BUILD_FFM_JDK and rerun scripts/provision)" : "no JDK 22+ at " + JDK);
+    }
   }
 
   static void skip(String why) {

@@ -1,0 +1,328 @@
+package org.mpibuild.examples.cg;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.StringJoiner;
+import org.mpibuild.Kernel;
+import org.mpibuild.MpiBuild;
+import org.mpibuild.opencl.OpenClKernel;
+import org.mpibuild.spi.Communicator;
+import org.mpibuild.spi.Communicator.Datatype;
+import org.mpibuild.spi.Communicator.ReduceOp;
+import org.mpibuild.spi.MpiBinding;
+
+/**
+ * Distributed conjugate gradients for the Poisson equation on a 2-D grid ({@link Poisson}), matrix-free with the
+ * 5-point stencil, the grid's rows split across ranks ({@link RowBlocks}), on OpenCL. The kernels come from one
+ * collective build that names their launch shapes ({@link CgKernels}); rank 0 compiles, every rank loads.
+ *
+ * <pre>bin/mpi-build run -np 4 -cp examples/target/mpi-build-examples.jar:examples/target/lib/* \
+ *     org.mpibuild.examples.cg.Cg --n 256 --mode ordered</pre>
+ *
+ * <p>Options:
+ * <ul>
+ *   <li>{@code --mode ordered|manual|ordered,manual}: how ranks communicate ({@link OrderedExchange},
+ *       {@link ManualExchange}); with both, each runs in turn on the same kernels (default {@code ordered});
+ *   <li>{@code --n NX}, {@code --ny NY}: the grid's interior points per row and rows (default 128, and NY = NX);
+ *   <li>{@code --check-every K}: the host reads the residual every K iterations (default 10);
+ *   <li>{@code --tol T}: the relative residual to reach (default 1e-8; 0 runs {@code --max-iterations});
+ *   <li>{@code --max-iterations M} (default 4 × max(NX, NY) + 100);
+ *   <li>{@code --build collective|each-rank}: one collective build with the launch shapes named, or every rank
+ *       compiling the same source on its own without them, as a program does without mpi-build (default
+ *       collective);
+ *   <li>{@code --verify}: rank 0 also solves the whole grid on the host ({@link HostCg}) and compares the
+ *       residual histories; the job fails if they differ by more than {@link #TOLERANCE} (relative);
+ *   <li>{@code --history}: rank 0 prints the relative residual of every iteration;
+ *   <li>{@code --warmup W}: W iterations of each mode first, unmeasured (default 0);
+ *   <li>{@code --fault sum-late}: a deliberate ordering mistake ({@link OpenClCg.Fault#SUM_LATE}), to show that
+ *       {@code --verify} notices.
+ * </ul>
+ *
+ * <p>Rank 0 prints one {@code CG-FIRST} line (the time from start, after MPI's initialization, to the end of the
+ * first iteration, the build included), then per mode a {@code CG} line: iterations, the final relative
+ * residual, the largest error against the exact solution, milliseconds per iteration (the slowest rank's, the
+ * first iteration left out), and the host CPU per iteration (the program's thread, and the messenger's progress
+ * thread). The binding is mpi.jar's where it is installed, else the FFM binding's ({@code MPI_BUILD_BINDING}
+ * chooses), at {@code MPI_THREAD_MULTIPLE}.
+ */
+public final class Cg {
+  /** The largest relative difference {@code --verify} allows between the residual histories. */
+  public static final double TOLERANCE = 1e-6;
+
+  private Cg() {}
+
+  /** The parsed command line. */
+  record Options(List<String> modes, int nx, int ny, Stopping stopping, boolean collective, boolean verify,
+      boolean history, int warmup, OpenClCg.Fault fault) {
+
+    static Options parse(String[] args) {
+      List<String> modes = List.of("ordered");
+      int nx = 128;
+      int ny = -1;
+      int checkEvery = 10;
+      double tol = 1e-8;
+      int maxIterations = -1;
+      boolean collective = true;
+      boolean verify = false;
+      boolean history = false;
+      int warmup = 0;
+      OpenClCg.Fault fault = OpenClCg.Fault.NONE;
+      for (int i = 0; i < args.length; i++) {
+        String a = args[i];
+        if (a.equals("--verify")) {
+          verify = true;
+          continue;
+        }
+        if (a.equals("--history")) {
+          history = true;
+          continue;
+        }
+        if (i + 1 >= args.length) {
+          throw new IllegalArgumentException("option " + a + " needs a value, or is unknown");
+        }
+        String v = args[++i];
+        switch (a) {
+          case "--mode" -> modes = List.of(v.split(","));
+          case "--n" -> nx = Integer.parseInt(v);
+          case "--ny" -> ny = Integer.parseInt(v);
+          case "--check-every" -> checkEvery = Integer.parseInt(v);
+          case "--tol" -> tol = Double.parseDouble(v);
+          case "--max-iterations" -> maxIterations = Integer.parseInt(v);
+          case "--warmup" -> warmup = Integer.parseInt(v);
+          case "--build" -> {
+            if (!v.equals("collective") && !v.equals("each-rank")) {
+              throw new IllegalArgumentException("--build is collective or each-rank, not '" + v + "'");
+            }
+            collective = v.equals("collective");
+          }
+          case "--fault" -> {
+            if (!v.equals("sum-late")) {
+              throw new IllegalArgumentException("--fault is sum-late, not '" + v + "'");
+            }
+            fault = OpenClCg.Fault.SUM_LATE;
+          }
+          default -> throw new IllegalArgumentException("unknown option " + a);
+        }
+      }
+      for (String m : modes) {
+        if (!m.equals("ordered") && !m.equals("manual")) {
+          throw new IllegalArgumentException("--mode is ordered, manual or both (ordered,manual), not '" + m + "'");
+        }
+      }
+      ny = ny < 0 ? nx : ny;
+      if (maxIterations < 0) {
+        maxIterations = 4 * Math.max(nx, ny) + 100;
+      }
+      if (warmup < 0 || warmup > maxIterations) {
+        throw new IllegalArgumentException("--warmup " + warmup + " must be between 0 and " + maxIterations);
+      }
+      return new Options(modes, nx, ny, new Stopping(tol, checkEvery, maxIterations), collective, verify, history,
+          warmup, fault);
+    }
+  }
+
+  /** What one mode's solve found on this rank; the figures are reduced over ranks before printing. */
+  record Run(String mode, int iterations, double[] history, double error, double seconds, double hostCpu,
+      double helperCpu, String where) {}
+
+  /**
+   * Runs the solver.
+   *
+   * @param args the options (see the class comment)
+   */
+  public static void main(String[] args) {
+    Options o;
+    try {
+      o = Options.parse(args);
+    } catch (IllegalArgumentException e) {
+      System.err.println("Cg: " + e.getMessage());
+      System.exit(2);
+      return;
+    }
+    boolean ok;
+    try (Communicator world = openWorld()) {
+      ok = run(world, o);
+    }
+    System.exit(ok ? 0 : 1);
+  }
+
+  /** Solves in each mode of {@code o}; prints on rank 0; returns whether every check passed. */
+  static boolean run(Communicator world, Options o) {
+    int rank = world.rank();
+    Poisson problem = new Poisson(o.nx(), o.ny());
+    RowBlocks blocks = new RowBlocks(o.ny(), world.size());
+    world.allReduceMax(new int[1]); // every rank starts the clock together
+    long t0 = System.nanoTime();
+    try (MpiBuild build = o.collective() ? MpiBuild.builder().backend("opencl").communicator(world).build()
+            : MpiBuild.builder().backend("opencl").local().set("MPI_BUILD_CACHE", "off").build();
+        Kernel kernel = build.mpiBuildKernel(CgKernels.request(o.collective()), 0)) {
+      OpenClKernel k = kernel.as(OpenClKernel.class);
+      double buildSeconds = (System.nanoTime() - t0) / 1e9;
+      boolean ok = true;
+      List<Run> runs = new ArrayList<>();
+      for (String mode : o.modes()) {
+        runs.add(solve(world, k, problem, blocks, o, mode, runs.isEmpty() ? t0 : -1, buildSeconds));
+      }
+      HostCg.Result reference = rank == 0 && o.verify() ? HostCg.solve(problem, o.stopping()) : null;
+      for (Run run : runs) {
+        ok &= report(world, run, o, reference);
+      }
+      return ok;
+    }
+  }
+
+  /**
+   * One solve in {@code mode}: set-up, the first iteration (after which, when {@code t0} is not -1, rank 0 prints
+   * the time to it), then the rest, timed.
+   */
+  private static Run solve(Communicator world, OpenClKernel k, Poisson problem, RowBlocks blocks, Options o,
+      String mode, long t0, double buildSeconds) {
+    int rank = world.rank();
+    ThreadMXBean threads = ManagementFactory.getThreadMXBean();
+    if (o.warmup() > 0) { // unmeasured iterations on buffers of their own; the solve below starts afresh
+      try (OpenClCg cg = new OpenClCg(k, problem, blocks, rank, o.stopping().maxIterations());
+          Exchange ex = exchange(mode, world, k, problem)) {
+        cg.start(ex);
+        for (int it = 1; it <= o.warmup(); it++) {
+          cg.iteration(it, ex, o.fault());
+        }
+        ex.finish();
+      }
+    }
+    try (OpenClCg cg = new OpenClCg(k, problem, blocks, rank, o.stopping().maxIterations());
+        Exchange ex = exchange(mode, world, k, problem)) {
+      String where = ex instanceof OrderedExchange oe ? oe.operationsRun() : "host";
+      cg.start(ex);
+      double rr0 = cg.readRr(0);
+      cg.iteration(1, ex, o.fault());
+      double rr = cg.readRr(1);
+      ex.finish();
+      if (t0 >= 0) {
+        double first = max(world, (System.nanoTime() - t0) / 1e9);
+        double built = max(world, buildSeconds);
+        if (rank == 0) {
+          System.out.printf(Locale.ROOT, "CG-FIRST build=%s ranks=%d first_iteration_ms=%.1f build_ms=%.1f%n",
+              o.collective() ? "collective" : "each-rank", world.size(), first * 1e3, built * 1e3);
+        }
+      }
+      world.allReduceMax(new int[1]); // the iterations start together; no stream collective is in flight
+      long cpu0 = threads.getCurrentThreadCpuTime();
+      long helper0 = ex.helperCpuNanos();
+      long start = System.nanoTime();
+      int it = 1;
+      while (!o.stopping().stops(it, rr, rr0)) {
+        it++;
+        cg.iteration(it, ex, o.fault());
+        if (o.stopping().checks(it)) {
+          rr = cg.readRr(it);
+          ex.settle();
+        }
+      }
+      ex.finish();
+      double seconds = (System.nanoTime() - start) / 1e9;
+      double hostCpu = (threads.getCurrentThreadCpuTime() - cpu0) / 1e9;
+      double helperCpu = (ex.helperCpuNanos() - helper0) / 1e9;
+      double error = problem.maxError(cg.x(), blocks.first(rank));
+      return new Run(mode, it, cg.history(it), error, seconds, hostCpu, helperCpu, where);
+    }
+  }
+
+  private static Exchange exchange(String mode, Communicator world, OpenClKernel k, Poisson problem) {
+    return mode.equals("ordered") ? new OrderedExchange(world, k.queue())
+        : new ManualExchange(world, k.queue(), (long) problem.nx() * Double.BYTES);
+  }
+
+  /** Reduces a run's figures over ranks; rank 0 prints them and, if asked, the history and its check. */
+  private static boolean report(Communicator world, Run run, Options o, HostCg.Result reference) {
+    double[] max = max(world, run.error(), run.seconds(), run.hostCpu(), run.helperCpu());
+    boolean ok = true;
+    if (world.rank() == 0) {
+      double[] h = run.history();
+      double per = run.iterations() > 1 ? 1e3 / (run.iterations() - 1) : 0;
+      double residual = Stopping.relative(h[h.length - 1], h[0]);
+      System.out.printf(Locale.ROOT, "CG mode=%s ranks=%d grid=%dx%d iterations=%d residual=%.3e error=%.3e "
+          + "ms_per_iteration=%.4f host_cpu_ms_per_iteration=%.4f helper_cpu_ms_per_iteration=%.4f converged=%s "
+          + "run=%s%n", run.mode(), world.size(), o.nx(), o.ny(), run.iterations(), residual, max[0], max[1] * per,
+          max[2] * per, max[3] * per, residual <= o.stopping().tolerance(), run.where());
+      if (o.history()) {
+        StringJoiner line = new StringJoiner(" ", "CG-HISTORY mode=" + run.mode() + " ", "");
+        for (double rr : h) {
+          line.add(String.format(Locale.ROOT, "%.17g", Stopping.relative(rr, h[0])));
+        }
+        System.out.println(line);
+      }
+      if (reference != null) {
+        ok = verify(run, reference);
+      }
+    }
+    return everyRank(world, ok);
+  }
+
+  /**
+   * Compares a run's residual history with the host's: the same iterations, and every relative residual within
+   * {@link #TOLERANCE} of the host's, relative to it (with a floor of {@code 1e-10} of the first residual, where
+   * rounding dominates).
+   */
+  static boolean verify(Run run, HostCg.Result reference) {
+    double[] h = run.history();
+    double[] ref = reference.history();
+    double worst = 0;
+    int at = -1;
+    for (int i = 0; i < Math.min(h.length, ref.length); i++) {
+      double a = Stopping.relative(h[i], h[0]);
+      double b = Stopping.relative(ref[i], ref[0]);
+      double diff = Math.abs(a - b) / Math.max(b, 1e-10);
+      if (!(diff <= worst)) {
+        worst = diff;
+        at = i;
+      }
+    }
+    boolean ok = h.length == ref.length && worst <= TOLERANCE;
+    System.out.printf(Locale.ROOT, "CG-VERIFY mode=%s iterations=%d reference_iterations=%d max_rel_diff=%.3e "
+        + "at_iteration=%d tolerance=%.1e ok=%s%n", run.mode(), h.length - 1, ref.length - 1, worst, at, TOLERANCE, ok);
+    return ok;
+  }
+
+  /** @return the largest of each value over every rank */
+  static double[] max(Communicator world, double... values) {
+    ByteBuffer mine = ByteBuffer.allocateDirect(values.length * Double.BYTES).order(ByteOrder.nativeOrder());
+    ByteBuffer out = ByteBuffer.allocateDirect(values.length * Double.BYTES).order(ByteOrder.nativeOrder());
+    mine.asDoubleBuffer().put(values);
+    world.allReduce(mine, out, values.length, Datatype.DOUBLE, ReduceOp.MAX);
+    double[] max = new double[values.length];
+    out.asDoubleBuffer().get(max);
+    return max;
+  }
+
+  private static double max(Communicator world, double value) {
+    return max(world, new double[] {value})[0];
+  }
+
+  private static boolean everyRank(Communicator world, boolean ok) {
+    return world.allReduceMax(new int[] {ok ? 0 : 1})[0] == 0;
+  }
+
+  /**
+   * The world communicator at {@code MPI_THREAD_MULTIPLE}: through the binding {@code MPI_BUILD_BINDING} names,
+   * else mpi.jar's where it can run, else the FFM binding's.
+   */
+  static Communicator openWorld() {
+    String id = System.getenv().getOrDefault("MPI_BUILD_BINDING", "auto");
+    List<String> ids = id.isBlank() || id.equals("auto") ? List.of("mpijava", "ffm") : List.of(id);
+    StringJoiner why = new StringJoiner("; ");
+    for (String candidate : ids) {
+      MpiBinding binding = MpiBinding.find(candidate);
+      String no = binding == null ? "not on the class path" : binding.unavailable();
+      if (no == null) {
+        return binding.openWorld(true);
+      }
+      why.add(candidate + ": " + no);
+    }
+    throw new IllegalStateException("no MPI binding can run (" + why + ")");
+  }
+}
