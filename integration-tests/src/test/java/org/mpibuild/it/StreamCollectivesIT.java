@@ -82,7 +82,7 @@ class StreamCollectivesIT {
   @ParameterizedTest
   @ValueSource(ints = {2, 3, 4})
   void allReducesAreOrderedWithTheQueueAcrossTwoQueuesAndFailTogether(int ranks) {
-    List<String> lines = checks(ranks, "allreduce,allreduce-repeat,two-queues,fail-allreduce", true);
+    List<String> lines = checks(ranks, "allreduce,allreduce-repeat,two-queues,fail-allreduce,mismatch", true);
     assertEquals(0, persistentUses(lines, "allreduce-repeat", ranks, "none: non-blocking"));
   }
 
@@ -126,7 +126,7 @@ class StreamCollectivesIT {
     Map<String, String> env = new HashMap<>(FfmIT.env());
     env.put("MPI_BUILD_CACHE", "off");
     int rounds = 6;
-    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce,two-queues,fail-allreduce,fail-bcast", false,
+    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce,two-queues,fail-allreduce,fail-bcast,mismatch", false,
         env, rounds);
     assertRun(lines, "bcast", "on the device's queue (native kernels through the FFM API)");
     assertRun(lines, "allreduce", "on the device's queue (native kernels through the FFM API)");

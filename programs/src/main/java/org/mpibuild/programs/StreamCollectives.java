@@ -24,7 +24,6 @@ import static org.mpibuild.programs.OpenClChecks.check;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -70,6 +69,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *       first, a broadcast on the second, an all-reduce on the first, the first or the second queue slow.
  *   <li>{@code fail-bcast}, {@code fail-allreduce}: the last rank's read fails (its buffer is too small): every
  *       rank must fail with the same message naming that rank.
+ *   <li>{@code mismatch}: the last rank all-reduces half the count of the others: every rank must fail with
+ *       the same message naming that rank and the count, before any data moves.
  *   <li>{@code absent}: the last rank never enqueues the all-reduce; rank 0 must name it at the deadline
  *       (2 s) and abort the job.
  * </ul>
@@ -94,10 +95,12 @@ public final class StreamCollectives {
       "}",
       "");
 
-  private final Communicator comm;
+  final Communicator comm;
   private final OpenClKernel k;
-  private final int rank;
-  private final int size;
+  final int rank;
+  final int size;
+  /** The parts where collectives fail or are misused. */
+  private final StreamCollectiveFaults faults = new StreamCollectiveFaults(this);
   private final int spin;
   private final Random random;
   private final cl_mem sink;
@@ -155,8 +158,9 @@ public final class StreamCollectives {
         case "allreduce" -> allreduce(queue, rounds, false);
         case "allreduce-repeat" -> allreduce(queue, rounds, true);
         case "two-queues" -> twoQueues(queue, rounds);
-        case "fail-bcast", "fail-allreduce" -> fail(queue, part);
-        case "absent" -> absent(queue);
+        case "fail-bcast", "fail-allreduce" -> faults.fail(queue, part);
+        case "mismatch" -> faults.mismatch(queue);
+        case "absent" -> faults.absent(queue);
         default -> throw new IllegalArgumentException("unknown part " + part);
       };
     } catch (CompletionException e) {
@@ -169,7 +173,7 @@ public final class StreamCollectives {
     }
   }
 
-  private boolean report(String part, boolean ok, String detail) {
+  boolean report(String part, boolean ok, String detail) {
     System.out.printf(Locale.ROOT, "CHECK part=%s rank=%d ok=%s detail=%s%n", part, rank, ok, detail);
     System.out.flush();
     return ok;
@@ -193,7 +197,7 @@ public final class StreamCollectives {
     check(clEnqueueNDRangeKernel(queue, delay, 1, null, new long[] {N}, null, 0, null, null));
   }
 
-  private cl_mem buffer(cl_command_queue queue, ByteBuffer values) {
+  cl_mem buffer(cl_command_queue queue, ByteBuffer values) {
     cl_mem b = clCreateBuffer(k.context(), CL_MEM_READ_WRITE, values.capacity(), null, null);
     keep.add(values);
     check(clEnqueueWriteBuffer(queue, b, CL_FALSE, 0, values.capacity(), Pointer.to(values), 0, null, null));
@@ -382,61 +386,6 @@ public final class StreamCollectives {
       return report("two-queues", wrong == 0, wrong == 0 ? rounds + " rounds" : wrong + " wrong, first " + first);
     } finally {
       clReleaseCommandQueue(second);
-    }
-  }
-
-  /**
-   * The last rank's read fails: its buffer is half the size the collective reads, so the device refuses the
-   * read (CL_INVALID_VALUE). (A user event set to an error status ahead of the read would be the natural way,
-   * but PoCL 3.1 aborts the process on it.)
-   */
-  private boolean fail(cl_command_queue queue, String part) {
-    int failing = size - 1;
-    cl_mem b = buffer(queue, TypedValues.of(Datatype.INT, rank == failing ? N / 2 : N, i -> rank + 1));
-    clFinish(queue);
-    String message;
-    try (QueueMessenger m = QueueMessenger.open(comm, queue)) {
-      CompletableFuture<Void> f = part.equals("fail-bcast") ? m.bcastAfter(b, (long) N * 4, failing)
-          : m.allreduceAfter(b, N, Datatype.INT, ReduceOp.SUM);
-      try {
-        f.join();
-        message = "no failure";
-      } catch (CompletionException e) {
-        message = e.getCause().getMessage();
-        if (message.contains("has no typed reductions")) {
-          throw e;
-        }
-      }
-      clFinish(queue);
-    } finally {
-      clReleaseMemObject(b);
-    }
-    // every rank must have the same message: gather them at rank 0
-    byte[][] all = comm.allGather(message.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-    boolean same = true;
-    for (byte[] other : all) {
-      same &= new String(other, java.nio.charset.StandardCharsets.UTF_8).equals(message);
-    }
-    boolean names = message.contains("rank " + failing + "'s device work before it failed");
-    return report(part, same && names, (same ? "same on every rank: " : "DIFFERENT on some rank: ") + message);
-  }
-
-  /** The last rank never enqueues the collective: rank 0 names it at the deadline and aborts the job. */
-  private boolean absent(cl_command_queue queue) {
-    cl_mem b = buffer(queue, TypedValues.of(Datatype.INT, N, i -> 1));
-    try (QueueMessenger m = QueueMessenger.open(comm, queue, Duration.ofSeconds(2))) {
-      if (rank == size - 1) {
-        System.out.println("CHECK part=absent rank=" + rank + " ok=true detail=staying away");
-        System.out.flush();
-        try {
-          Thread.sleep(60_000); // the job is aborted before this ends
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-        }
-        return false;
-      }
-      m.bcastAfter(b, (long) N * 4, 0).join();
-      return report("absent", false, "the broadcast completed without the last rank");
     }
   }
 }
