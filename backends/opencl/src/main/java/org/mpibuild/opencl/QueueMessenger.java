@@ -68,7 +68,9 @@ import org.mpibuild.streams.StreamOrderedMessages;
  *
  * <p>The queue must be in order (the default). MPI must provide {@code MPI_THREAD_MULTIPLE}. Futures fail,
  * never hang, on MPI or device errors; {@link #close()} fails what is still in flight and releases the
- * device work waiting for it with an error.
+ * device work waiting for it with an error. Join the futures of the operations in flight before a blocking call
+ * on the queue (a blocking read, {@code clFinish}): where they run on the progress thread, PoCL 3.1 may never run
+ * the work behind a gate the progress thread opens while another thread waits in such a call.
  *
  * <p><b>After close.</b> A messenger on the queue of an {@link org.mpibuild.MpiBuild} ({@link OpenClKernel#queue()})
  * is closed by it, before the queue is released. Once the messenger or its MpiBuild is closed,

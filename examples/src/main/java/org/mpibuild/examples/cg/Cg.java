@@ -198,10 +198,11 @@ public final class Cg {
         Exchange ex = exchange(mode, world, k, problem)) {
       String where = ex instanceof OrderedExchange oe ? oe.operationsRun() : "host";
       cg.start(ex);
+      ex.finish();
       double rr0 = cg.readRr(0);
       cg.iteration(1, ex, o.fault());
-      double rr = cg.readRr(1);
       ex.finish();
+      double rr = cg.readRr(1);
       if (t0 >= 0) {
         double first = max(world, (System.nanoTime() - t0) / 1e9);
         double built = max(world, buildSeconds);
@@ -219,6 +220,7 @@ public final class Cg {
         it++;
         cg.iteration(it, ex, o.fault());
         if (o.stopping().checks(it)) {
+          ex.finish(); // the stream operations first: never block on the queue while a gate is shut (docs/cg.md)
           rr = cg.readRr(it);
           ex.settle();
         }
