@@ -94,26 +94,15 @@ public final class Cg {
           case "--tol" -> tol = Double.parseDouble(v);
           case "--max-iterations" -> maxIterations = Integer.parseInt(v);
           case "--warmup" -> warmup = Integer.parseInt(v);
-          case "--build" -> {
-            if (!v.equals("collective") && !v.equals("each-rank")) {
-              throw new IllegalArgumentException("--build is collective or each-rank, not '" + v + "'");
-            }
-            collective = v.equals("collective");
-          }
+          case "--build" -> collective = oneOf("--build", v, "collective", "each-rank").equals("collective");
           case "--fault" -> {
-            if (!v.equals("sum-late")) {
-              throw new IllegalArgumentException("--fault is sum-late, not '" + v + "'");
-            }
+            oneOf("--fault", v, "sum-late");
             fault = OpenClCg.Fault.SUM_LATE;
           }
           default -> throw new IllegalArgumentException("unknown option " + a);
         }
       }
-      for (String m : modes) {
-        if (!m.equals("ordered") && !m.equals("manual")) {
-          throw new IllegalArgumentException("--mode is ordered, manual or both (ordered,manual), not '" + m + "'");
-        }
-      }
+      modes.forEach(m -> oneOf("--mode", m, "ordered", "manual"));
       ny = ny < 0 ? nx : ny;
       if (maxIterations < 0) {
         maxIterations = 4 * Math.max(nx, ny) + 100;
@@ -123,6 +112,15 @@ public final class Cg {
       }
       return new Options(modes, nx, ny, new Stopping(tol, checkEvery, maxIterations), collective, verify, history,
           warmup, fault);
+    }
+
+    /** {@code value}, if it is one of {@code allowed}; else the error naming the option and the value. */
+    private static String oneOf(String option, String value, String... allowed) {
+      if (!List.of(allowed).contains(value)) {
+        throw new IllegalArgumentException(option + " is " + String.join(" or ", allowed) + (option.equals("--mode")
+            ? " (or both, comma-separated)" : "") + ", not '" + value + "'");
+      }
+      return value;
     }
   }
 
