@@ -68,6 +68,7 @@ class CallerModeTest {
     assertEquals(message, "aborted with code 4: " + world.abortMessage());
     assertEquals(List.of(), world.threadViolations(), "the abort too is made on the caller's thread");
   }
+
   /**
    * Issue 44: a rank that started an asynchronous build and then computes past the deadline without touching
    * the library has entered the build; its arrival went out when it started the build, so nobody aborts, and
