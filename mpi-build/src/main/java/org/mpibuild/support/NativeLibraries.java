@@ -16,7 +16,6 @@ import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Arrays;
 import java.util.Set;
-import org.mpibuild.internal.base.Ownership;
 
 /**
  * Helps backends whose Java bindings extract native libraries from their jar.

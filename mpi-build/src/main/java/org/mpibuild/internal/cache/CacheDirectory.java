@@ -22,7 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.base.EssentialWarning;
-import org.mpibuild.internal.base.Ownership;
+import org.mpibuild.support.Ownership;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -27,7 +27,7 @@ import java.util.List;
 import java.util.Set;
 import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.internal.base.EssentialWarning;
-import org.mpibuild.internal.base.Ownership;
+import org.mpibuild.support.Ownership;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

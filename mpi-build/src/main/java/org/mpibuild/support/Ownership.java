@@ -1,4 +1,4 @@
-package org.mpibuild.internal.base;
+package org.mpibuild.support;
 
 import java.io.IOException;
 import java.nio.file.Files;
