@@ -21,7 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mpibuild.internal.settings.CacheSettings;
-import org.mpibuild.internal.base.Ownership;
+import org.mpibuild.support.Ownership;
 
 /**
  * Trust rooted in the user, never in a directory's owner; no reading or writing through links inside the
