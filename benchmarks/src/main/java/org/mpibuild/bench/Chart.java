@@ -119,8 +119,10 @@ final class Chart {
     CategoryAxis x = new CategoryAxis("ranks, grid per rank");
     x.setCategoryMargin(0.2);
     CombinedDomainCategoryPlot plot = new CombinedDomainCategoryPlot(x);
-    plot.add(cgPanel(cells, "ms per iteration (log)", false), 1);
+    CategoryPlot time = cgPanel(cells, "ms per iteration (log)", false);
+    plot.add(time, 1);
     plot.add(cgPanel(cells, "host CPU ms per iteration (log)", true), 1);
+    plot.setFixedLegendItems(time.getLegendItems()); // one legend for both panels
     plot.setGap(12);
     String title = "Conjugate gradients, ordered on the queue against manual: median of " + cells.get(0).pairs().size()
         + " paired repetitions (PoCL, " + machine.get("cores") + " cores)";
