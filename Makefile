@@ -17,12 +17,12 @@ endif
 # The benchmarks' own class path (programs, chart, JSON), never the distribution's.
 BENCH_CP = benchmarks/target/mpi-build-benchmarks.jar:benchmarks/target/lib/*
 
-.PHONY: all provision build image demo test bench bench-main bench-main-trixie bench-publish bench-generic bench-fresh matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
+.PHONY: all provision build image demo test bench bench-main bench-main-trixie bench-publish bench-generic bench-fresh matrix-publish scale-model bench-batch bench-stream bench-allreduce bench-cg bench-ffm bench-ffm-abi bench-signing bench-full clean help gpu-bundle gpu-check release dist
 
 all: build ## the same as make build
 
 # make help prints every target by group, with the line after its ##.
-HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-main-trixie bench-fresh bench-generic bench-batch bench-stream bench-allreduce bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
+HELP_GROUPS = The_two_commands demo test;Build provision build all clean help;Benchmarks bench bench-main bench-main-trixie bench-fresh bench-generic bench-batch bench-stream bench-allreduce bench-cg bench-signing bench-ffm bench-ffm-abi bench-full scale-model;Publish_figures_into_docs/ bench-publish matrix-publish;Ship dist release image gpu-bundle gpu-check
 
 help: ## this list
 	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / { d[$$1] = $$2 } END { \
@@ -111,6 +111,15 @@ bench-stream: build ## stream-ordered messages against the manual pattern (about
 # for example ALLREDUCE_ARGS="reps=3 sizes=200:4096,10:16777216" (ITERATIONS:BYTES per size).
 bench-allreduce: build ## stream-ordered all-reduce against the manual pattern, 4 KiB to 16 MiB, both bindings (about 8 minutes)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce $(ALLREDUCE_ARGS)
+
+# The conjugate gradient example (issue 43), ordered on the device's queue against manual, on the FFM binding: time
+# and host CPU per iteration at 2 and 4 ranks on a small (64 x 64 per rank) and a large (512 x 512 per rank) grid,
+# 7 repetitions of one job each (ordered, manual, manual, ordered or the mirror, alternating), then the time to the
+# first iteration at 4 ranks, mpi-build's collective build against every rank compiling (7 pairs of cold jobs);
+# about 10 minutes on 2 cores. Writes benchmarks/target/bench-cg/{results.md,results.json,cg.png}. CG_ARGS narrows or
+# widens it, for example CG_ARGS="bindings=ffm,mpijava" (adds mpi.jar on Java 17) or CG_ARGS="first_reps=0".
+bench-cg: build ## the CG example, ordered against manual, 2 and 4 ranks, and its first iteration (about 10 minutes)
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . cg $(CG_ARGS)
 
 # What signed cache entries cost a warm start: Ed25519 verify against the warm build itself (about 1 minute).
 bench-signing: build ## what signed cache entries cost a warm start (about 1 minute)

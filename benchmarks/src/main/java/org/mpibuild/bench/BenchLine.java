@@ -137,6 +137,14 @@ final class BenchLine {
         "min", BenchJson.round(Stats.min(xs), 3), "max", BenchJson.round(Stats.max(xs), 3), "reps", xs.size());
   }
 
+  /** A goal's {@link #summary} with its bound and its verdict on the median ({@link Stats#verdict}). */
+  static Map<String, Object> judged(List<Double> xs, double bound, boolean atMost) {
+    Map<String, Object> s = summary(xs);
+    s.put("bound", bound);
+    s.put("verdict", Stats.verdict(Stats.median(xs), bound, atMost));
+    return s;
+  }
+
   /** The {@code bench:} line's figures at the largest N, and the broadcast at 4 ranks. */
   static Map<String, Object> figures(Comparison.Mode mode, List<Map<String, String>> cells, List<Map<String, String>> bcasts) {
     int n = mode.ranks().get(mode.ranks().size() - 1);
@@ -154,10 +162,7 @@ final class BenchLine {
     // Goals belong to the benchmark that times every phase; results of an older one have none.
     for (Goal g : CellQueries.has(cells, n, "collective", "phase_setup_ms") ? goals(mode) : List.<Goal>of()) {
       if (g.measurable(cells) && g.values(cells).size() >= 6) {
-        Map<String, Object> s = summary(g.values(cells));
-        s.put("bound", g.bound());
-        s.put("verdict", Stats.verdict(Stats.median(g.values(cells)), g.bound(), g.atMost()));
-        goals.put(g.name(), s);
+        goals.put(g.name(), judged(g.values(cells), g.bound(), g.atMost()));
       }
     }
     if (!goals.isEmpty()) {
@@ -179,17 +184,24 @@ final class BenchLine {
     StringBuilder sb = new StringBuilder("bench: ranks=" + figures.get("ranks") + " reps=" + mode.reps());
     figures.forEach((k, v) -> {
       if (k.equals("goals")) {
-        ((Map<String, Object>) v).forEach((g, x) -> {
-          Map<String, Object> s = (Map<String, Object>) x;
-          sb.append(String.format(Locale.ROOT, " goal_%s=%s:%s[%s-%s]", g, s.get("verdict"), s.get("median"),
-              s.get("ci95_low"), s.get("ci95_high")));
-        });
+        ((Map<String, Object>) v).forEach((g, x) -> sb.append(goalField(g, (Map<String, Object>) x)));
       } else if (v instanceof Map<?, ?> m) {
-        Map<String, Object> s = (Map<String, Object>) m;
-        sb.append(String.format(Locale.ROOT, " %s=%s[%s-%s]", k, s.get("median"), s.get("ci95_low"), s.get("ci95_high")));
+        sb.append(figureField(k, (Map<String, Object>) m));
       }
     });
     return sb.toString();
+  }
+
+  /** " NAME=median[low-high]": a {@link #summary} in a {@code bench:} line. */
+  static String figureField(String name, Map<String, Object> summary) {
+    return String.format(Locale.ROOT, " %s=%s[%s-%s]", name, summary.get("median"), summary.get("ci95_low"),
+        summary.get("ci95_high"));
+  }
+
+  /** " goal_NAME=verdict:median[low-high]": a judged {@link #summary} (with its verdict) in a {@code bench:} line. */
+  static String goalField(String name, Map<String, Object> summary) {
+    return String.format(Locale.ROOT, " goal_%s=%s:%s[%s-%s]", name, summary.get("verdict"), summary.get("median"),
+        summary.get("ci95_low"), summary.get("ci95_high"));
   }
 
   /** "1KiB", "64MiB": whole units, as the line's keys use them. */

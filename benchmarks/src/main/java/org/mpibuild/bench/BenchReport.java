@@ -20,9 +20,10 @@ import java.util.regex.Pattern;
  * The benchmarks behind {@code make bench}: the main comparison ({@link Comparison}), the batch build, the
  * stream-ordered messages, the FFM binding's broadcast and the cost of signed cache entries.
  *
- * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|allreduce|ffm|ffm-abi|signing|generic [ranks=1,2,4] [reps=N] [program=NAME]
+ * <p>usage: BenchReport REPO_DIR quick|full|batch|stream|allreduce|cg|ffm|ffm-abi|signing|generic [ranks=1,2,4] [reps=N] [program=NAME]
  * (generic: [reps=N] [n=ORDER] [program=NAME]; allreduce: [reps=N] [sizes=ITERATIONS:BYTES,...] [bindings=mpijava,ffm], see
- * {@link AllReduceBench})
+ * {@link AllReduceBench}; cg: [reps=N] [first_reps=N] [ranks=2,4] [small=SIDE] [large=SIDE] [bindings=ffm,mpijava], see
+ * {@link CgBench})
  */
 public final class BenchReport {
 
@@ -42,6 +43,7 @@ public final class BenchReport {
       case "signing" -> SigningBench.run(out, 9);
       case "stream" -> StreamBench.run(repo, out, 7);
       case "allreduce" -> allReduce(repo, out, args);
+      case "cg" -> cg(repo, out.resolveSibling("bench-cg"), args);
       case "generic" -> {
         Map<String, String> kv = settings(args, Map.of("reps", "8", "n", "512", "program", "matmul4"),
             "generic takes reps=N, n=ORDER and program=NAME");
@@ -65,6 +67,21 @@ public final class BenchReport {
     List<String> bindings = List.of(kv.get("bindings").split(","));
     bindings.forEach(AllReduceBench::label); // an unknown binding fails here, before any job
     AllReduceBench.run(repo, out, Integer.parseInt(kv.get("reps")), kv.get("sizes"), bindings);
+  }
+
+  /**
+   * {@code cg [reps=N] [first_reps=N] [ranks=2,4] [small=SIDE] [large=SIDE] [bindings=ffm,mpijava]}: {@link CgBench},
+   * into {@code bench-cg} beside the main comparison's folder.
+   */
+  private static void cg(Path repo, Path out, String[] args) throws Exception {
+    String reps = Integer.toString(CgBench.DEFAULT_REPS);
+    Map<String, String> kv = settings(args, Map.of("reps", reps, "first_reps", reps, "ranks", "2,4",
+        "small", Integer.toString(CgBench.DEFAULT_SMALL), "large", Integer.toString(CgBench.DEFAULT_LARGE),
+        "bindings", "ffm"), "cg takes reps=N, first_reps=N, ranks=2,4, small=SIDE, large=SIDE and bindings=ffm,mpijava");
+    List<Integer> ranks = Arrays.stream(kv.get("ranks").split(",")).map(Integer::valueOf).toList();
+    CgBench.run(repo, out, Integer.parseInt(kv.get("reps")), Integer.parseInt(kv.get("first_reps")), ranks,
+        CgBench.grids(Integer.parseInt(kv.get("small")), Integer.parseInt(kv.get("large"))),
+        List.of(kv.get("bindings").split(",")));
   }
 
   /**

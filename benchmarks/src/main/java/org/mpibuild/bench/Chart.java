@@ -25,6 +25,7 @@ import org.jfree.chart.plot.CategoryPlot;
 import org.jfree.chart.plot.CombinedDomainCategoryPlot;
 import org.jfree.chart.plot.CombinedDomainXYPlot;
 import org.jfree.chart.plot.XYPlot;
+import org.jfree.chart.renderer.category.BarRenderer;
 import org.jfree.chart.renderer.category.StackedBarRenderer;
 import org.jfree.chart.renderer.category.StandardBarPainter;
 import org.jfree.chart.renderer.xy.DeviationRenderer;
@@ -35,7 +36,7 @@ import org.jfree.data.xy.YIntervalSeries;
 import org.jfree.data.xy.YIntervalSeriesCollection;
 
 /**
- * The charts of the main comparison. The first: two panels sharing the x axis (ranks), time until ready and
+ * The benchmarks' charts. The main comparison's first: two panels sharing the x axis (ranks), time until ready and
  * CPU-seconds, each strategy's median as a line and its min-max as a band. Ticks only at the N that were
  * run, and at round values (1, 2, 5 x 10^k) on the log y axes.
  */
@@ -85,12 +86,7 @@ final class Chart {
               StrategyLabels.SHORT.getOrDefault(s, s));
         }
       }
-      StackedBarRenderer r = new StackedBarRenderer();
-      r.setBarPainter(new StandardBarPainter());
-      r.setShadowVisible(false);
-      for (int i = 0; i < phases.size(); i++) {
-        r.setSeriesPaint(i, COLORS[i % COLORS.length]);
-      }
+      StackedBarRenderer r = bars(new StackedBarRenderer(), phases.size());
       NumberAxis ms = new NumberAxis("ms, N=" + n);
       CategoryPlot panel = new CategoryPlot(data, null, ms, r);
       panel.setBackgroundPaint(Color.WHITE);
@@ -103,6 +99,63 @@ final class Chart {
     JFreeChart chart = new JFreeChart(title, new Font("SansSerif", Font.BOLD, 14), plot, true);
     chart.setBackgroundPaint(Color.WHITE);
     ChartUtils.saveChartAsPNG(png.toFile(), chart, 1000, 220 + 190 * mode.ranks().size());
+  }
+
+  /** {@code r} with flat bars, no shadow, and the first {@code series} colours of {@link #COLORS}. */
+  static <R extends BarRenderer> R bars(R r, int series) {
+    r.setBarPainter(new StandardBarPainter());
+    r.setShadowVisible(false);
+    for (int i = 0; i < series; i++) {
+      r.setSeriesPaint(i, COLORS[i % COLORS.length]);
+    }
+    return r;
+  }
+
+  /**
+   * The conjugate gradient benchmark ({@link CgBench}): two panels sharing the cells (ranks and grid), time per
+   * iteration and host CPU per iteration, one bar per mode (and binding) at its median, on log axes.
+   */
+  static void writeCg(List<CgBench.Cell> cells, Map<String, Object> machine, Path png) throws IOException {
+    CategoryAxis x = new CategoryAxis("ranks, grid per rank");
+    x.setCategoryMargin(0.2);
+    CombinedDomainCategoryPlot plot = new CombinedDomainCategoryPlot(x);
+    CategoryPlot time = cgPanel(cells, "ms per iteration (log)", false);
+    plot.add(time, 1);
+    plot.add(cgPanel(cells, "host CPU ms per iteration (log)", true), 1);
+    plot.setFixedLegendItems(time.getLegendItems()); // one legend for both panels
+    plot.setGap(12);
+    String title = "Conjugate gradients, ordered on the queue against manual: median of " + cells.get(0).pairs().size()
+        + " paired repetitions (PoCL, " + machine.get("cores") + " cores)";
+    JFreeChart chart = new JFreeChart(title, new Font("SansSerif", Font.BOLD, 14), plot, true);
+    chart.setBackgroundPaint(Color.WHITE);
+    ChartUtils.saveChartAsPNG(png.toFile(), chart, 1000, 700);
+  }
+
+  private static CategoryPlot cgPanel(List<CgBench.Cell> cells, String label, boolean cpu) {
+    DefaultCategoryDataset data = new DefaultCategoryDataset();
+    double lo = Double.MAX_VALUE;
+    double hi = 0;
+    for (CgBench.Cell c : cells) {
+      String category = c.ranks() + " ranks, " + c.grid().side() + "×" + c.grid().side();
+      for (String mode : List.of("ordered", "manual")) {
+        boolean ordered = mode.equals("ordered");
+        double v = Math.max(1e-3, Stats.median(c.of(p -> {
+          CgBench.Solve s = ordered ? p.ordered() : p.manual();
+          return cpu ? s.cpuMs() : s.ms();
+        })));
+        data.addValue(v, mode + " (" + c.binding() + ")", category);
+        lo = Math.min(lo, v);
+        hi = Math.max(hi, v);
+      }
+    }
+    FixedTicksAxis y = new FixedTicksAxis(label, roundTicks(lo, hi), 10);
+    BarRenderer r = bars(new BarRenderer(), data.getRowCount());
+    r.setBase(y.getLowerBound()); // bars rise from the axis' floor: a log axis has no 0
+    r.setIncludeBaseInRange(false);
+    CategoryPlot panel = new CategoryPlot(data, null, y, r);
+    panel.setBackgroundPaint(Color.WHITE);
+    panel.setRangeGridlinePaint(Color.LIGHT_GRAY);
+    return panel;
   }
 
   static XYPlot panel(Comparison.Mode mode, List<Map<String, String>> cells, String field, String label, double floor) {

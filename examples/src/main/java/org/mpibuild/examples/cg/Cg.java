@@ -1,9 +1,11 @@
 package org.mpibuild.examples.cg;
 
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -39,6 +41,8 @@ import org.mpibuild.spi.MpiBinding;
  *       residual histories; the job fails if they differ by more than {@link #TOLERANCE} (relative);
  *   <li>{@code --history}: rank 0 prints the relative residual of every iteration;
  *   <li>{@code --warmup W}: W iterations of each mode first, unmeasured (default 0);
+ *   <li>{@code --plot FILE.png}: rank 0 draws every mode's relative residual against the iteration, on a log scale
+ *       ({@link ResidualPlot});
  *   <li>{@code --fault sum-late}: a deliberate ordering mistake ({@link OpenClCg.Fault#SUM_LATE}), to show that
  *       {@code --verify} notices.
  * </ul>
@@ -58,7 +62,7 @@ public final class Cg {
 
   /** The parsed command line. */
   record Options(List<String> modes, int nx, int ny, Stopping stopping, boolean collective, boolean verify,
-      boolean history, int warmup, OpenClCg.Fault fault) {
+      boolean history, int warmup, OpenClCg.Fault fault, Path plot) {
 
     static Options parse(String[] args) {
       List<String> modes = List.of("ordered");
@@ -72,6 +76,7 @@ public final class Cg {
       boolean history = false;
       int warmup = 0;
       OpenClCg.Fault fault = OpenClCg.Fault.NONE;
+      Path plot = null;
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
         if (a.equals("--verify")) {
@@ -94,6 +99,7 @@ public final class Cg {
           case "--tol" -> tol = Double.parseDouble(v);
           case "--max-iterations" -> maxIterations = Integer.parseInt(v);
           case "--warmup" -> warmup = Integer.parseInt(v);
+          case "--plot" -> plot = Path.of(v);
           case "--build" -> collective = oneOf("--build", v, "collective", "each-rank").equals("collective");
           case "--fault" -> {
             oneOf("--fault", v, "sum-late");
@@ -111,7 +117,7 @@ public final class Cg {
         throw new IllegalArgumentException("--warmup " + warmup + " must be between 0 and " + maxIterations);
       }
       return new Options(modes, nx, ny, new Stopping(tol, checkEvery, maxIterations), collective, verify, history,
-          warmup, fault);
+          warmup, fault, plot);
     }
 
     /** {@code value}, if it is one of {@code allowed}; else the error naming the option and the value. */
@@ -169,6 +175,9 @@ public final class Cg {
       HostCg.Result reference = rank == 0 && o.verify() ? HostCg.solve(problem, o.stopping()) : null;
       for (Run run : runs) {
         ok &= report(world, run, o, reference);
+      }
+      if (rank == 0 && o.plot() != null) {
+        ok &= plot(runs, o, world.size());
       }
       return ok;
     }
@@ -229,6 +238,28 @@ public final class Cg {
       double helperCpu = (ex.helperCpuNanos() - helper0) / 1e9;
       double error = problem.maxError(cg.x(), blocks.first(rank));
       return new Run(mode, it, cg.history(it), error, seconds, hostCpu, helperCpu, where);
+    }
+  }
+
+  /**
+   * Draws every run's relative residual against the iteration into {@code --plot}'s file ({@link ResidualPlot});
+   * returns whether it could.
+   */
+  private static boolean plot(List<Run> runs, Options o, int ranks) {
+    List<String> labels = ResidualPlot.labels(runs.stream().map(Run::mode).toList());
+    List<ResidualPlot.Series> series = new ArrayList<>();
+    for (int i = 0; i < runs.size(); i++) {
+      series.add(new ResidualPlot.Series(labels.get(i), ResidualPlot.relative(runs.get(i).history())));
+    }
+    String title = String.format(Locale.ROOT, "Conjugate gradients, Poisson on %dx%d, %d ranks: ||r|| / ||r0||", o.nx(),
+        o.ny(), ranks);
+    try {
+      ResidualPlot.write(title, series, o.plot());
+      System.out.println("CG-PLOT file=" + o.plot());
+      return true;
+    } catch (IOException e) {
+      System.err.println("Cg: --plot " + o.plot() + ": " + e);
+      return false;
     }
   }
 
