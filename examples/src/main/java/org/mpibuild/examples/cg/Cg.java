@@ -60,6 +60,14 @@ public final class Cg {
 
   private Cg() {}
 
+  /**
+   * Prints one line in one write, so that a launcher that marks each rank's output (MPICH's {@code -prepend-rank})
+   * or mixes ranks' output never splits it: {@code printf} writes in pieces.
+   */
+  static void say(String format, Object... args) {
+    System.out.println(String.format(Locale.ROOT, format, args));
+  }
+
   /** The parsed command line. */
   record Options(List<String> modes, int nx, int ny, Stopping stopping, boolean collective, boolean verify,
       boolean history, int warmup, OpenClCg.Fault fault, Path plot) {
@@ -214,7 +222,7 @@ public final class Cg {
         double first = max(world, (System.nanoTime() - t0) / 1e9);
         double built = max(world, buildSeconds);
         if (rank == 0) {
-          System.out.printf(Locale.ROOT, "CG-FIRST build=%s ranks=%d first_iteration_ms=%.1f build_ms=%.1f%n",
+          say("CG-FIRST build=%s ranks=%d first_iteration_ms=%.1f build_ms=%.1f",
               o.collective() ? "collective" : "each-rank", world.size(), first * 1e3, built * 1e3);
         }
       }
@@ -276,9 +284,9 @@ public final class Cg {
       double[] h = run.history();
       double per = run.iterations() > 1 ? 1e3 / (run.iterations() - 1) : 0;
       double residual = Stopping.relative(h[h.length - 1], h[0]);
-      System.out.printf(Locale.ROOT, "CG mode=%s ranks=%d grid=%dx%d iterations=%d residual=%.3e error=%.3e "
+      say("CG mode=%s ranks=%d grid=%dx%d iterations=%d residual=%.3e error=%.3e "
           + "ms_per_iteration=%.4f host_cpu_ms_per_iteration=%.4f helper_cpu_ms_per_iteration=%.4f converged=%s "
-          + "run=%s%n", run.mode(), world.size(), o.nx(), o.ny(), run.iterations(), residual, max[0], max[1] * per,
+          + "run=%s", run.mode(), world.size(), o.nx(), o.ny(), run.iterations(), residual, max[0], max[1] * per,
           max[2] * per, max[3] * per, residual <= o.stopping().tolerance(), run.where());
       if (o.history()) {
         StringJoiner line = new StringJoiner(" ", "CG-HISTORY mode=" + run.mode() + " ", "");
@@ -314,8 +322,8 @@ public final class Cg {
       }
     }
     boolean ok = h.length == ref.length && worst <= TOLERANCE;
-    System.out.printf(Locale.ROOT, "CG-VERIFY mode=%s iterations=%d reference_iterations=%d max_rel_diff=%.3e "
-        + "at_iteration=%d tolerance=%.1e ok=%s%n", run.mode(), h.length - 1, ref.length - 1, worst, at, TOLERANCE, ok);
+    say("CG-VERIFY mode=%s iterations=%d reference_iterations=%d max_rel_diff=%.3e "
+        + "at_iteration=%d tolerance=%.1e ok=%s", run.mode(), h.length - 1, ref.length - 1, worst, at, TOLERANCE, ok);
     return ok;
   }
 
