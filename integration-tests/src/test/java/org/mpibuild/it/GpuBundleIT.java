@@ -72,7 +72,8 @@ class GpuBundleIT {
     List<Path> files;
     try (Stream<Path> s = Stream.concat(Files.list(lib), Files.list(lib.resolve("ucx")))) {
       files = Stream.concat(s.filter(Files::isRegularFile).toList().stream(),
-          Stream.of("mpiexec.hydra", "hydra_pmi_proxy", "mpichversion").map(b -> BUNDLE.resolve("mpi/bin/" + b))).toList();
+          Stream.of("mpiexec.hydra", "hydra_pmi_proxy", "mpichversion").map(b -> BUNDLE.resolve("mpi/bin/" + b)))
+          .toList();
     }
     for (Path f : files) {
       Commands.Run ldd = Commands.run(BUNDLE, Map.of("LD_LIBRARY_PATH", lib.toString()), 60,

@@ -20,9 +20,9 @@ import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
  * {@link StreamMessenger} on a GPU, for the GPU check: N ranks in one JVM (the test kit's in-process
- * communicator), or the N processes of an MPI job (the GPU bundle's own MPI), one CUDA stream each (two for {@code two-streams}). Every rank
- * enqueues each part whole, with a random delay on its stream (a kernel that spins on the GPU's clock) before each
- * operation, and waits only at the end.
+ * communicator), or the N processes of an MPI job (the GPU bundle's own MPI), one CUDA stream each (two for
+ * {@code two-streams}). Every rank enqueues each part whole, with a random delay on its stream (a kernel that spins
+ * on the GPU's clock) before each operation, and waits only at the end.
  *
  * <pre>CudaStreams RANKS [ROUNDS [SEED [own|shared]]]
  * mpiexec -n RANKS ... CudaStreams mpi [ROUNDS [SEED]]</pre>
@@ -92,7 +92,7 @@ public final class CudaStreams {
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 12;
     long seed = args.length > 2 ? Long.parseLong(args[2]) : 1;
     String contexts = job ? "process" : args.length > 3 ? args[3] : "own";
-    if (!List.of("own", "shared", "process").contains(contexts)) {
+    if (!job && !List.of("own", "shared").contains(contexts)) {
       throw new IllegalArgumentException("the contexts are own or shared, not '" + contexts + "'");
     }
     Communicator world = job ? ProgramWorld.open(new String[0]) : null;
