@@ -157,14 +157,11 @@ image: build ## the runtime container image (docker/Dockerfile) from this build
 	base=$${MPI_BUILD_BASE_IMAGE:-debian:12-slim}; docker build --build-arg BASE=$${base%:*} \
 	  --build-arg BASE_TAG=$${base##*:} -t mpi-build:latest build/image
 
-# A bundle for a GPU machine without Java: a jlink runtime, the jars and scripts/gpu-check.
-gpu-bundle: build ## a bundle for a GPU machine without Java: jlink runtime, jars, gpu-check
-	rm -rf build/gpu-bundle && mkdir -p build/gpu-bundle/lib
-	cp programs/target/mpi-build-programs.jar programs/target/lib/*.jar build/gpu-bundle/lib/
-	jlink --add-modules java.base,java.logging,java.naming,java.xml,jdk.crypto.ec,jdk.unsupported --strip-debug --no-header-files \
-	  --no-man-pages --compress=2 --output build/gpu-bundle/jre
-	cp scripts/gpu-check build/gpu-bundle/gpu-check
-	@du -sh build/gpu-bundle
+# A bundle for a GPU machine without Java or MPI (scripts/gpu-bundle, which GpuBundleIT also runs): a jlink
+# runtime of the FFM binding's JDK 22+, the jars, MPICH from this machine's Debian packages with its launcher
+# (mpi/bin/mpiexec), and scripts/gpu-check.
+gpu-bundle: build ## a bundle for a GPU machine without Java or MPI: jlink runtime, jars, MPICH, gpu-check
+	scripts/gpu-bundle build/gpu-bundle
 
 # Runs the GPU checks here (they skip, saying why, without a GPU).
 gpu-check: build ## the GPU checks here (they skip, saying why, without a GPU)

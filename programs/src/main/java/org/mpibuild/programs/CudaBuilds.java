@@ -10,7 +10,7 @@ import org.mpibuild.cuda.CudaKernel;
 import org.mpibuild.examples.CudaSaxpy;
 
 /**
- * CUDA builds under mpirun (or plain java), for CI without a GPU and for the GPU check. Every rank prints
+ * CUDA builds under mpirun or mpiexec (or plain java), for CI without a GPU and for the GPU check. Every rank prints
  * one line per step:
  *
  * <pre>CUDA step=NAME rank=R outcome=ok|EXCEPTION target=T magic=HEX verified=B message=ONE-LINE</pre>
@@ -69,8 +69,12 @@ public final class CudaBuilds {
     System.out.flush();
   }
 
+  /** The rank its launcher gave this process: Open MPI's mpirun, or MPICH's Hydra (the GPU bundle's); else 0. */
   static int rankFromEnv() {
     String r = System.getenv("OMPI_COMM_WORLD_RANK");
+    if (r == null) {
+      r = System.getenv("PMI_RANK");
+    }
     return r == null ? 0 : Integer.parseInt(r);
   }
 }

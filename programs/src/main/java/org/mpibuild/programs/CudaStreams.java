@@ -7,10 +7,12 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import jcuda.driver.CUresult;
 import org.mpibuild.Kernel;
 import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
+import org.mpibuild.MpiBuildBuilder;
 import org.mpibuild.cuda.CudaKernel;
 import org.mpibuild.cuda.StreamMessenger;
 import org.mpibuild.spi.Communicator;
@@ -18,12 +20,16 @@ import org.mpibuild.testkit.InProcessCommunicator;
 
 /**
  * {@link StreamMessenger} on a GPU, for the GPU check: N ranks in one JVM (the test kit's in-process
- * communicator: the GPU machine has no MPI), one CUDA stream each (two for {@code two-streams}). Every rank
- * enqueues each part whole, with a random delay on its stream (a kernel that spins on the GPU's clock) before each
- * operation, and waits only at the end.
+ * communicator), or the N processes of an MPI job (the GPU bundle's own MPI), one CUDA stream each (two for
+ * {@code two-streams}). Every rank enqueues each part whole, with a random delay on its stream (a kernel that spins
+ * on the GPU's clock) before each operation, and waits only at the end.
  *
- * <pre>CudaStreams RANKS [ROUNDS [SEED [own|shared]]]</pre>
+ * <pre>CudaStreams RANKS [ROUNDS [SEED [own|shared]]]
+ * mpiexec -n RANKS ... CudaStreams mpi [ROUNDS [SEED]]</pre>
  *
+ * {@code mpi}: each process of an MPI job is one rank, on the job's world communicator (the FFM binding where
+ * {@code MPI_BUILD_BINDING=ffm}, else mpi.jar), with the device's primary context of its own process, as a
+ * program's ranks run; {@code contexts=process} in the first line.
  * {@code own} (the default): each rank has a CUDA context of its own, as each process of an MPI job has, with the
  * kernels' binary loaded into it. {@code shared}: every rank on the device's primary context, which no MPI job
  * does: there one rank's implicitly synchronizing call (a pinned or device allocation) or the scheduler's
@@ -82,48 +88,74 @@ public final class CudaStreams {
 
 
   public static void main(String[] args) throws Exception {
-    int ranks = Integer.parseInt(args[0]);
+    boolean job = args.length > 0 && args[0].equals("mpi");
     int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 12;
     long seed = args.length > 2 ? Long.parseLong(args[2]) : 1;
-    String contexts = args.length > 3 ? args[3] : "own";
-    if (!List.of("own", "shared").contains(contexts)) {
+    String contexts = job ? "process" : args.length > 3 ? args[3] : "own";
+    if (!job && !List.of("own", "shared").contains(contexts)) {
       throw new IllegalArgumentException("the contexts are own or shared, not '" + contexts + "'");
     }
+    Communicator world = job ? ProgramWorld.open(new String[0]) : null;
+    MpiBuildBuilder builder = MpiBuild.builder().backend("cuda");
+    if (job) {
+      builder.communicator(world);
+    }
     boolean ok;
-    try (MpiBuild build = MpiBuild.builder().backend("cuda").build();
+    try (MpiBuild build = builder.build();
         Kernel kernel = build.mpiBuildKernel(KernelSource.of(SOURCE).withKernels(KERNELS), 0)) {
       CudaKernel k = kernel.as(CudaKernel.class);
+      int ranks = job ? world.size() : Integer.parseInt(args[0]);
       System.out.println("CUDASTREAMS target=" + kernel.target() + " ranks=" + ranks + " rounds=" + rounds
           + " contexts=" + contexts);
-      byte[] image = contexts.equals("own") ? kernel.binaryData().binary() : null;
-      InProcessCommunicator.World world = new InProcessCommunicator.World(ranks, 60_000);
-      java.util.concurrent.atomic.AtomicInteger started = new java.util.concurrent.atomic.AtomicInteger();
-      ExecutorService pool = Executors.newFixedThreadPool(ranks, r -> {
-        Thread t = new Thread(r, "rank-thread-" + started.getAndIncrement());
-        t.setDaemon(true); // a rank stuck in the driver must not keep the JVM from exiting with ok=false
-        return t;
-      });
-      CyclicBarrier ready = new CyclicBarrier(ranks);
-      CyclicBarrier allDone = new CyclicBarrier(ranks);
-      List<Future<Boolean>> results = new ArrayList<>();
-      for (int r = 0; r < ranks; r++) {
-        Communicator comm = world.rank(r);
-        results.add(pool.submit(() -> {
-          try {
-            RankDevice device = image != null ? new RankDevice.Own(k, image) : new RankDevice.Shared(k);
-            return new CudaStreamsRank(device, comm, rounds, seed, ready, allDone).run();
-          } catch (Exception | Error e) {
-            ready.reset(); // the others stop waiting for this rank, and each says why
-            allDone.reset();
-            throw e;
-          }
-        }));
-      }
-      ok = awaitRanks(results);
-      pool.shutdown();
+      ok = job ? awaitRanks(List.of(rankThreads(1).submit(() -> new CudaStreamsRank(new RankDevice.Shared(k), world,
+          rounds, seed, CudaStreamsRank.Gate.of(world), CudaStreamsRank.Gate.of(world)).run())))
+          : threadsAsRanks(k, contexts.equals("own") ? kernel.binaryData().binary() : null, ranks, rounds, seed);
     }
     System.out.println("CUDASTREAMS result ok=" + ok);
+    if (job) {
+      ProgramWorld.finish();
+    }
     System.exit(ok ? 0 : 1);
+  }
+
+  /**
+   * RANKS ranks as threads of this process on the test kit's in-process communicator, each on a context of its
+   * own with {@code image} loaded into it, or, where {@code image} is null, all on the device's primary context.
+   */
+  private static boolean threadsAsRanks(CudaKernel k, byte[] image, int ranks, int rounds, long seed)
+      throws InterruptedException {
+    InProcessCommunicator.World world = new InProcessCommunicator.World(ranks, 60_000);
+    ExecutorService pool = rankThreads(ranks);
+    CyclicBarrier ready = new CyclicBarrier(ranks);
+    CyclicBarrier allDone = new CyclicBarrier(ranks);
+    List<Future<Boolean>> results = new ArrayList<>();
+    for (int r = 0; r < ranks; r++) {
+      Communicator comm = world.rank(r);
+      results.add(pool.submit(() -> {
+        try {
+          RankDevice device = image != null ? new RankDevice.Own(k, image) : new RankDevice.Shared(k);
+          return new CudaStreamsRank(device, comm, rounds, seed, CudaStreamsRank.Gate.of(ready),
+              CudaStreamsRank.Gate.of(allDone)).run();
+        } catch (Exception | Error e) {
+          ready.reset(); // the others stop waiting for this rank, and each says why
+          allDone.reset();
+          throw e;
+        }
+      }));
+    }
+    boolean ok = awaitRanks(results);
+    pool.shutdown();
+    return ok;
+  }
+
+  /** Daemon threads for the ranks: a rank stuck in the driver must not keep the JVM from exiting with ok=false. */
+  private static ExecutorService rankThreads(int ranks) {
+    AtomicInteger started = new AtomicInteger();
+    return Executors.newFixedThreadPool(ranks, r -> {
+      Thread t = new Thread(r, "rank-thread-" + started.getAndIncrement());
+      t.setDaemon(true);
+      return t;
+    });
   }
 
   /**

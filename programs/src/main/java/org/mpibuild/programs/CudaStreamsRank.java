@@ -42,14 +42,30 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 
 /** One rank of {@link CudaStreams}: its streams, messengers and parts. */
 final class CudaStreamsRank {
+  /** Where every rank of the check waits for every other: a barrier of threads, or of the job's processes. */
+  @FunctionalInterface
+  interface Gate {
+    void await() throws Exception;
+
+    /** The ranks are threads of this process. */
+    static Gate of(CyclicBarrier barrier) {
+      return () -> barrier.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
+    }
+
+    /** The ranks are the communicator's processes: an all-reduce of one value, which no rank leaves early. */
+    static Gate of(Communicator comm) {
+      return () -> comm.allReduceMax(new int[] {0});
+    }
+  }
+
   private final RankDevice k;
   private final Communicator comm;
   private final int rounds;
   private final Random random;
   private final int rank;
   private final int size;
-  private final CyclicBarrier ready;
-  private final CyclicBarrier allDone;
+  private final Gate ready;
+  private final Gate allDone;
   /** Pinned memory that results are read into, on the reader stream: a copy to pageable memory may block. */
   private Pointer readBack;
   /**
@@ -59,7 +75,7 @@ final class CudaStreamsRank {
   private final List<CUdeviceptr> buffers = new ArrayList<>();
   private int used;
 
-  CudaStreamsRank(RankDevice k, Communicator comm, int rounds, long seed, CyclicBarrier ready, CyclicBarrier allDone) {
+  CudaStreamsRank(RankDevice k, Communicator comm, int rounds, long seed, Gate ready, Gate allDone) {
     this.k = k;
     this.comm = comm;
     this.rounds = rounds;
@@ -87,14 +103,14 @@ final class CudaStreamsRank {
         StreamMessenger m2 = StreamMessenger.open(comm, k.context(), second, Duration.ofSeconds(30))) {
       // contexts, modules, buffers and streams (whose creation may wait for a whole context) are all made before
       // any rank enqueues; the messengers' pools still allocate pinned blocks as the parts are queued
-      ready.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
+      ready.await();
       ok &= part("ring", () -> ring(m1, first));
       ok &= part("allreduce", () -> allreduce(m1, first, reader));
       ok &= part("bcast", () -> bcast(m1, first, reader));
       ok &= part("two-streams", () -> twoStreams(m1, first, m2, second, reader));
       ok &= part("control", () -> control(m1, first, reader));
       // no rank frees or closes while another still has messages coming
-      allDone.await(DEADLINE_SECONDS, TimeUnit.SECONDS);
+      allDone.await();
     } finally {
       check(cuCtxSetCurrent(k.context()), "cuCtxSetCurrent");
       cuStreamDestroy(first);
