@@ -1,5 +1,12 @@
 package org.mpibuild.internal.wire;
 
+import static org.mpibuild.internal.wire.WireFields.crc;
+import static org.mpibuild.internal.wire.WireFields.cut;
+import static org.mpibuild.internal.wire.WireFields.hex;
+import static org.mpibuild.internal.wire.WireFields.nonNull;
+import static org.mpibuild.internal.wire.WireFields.readUtf8;
+import static org.mpibuild.internal.wire.WireFields.utf8;
+
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -7,7 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.zip.CRC32C;
 import org.mpibuild.CorruptBinaryException;
@@ -33,9 +39,9 @@ import org.mpibuild.CorruptBinaryException;
  * payload: the binary
  * </pre>
  *
- * <p>The one main-code file allowed over 450 lines (docs/layout.md; {@code SourceSizesTest}): the wire format,
- * whose layout, checks, encoders and decoders are read together, kept in one file so that a change to the
- * format is made in one place. Its methods keep to a screen like every other.
+ * <p>The layout, its checks and the encoders and decoders of its header and metadata are here, read together;
+ * the encodings of single fields (checksums, length-prefixed strings, texts cut to a limit) are in
+ * {@link WireFields}.
  */
 public final class Envelope {
   static final byte[] MAGIC = "MPIBUILD".getBytes(StandardCharsets.US_ASCII);
@@ -438,73 +444,5 @@ public final class Envelope {
     Metadata metadata = decodeMetadata(header, meta);
     byte[] body = Arrays.copyOfRange(bytes, HEADER_BYTES + header.metadataLength(), bytes.length);
     return received(header, metadata, Payload.copyOf(body));
-  }
-
-  static String hex(byte[] bytes) {
-    return HexFormat.of().formatHex(bytes);
-  }
-
-  private static int crc(byte[] bytes) {
-    CRC32C c = new CRC32C();
-    c.update(bytes);
-    return (int) c.getValue();
-  }
-
-  private static int crc(ByteBuffer from, int length) {
-    ByteBuffer view = from.duplicate();
-    view.limit(view.position() + length);
-    CRC32C c = new CRC32C();
-    c.update(view);
-    return (int) c.getValue();
-  }
-
-  private static byte[] utf8(String s) {
-    byte[] b = s.getBytes(StandardCharsets.UTF_8);
-    return ByteBuffer.allocate(4 + b.length).putInt(b.length).put(b).array();
-  }
-
-  private static String readUtf8(ByteBuffer in) {
-    int n = in.getInt();
-    if (n < 0 || n > in.remaining()) {
-      throw new CorruptBinaryException("string length " + n + " in binary metadata exceeds the " + in.remaining()
-          + " bytes left");
-    }
-    byte[] b = new byte[n];
-    in.get(b);
-    return new String(b, StandardCharsets.UTF_8);
-  }
-
-  /**
-   * {@code text} if its UTF-8 form fits in {@code maxBytes}; otherwise its head and its tail, cut at
-   * character boundaries, around a line that says how many bytes of the {@code what} were cut. The result
-   * never exceeds {@code maxBytes} in UTF-8.
-   */
-  static String cut(String text, int maxBytes, String what) {
-    if ((long) text.length() * 3 <= maxBytes) {
-      return text; // no UTF-8 form of this many characters can exceed the limit
-    }
-    byte[] b = text.getBytes(StandardCharsets.UTF_8);
-    if (b.length <= maxBytes) {
-      return text;
-    }
-    String mark = "\n[mpi-build: " + b.length + " bytes of " + what + ", too long to send; "
-        + "about %d bytes cut here]\n";
-    int keep = maxBytes - mark.length() - 24; // room for the figure
-    int head = boundary(b, keep / 2);
-    int tail = boundary(b, b.length - (keep - head));
-    return new String(b, 0, head, StandardCharsets.UTF_8) + String.format(mark, tail - head)
-        + new String(b, tail, b.length - tail, StandardCharsets.UTF_8);
-  }
-
-  /** The first index at or after {@code i} where a UTF-8 character starts. */
-  private static int boundary(byte[] b, int i) {
-    while (i < b.length && (b[i] & 0xC0) == 0x80) {
-      i++;
-    }
-    return i;
-  }
-
-  private static String nonNull(String s) {
-    return s == null ? "" : s;
   }
 }

@@ -131,12 +131,12 @@ class EnvelopeTest {
   void aCutKeepsWholeCharactersAndStaysWithinItsLimit() {
     String text = "é€😀".repeat(1000);
     for (int max : new int[] {200, 201, 202, 203, 500, 1001}) {
-      String cut = Envelope.cut(text, max, "log");
+      String cut = WireFields.cut(text, max, "log");
       assertTrue(cut.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= max, max + ": " + cut.length());
       assertFalse(cut.contains("\uFFFD"), "a character was split at " + max);
       assertTrue(cut.startsWith("é€") && cut.endsWith("😀"), "head or tail lost at " + max);
     }
-    assertEquals("short", Envelope.cut("short", 10, "log"));
+    assertEquals("short", WireFields.cut("short", 10, "log"));
   }
 
   @Test
