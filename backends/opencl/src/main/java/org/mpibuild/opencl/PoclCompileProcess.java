@@ -13,7 +13,9 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.OptionalInt;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import org.jocl.CL;
 import org.jocl.cl_program;
@@ -89,20 +91,30 @@ final class PoclCompileProcess {
    * each kernel, which PoCL forces ({@code pocl_driver_build_poclbinary}: "Force generate a generic WG
    * function"), and the shapes another kernel named, which {@code POCL_BINARY_SPECIALIZE_WG} applies to every
    * kernel. PoCL builds none that it finds on disk, once it has loaded it and found its work-group symbol
-   * ({@code pocl_check_kernel_disk_cache}, {@code _pocl_kernel_NAME_workgroup}). So a program of empty kernels
-   * with the same names is built and queried first (its generic functions cost milliseconds; its other
-   * functions are links to them, which PoCL finds as built), and the program's unnamed functions are links to
-   * those. They reach the binary, which {@link PoclBinary#keepOnly} then removes: a rank that launches an
-   * unnamed shape builds it from {@code program.bc}, as it would without the binary.
+   * ({@code pocl_check_kernel_dlhandle_cache}, {@code _pocl_kernel_NAME_workgroup}). So the program's unnamed
+   * functions are links to a stand-in that has its symbol: a {@link StandInLibrary} written here for each kernel, or, on a
+   * processor it is not made for, the generic functions of a program of empty kernels with the same names, built
+   * and queried first (milliseconds per kernel). They reach the binary, which {@link PoclBinary#keepOnly} then
+   * removes: a rank that launches an unnamed shape builds it from {@code program.bc}, as it would without the
+   * binary.
    *
-   * <p>Anything that fails here leaves PoCL to build the functions for real (slower, as correct): the stand-ins'
-   * program, or a kernel whose directory is not named after it (PoCL 6.0 and later shorten long names).
+   * <p>Anything that fails here leaves PoCL to build the functions for real (slower, as correct): the stand-ins,
+   * or a kernel whose directory is not named after it (PoCL 6.0 and later shorten long names).
    *
-   * @return the stand-ins' program, to release after the query; null where there is none
+   * @return the empty kernels' program, to release after the query; null where there is none
    */
-  private static cl_program standIns(OpenClBackend backend, Path cache, List<String> kernels,
+  static cl_program standIns(OpenClBackend backend, Path cache, List<String> kernels,
       Map<String, Set<String>> named, List<String> union) throws IOException {
     Path program = programDirectory(cache, null);
+    OptionalInt machine = StandInLibrary.machine();
+    if (machine.isPresent()) {
+      Path libraries = Files.createDirectory(cache.resolve("stand-ins"));
+      for (String k : kernels) {
+        Files.write(libraries.resolve(k + ".so"), StandInLibrary.write(List.of(k), machine.getAsInt()));
+      }
+      link(program, kernels, named, union, k -> libraries.resolve(k + ".so"));
+      return null;
+    }
     StringBuilder source = new StringBuilder();
     kernels.forEach(k -> source.append("__kernel void ").append(k).append("(void) {}\n"));
     cl_program stubs;
@@ -118,19 +130,28 @@ final class PoclCompileProcess {
       }
     }
     backend.programBinary(stubs);
-    for (String k : kernels) {
+    link(program, kernels, named, union, k -> {
       Path generic = stubDir.resolve(k).resolve(GENERIC).resolve(k + ".so");
-      if (!Files.isRegularFile(generic)) {
+      return Files.isRegularFile(generic) ? generic : null;
+    });
+    return stubs;
+  }
+
+  /** Links each kernel's functions that it did not name, generic included, to its stand-in (none where null). */
+  private static void link(Path program, List<String> kernels, Map<String, Set<String>> named, List<String> union,
+      Function<String, Path> standIn) throws IOException {
+    for (String k : kernels) {
+      Path target = standIn.apply(k);
+      if (target == null) {
         continue;
       }
       Set<String> mine = named.getOrDefault(k, Set.of());
       for (String spec : Stream.concat(Stream.of(GENERIC), union.stream()).toList()) {
         if (!mine.contains(spec)) {
-          link(program.resolve(k).resolve(spec).resolve(k + ".so"), generic);
+          link(program.resolve(k).resolve(spec).resolve(k + ".so"), target);
         }
       }
     }
-    return stubs;
   }
 
   /** PoCL's directory for a generic work-group function: {@code !specialized ? 0 : local size}. */
