@@ -55,12 +55,13 @@ bench: build ## every benchmark, then the main comparison, whose bench: line jud
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic
-	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh $(FRESH_ARGS)
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
-# A job of one rank as its user runs it: a new process for naive and one for mpi-build, 8 pairs (about 1 minute).
-bench-fresh: build ## one rank, a new process each time: naive against mpi-build, process and ready times
-	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh
+# Jobs as their users run them: new processes for naive and for mpi-build, 8 pairs, at 1 rank (one JVM) and at 2
+# (bin/mpi-build run) (about 4 minutes). FRESH_ARGS narrows it, e.g. "ranks=2 reps=7".
+bench-fresh: build ## jobs of 1 and 2 ranks, new processes each time: naive against mpi-build, job and ready times
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh $(FRESH_ARGS)
 
 # The main comparison alone.
 bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ranks=1,2,4 reps=6")

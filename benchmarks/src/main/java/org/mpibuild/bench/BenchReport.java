@@ -49,7 +49,12 @@ public final class BenchReport {
             "generic takes reps=N, n=ORDER and program=NAME");
         GenericBench.run(repo, out, kv.get("program"), Integer.parseInt(kv.get("n")), Integer.parseInt(kv.get("reps")));
       }
-      case "fresh" -> FreshProcess.run(out, args.length > 2 ? args[2] : "matmul4", 8);
+      case "fresh" -> {
+        Map<String, String> kv = settings(args, Map.of("reps", "8", "program", "matmul4", "ranks", "1,2"),
+            "fresh takes reps=N, program=NAME and ranks=N,M");
+        FreshProcess.run(repo, out, kv.get("program"), Integer.parseInt(kv.get("reps")),
+            Arrays.stream(kv.get("ranks").split(",")).map(Integer::valueOf).toList());
+      }
       case "batch" -> BatchBench.run(repo, out, BatchBench.KERNELS, BatchBench.REPS);
       default -> {
         Comparison.Mode mode = which.equals("full") ? Comparison.FULL : Comparison.QUICK;

@@ -14,21 +14,30 @@ import org.mpibuild.MpiBuild;
 import org.mpibuild.opencl.OpenClKernel;
 
 /**
- * {@code make bench-fresh}: a job of one rank as its user runs it, a new process each time. The main comparison
- * runs its repetitions in long-lived ranks, where PoCL and LLVM started long ago; a user's one-rank job starts
- * them at its first build, and so does mpi-build's compile process at every compile. Here every repetition
- * starts a new JVM for naive (its own context, the compile, the first launches) and one for mpi-build (local
- * mode, an empty cache that the build fills, the request with its launch shapes, the first launches), each with
- * an empty PoCL cache of its own, paired, the order alternating; each process's wall time from its start to its
- * exit (close included: mpi-build's cache write) and its time to ready kernels from the JVM's start.
+ * {@code make bench-fresh}: a job as its user runs it, new processes each time. The main comparison runs its
+ * repetitions in long-lived ranks, where PoCL and LLVM started long ago; a user's job starts them at its first
+ * build in every rank, and so does mpi-build's compile process at every compile. Here every repetition starts a
+ * new job for naive (every rank: its own context, the compile, the first launches) and one for mpi-build (an empty
+ * cache that the build fills, the request with its launch shapes, the first launches), each rank with an empty PoCL
+ * cache of its own, paired, the order alternating. At one rank the job is one JVM in local mode, without mpirun;
+ * at N ranks it is {@code bin/mpi-build run -np N}, and every rank of both starts MPI before its timed work, as an
+ * MPI program does. Per job: its wall time from its start to its exit (close included: mpi-build's cache write),
+ * and its time to ready kernels, the latest rank's, from that rank's JVM start.
  */
 final class FreshProcess {
   private FreshProcess() {}
 
-  /** One process: {@code FreshProcess naive|mpi-build PROGRAM}; prints {@code FRESH ready_ms=...}. */
+  /**
+   * One rank: {@code FreshProcess naive|mpi-build PROGRAM [world]}; prints {@code FRESH ready_ms=...}. With
+   * {@code world} the rank starts MPI first (mpi.jar), and mpi-build builds on the world communicator.
+   */
   public static void main(String[] args) throws Exception {
     String mode = args[0];
     String program = args[1];
+    boolean world = args.length > 2 && args[2].equals("world");
+    if (world) {
+      mpi.MPI.Init(args);
+    }
     KernelSource request = Bench.variant(program, "fresh " + mode, mode.equals("mpi-build"));
     if (mode.equals("naive")) {
       try (Ocl cl = Ocl.open()) {
@@ -37,23 +46,37 @@ final class FreshProcess {
         ready();
       }
     } else {
-      try (MpiBuild mpiBuild = MpiBuild.builder().local().backend(org.mpibuild.programs.Scenarios.openCl()).build();
+      org.mpibuild.MpiBuildBuilder builder = MpiBuild.builder().backend(org.mpibuild.programs.Scenarios.openCl());
+      try (MpiBuild mpiBuild = (world ? builder : builder.local()).build();
           Kernel k = mpiBuild.mpiBuildKernel(request, 0)) {
         Launch.everyKernel(k.as(OpenClKernel.class), program);
         ready();
       }
     }
+    if (world) {
+      mpi.MPI.Finalize();
+    }
   }
 
   private static void ready() {
-    System.out.printf(Locale.ROOT, "FRESH ready_ms=%d%n",
-        System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime());
+    // one write: under mpirun, a line printed in pieces may be joined with another rank's
+    System.out.print("FRESH ready_ms=" + (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean()
+        .getStartTime()) + System.lineSeparator());
+    System.out.flush();
   }
 
-  /** The comparison: {@code reps} pairs, printed as medians, paired ratios and a {@code bench: fresh} line. */
-  static void run(Path out, String program, int reps) throws Exception {
-    String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    Path jsig = Path.of(System.getProperty("java.home"), "lib", "libjsig.so");
+  /** The comparison at each job size of {@code ranks}: {@code reps} pairs, medians, paired ratios, a line each. */
+  static void run(Path repo, Path out, String program, int reps, List<Integer> ranks) throws Exception {
+    StringBuilder lines = new StringBuilder();
+    for (int n : ranks) {
+      String line = job(repo, out, program, reps, n);
+      System.out.println(line);
+      lines.append(line).append('\n');
+    }
+    Files.writeString(out.resolve("fresh.md"), lines);
+  }
+
+  private static String job(Path repo, Path out, String program, int reps, int n) throws Exception {
     Map<String, List<Double>> wall = Map.of("naive", new ArrayList<>(), "mpi-build", new ArrayList<>());
     Map<String, List<Double>> ready = Map.of("naive", new ArrayList<>(), "mpi-build", new ArrayList<>());
     for (int rep = -1; rep < reps; rep++) {
@@ -61,18 +84,11 @@ final class FreshProcess {
       for (String mode : order) {
         Path dir = Files.createTempDirectory(out, "fresh-");
         try {
-          Map<String, String> env = Map.of("MPI_BUILD_BENCH_RUN", "fresh-" + System.nanoTime(),
-              "POCL_CACHE_DIR", dir.resolve("pocl").toString(), "MPI_BUILD_CACHE_DIR", dir.resolve("cache").toString(),
-              "MPI_BUILD_CACHE", "on", "MPI_BUILD_LOG_LEVEL", "WARN",
-              "LD_PRELOAD", Files.isRegularFile(jsig) ? jsig.toString() : "");
           long t0 = System.nanoTime();
-          String output = BenchReport.run(List.of(java, "-cp", System.getProperty("java.class.path"),
-              FreshProcess.class.getName(), mode, program), env, 600);
+          String output = BenchReport.run(command(repo, mode, program, n), environment(dir, n), 600);
           double ms = (System.nanoTime() - t0) / 1e6;
-          double readyMs = output.lines().filter(l -> l.startsWith("FRESH ready_ms=")).findFirst()
-              .map(l -> Double.parseDouble(l.substring("FRESH ready_ms=".length())))
-              .orElseThrow(() -> new IllegalStateException(mode + " printed no FRESH line:\n" + output));
-          System.out.printf(Locale.ROOT, "bench fresh %s rep %d: process %.0f ms, ready %.0f ms%s%n", mode, rep, ms,
+          double readyMs = readiness(output, n, mode);
+          System.out.printf(Locale.ROOT, "bench fresh n=%d %s rep %d: job %.0f ms, ready %.0f ms%s%n", n, mode, rep, ms,
               readyMs, rep < 0 ? " (warm-up, dropped)" : "");
           if (rep >= 0) {
             wall.get(mode).add(ms);
@@ -85,14 +101,52 @@ final class FreshProcess {
     }
     List<Double> wallRatio = Stats.ratios(wall.get("mpi-build"), wall.get("naive"));
     List<Double> readyRatio = Stats.ratios(ready.get("mpi-build"), ready.get("naive"));
-    String line = String.format(Locale.ROOT, "bench: fresh program=%s n=1 reps=%d naive_process_ms=%.0f "
+    return String.format(Locale.ROOT, "bench: fresh program=%s n=%d reps=%d naive_process_ms=%.0f "
         + "mpibuild_process_ms=%.0f mpibuild_over_naive_process=%s naive_ready_ms=%.0f mpibuild_ready_ms=%.0f "
-        + "mpibuild_over_naive_ready=%s", program, reps, Stats.median(wall.get("naive")),
+        + "mpibuild_over_naive_ready=%s", program, n, reps, Stats.median(wall.get("naive")),
         Stats.median(wall.get("mpi-build")), cell(wallRatio), Stats.median(ready.get("naive")),
         Stats.median(ready.get("mpi-build")), cell(readyRatio));
-    Files.writeString(out.resolve("fresh.md"), line + "\n");
-    System.out.println(line);
   }
+
+  /** One JVM for a job of one rank; {@code bin/mpi-build run} for more. */
+  private static List<String> command(Path repo, String mode, String program, int n) {
+    String cp = System.getProperty("java.class.path");
+    if (n == 1) {
+      return List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-cp", cp,
+          FreshProcess.class.getName(), mode, program);
+    }
+    return List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp", cp,
+        FreshProcess.class.getName(), mode, program, "world");
+  }
+
+  /** An empty cache and empty PoCL caches: one PoCL cache per rank ({@code bin/mpi-build-rank} makes them). */
+  private static Map<String, String> environment(Path dir, int n) {
+    Path jsig = Path.of(System.getProperty("java.home"), "lib", "libjsig.so");
+    Map<String, String> env = new java.util.HashMap<>(Map.of("MPI_BUILD_BENCH_RUN", "fresh-" + System.nanoTime(),
+        "MPI_BUILD_CACHE_DIR", dir.resolve("cache").toString(), "MPI_BUILD_CACHE", "on",
+        "MPI_BUILD_LOG_LEVEL", "WARN"));
+    if (n == 1) {
+      env.put("POCL_CACHE_DIR", dir.resolve("pocl").toString());
+      env.put("LD_PRELOAD", Files.isRegularFile(jsig) ? jsig.toString() : "");
+    } else {
+      env.put("MPI_BUILD_POCL_CACHE_ROOT", dir.resolve("pocl").toString());
+    }
+    return env;
+  }
+
+  /**
+   * The latest rank's time to ready kernels, from the {@code n} marks {@code FRESH ready_ms=...} anywhere in the
+   * job's output (mpirun may join two ranks' lines into one).
+   */
+  static double readiness(String output, int n, String mode) {
+    List<Double> ms = READY.matcher(output).results().map(m -> Double.parseDouble(m.group(1))).toList();
+    if (ms.size() != n) {
+      throw new IllegalStateException(mode + " printed " + ms.size() + " FRESH lines, not " + n + ":\n" + output);
+    }
+    return Stats.max(ms);
+  }
+
+  private static final java.util.regex.Pattern READY = java.util.regex.Pattern.compile("FRESH ready_ms=(\\d+)");
 
   static String cell(List<Double> ratios) {
     Stats.Interval i = Stats.intervalOrRange(ratios);
