@@ -10,8 +10,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.StringJoiner;
+import java.util.function.Supplier;
+import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.Kernel;
+import org.mpibuild.KernelLoadException;
+import org.mpibuild.KernelSource;
 import org.mpibuild.MpiBuild;
+import org.mpibuild.cuda.CudaKernel;
 import org.mpibuild.opencl.OpenClKernel;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
@@ -20,14 +25,17 @@ import org.mpibuild.spi.MpiBinding;
 
 /**
  * Distributed conjugate gradients for the Poisson equation on a 2-D grid ({@link Poisson}), matrix-free with the
- * 5-point stencil, the grid's rows split across ranks ({@link RowBlocks}), on OpenCL. The kernels come from one
- * collective build that names their launch shapes ({@link CgKernels}); rank 0 compiles, every rank loads.
+ * 5-point stencil, the grid's rows split across ranks ({@link RowBlocks}), on OpenCL ({@link OpenClCg}) or CUDA
+ * ({@link CudaCg}): one solver ({@link CgSolver}), the device the only difference. The kernels come from one
+ * collective build ({@link CgKernels}; on OpenCL it names their launch shapes); rank 0 compiles, every rank loads.
  *
  * <pre>bin/mpi-build run -np 4 -cp examples/target/mpi-build-examples.jar:examples/target/lib/* \
  *     org.mpibuild.examples.cg.Cg --n 256 --mode ordered</pre>
  *
  * <p>Options:
  * <ul>
+ *   <li>{@code --backend opencl|cuda}: the device (default {@code opencl}); where it cannot run (no OpenCL
+ *       platform, no CUDA driver or GPU), every rank says why and the job fails;
  *   <li>{@code --mode ordered|manual|ordered,manual}: how ranks communicate ({@link OrderedExchange},
  *       {@link ManualExchange}); with both, each runs in turn on the same kernels (default {@code ordered});
  *   <li>{@code --n NX}, {@code --ny NY}: the grid's interior points per row and rows (default 128, and NY = NX);
@@ -43,7 +51,7 @@ import org.mpibuild.spi.MpiBinding;
  *   <li>{@code --warmup W}: W iterations of each mode first, unmeasured (default 0);
  *   <li>{@code --plot FILE.png}: rank 0 draws every mode's relative residual against the iteration, on a log scale
  *       ({@link ResidualPlot});
- *   <li>{@code --fault sum-late}: a deliberate ordering mistake ({@link OpenClCg.Fault#SUM_LATE}), to show that
+ *   <li>{@code --fault sum-late}: a deliberate ordering mistake ({@link CgSolver.Fault#SUM_LATE}), to show that
  *       {@code --verify} notices.
  * </ul>
  *
@@ -69,10 +77,11 @@ public final class Cg {
   }
 
   /** The parsed command line. */
-  record Options(List<String> modes, int nx, int ny, Stopping stopping, boolean collective, boolean verify,
-      boolean history, int warmup, OpenClCg.Fault fault, Path plot) {
+  record Options(String backend, List<String> modes, int nx, int ny, Stopping stopping, boolean collective,
+      boolean verify, boolean history, int warmup, CgSolver.Fault fault, Path plot) {
 
     static Options parse(String[] args) {
+      String backend = "opencl";
       List<String> modes = List.of("ordered");
       int nx = 128;
       int ny = -1;
@@ -83,7 +92,7 @@ public final class Cg {
       boolean verify = false;
       boolean history = false;
       int warmup = 0;
-      OpenClCg.Fault fault = OpenClCg.Fault.NONE;
+      CgSolver.Fault fault = CgSolver.Fault.NONE;
       Path plot = null;
       for (int i = 0; i < args.length; i++) {
         String a = args[i];
@@ -100,6 +109,7 @@ public final class Cg {
         }
         String v = args[++i];
         switch (a) {
+          case "--backend" -> backend = oneOf("--backend", v, "opencl", "cuda");
           case "--mode" -> modes = List.of(v.split(","));
           case "--n" -> nx = Integer.parseInt(v);
           case "--ny" -> ny = Integer.parseInt(v);
@@ -111,7 +121,7 @@ public final class Cg {
           case "--build" -> collective = oneOf("--build", v, "collective", "each-rank").equals("collective");
           case "--fault" -> {
             oneOf("--fault", v, "sum-late");
-            fault = OpenClCg.Fault.SUM_LATE;
+            fault = CgSolver.Fault.SUM_LATE;
           }
           default -> throw new IllegalArgumentException("unknown option " + a);
         }
@@ -124,7 +134,7 @@ public final class Cg {
       if (warmup < 0 || warmup > maxIterations) {
         throw new IllegalArgumentException("--warmup " + warmup + " must be between 0 and " + maxIterations);
       }
-      return new Options(modes, nx, ny, new Stopping(tol, checkEvery, maxIterations), collective, verify, history,
+      return new Options(backend, modes, nx, ny, new Stopping(tol, checkEvery, maxIterations), collective, verify, history,
           warmup, fault, plot);
     }
 
@@ -159,49 +169,96 @@ public final class Cg {
     boolean ok;
     try (Communicator world = openWorld()) {
       ok = run(world, o);
+    } catch (CannotRun e) {
+      System.err.println("Cg: " + e.getMessage());
+      ok = false;
     }
     System.exit(ok ? 0 : 1);
   }
 
-  /** Solves in each mode of {@code o}; prints on rank 0; returns whether every check passed. */
+  /** The backend that {@code --backend} names cannot run on this rank; the message says why. */
+  static final class CannotRun extends RuntimeException {
+    CannotRun(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+
+  /**
+   * Builds the kernels for {@code --backend}, then solves in each mode of {@code o}; prints on rank 0; returns
+   * whether every check passed.
+   *
+   * @throws CannotRun if the backend cannot run on this rank (no platform, driver or device), saying why
+   */
   static boolean run(Communicator world, Options o) {
-    int rank = world.rank();
     Poisson problem = new Poisson(o.nx(), o.ny());
     RowBlocks blocks = new RowBlocks(o.ny(), world.size());
     world.allReduceMax(new int[1]); // every rank starts the clock together
     long t0 = System.nanoTime();
-    try (MpiBuild build = o.collective() ? MpiBuild.builder().backend("opencl").communicator(world).build()
-            : MpiBuild.builder().backend("opencl").local().set("MPI_BUILD_CACHE", "off").build();
-        Kernel kernel = build.mpiBuildKernel(CgKernels.request(o.collective()), 0)) {
-      OpenClKernel k = kernel.as(OpenClKernel.class);
-      double buildSeconds = (System.nanoTime() - t0) / 1e9;
-      boolean ok = true;
-      List<Run> runs = new ArrayList<>();
-      for (String mode : o.modes()) {
-        runs.add(solve(world, k, problem, blocks, o, mode, runs.isEmpty() ? t0 : -1, buildSeconds));
-      }
-      HostCg.Result reference = rank == 0 && o.verify() ? HostCg.solve(problem, o.stopping()) : null;
-      for (Run run : runs) {
-        ok &= report(world, run, o, reference);
-      }
-      if (rank == 0 && o.plot() != null) {
-        ok &= plot(runs, o, world.size());
-      }
-      return ok;
+    try (MpiBuild build = runsHere(o, () -> open(world, o));
+        Kernel kernel = runsHere(o, () -> build.mpiBuildKernel(request(o), 0));
+        CgDevice<?> device = device(o, kernel)) {
+      return solveAll(world, device, problem, blocks, o, t0, (System.nanoTime() - t0) / 1e9);
     }
+  }
+
+  /** The build: collective on {@code world}, or local to this rank without a cache ({@code --build each-rank}). */
+  private static MpiBuild open(Communicator world, Options o) {
+    return o.collective() ? MpiBuild.builder().backend(o.backend()).communicator(world).build()
+        : MpiBuild.builder().backend(o.backend()).local().set("MPI_BUILD_CACHE", "off").build();
+  }
+
+  /** @return the request of {@code --backend}: on OpenCL with the launch shapes named for a collective build */
+  static KernelSource request(Options o) {
+    return o.backend().equals("cuda") ? CgKernels.cudaRequest() : CgKernels.request(o.collective());
+  }
+
+  private static CgDevice<?> device(Options o, Kernel kernel) {
+    return o.backend().equals("cuda") ? new CudaCg(kernel.as(CudaKernel.class))
+        : new OpenClCg(kernel.as(OpenClKernel.class));
+  }
+
+  /**
+   * Runs a step of the build; a backend that cannot run here becomes {@link CannotRun}, naming the option, then,
+   * in mpi-build's words, the ranks and why.
+   */
+  private static <T> T runsHere(Options o, Supplier<T> step) {
+    try {
+      return step.get();
+    } catch (BackendUnavailableException | KernelLoadException e) {
+      throw new CannotRun("--backend " + o.backend() + " cannot run: " + e.getMessage(), e);
+    }
+  }
+
+  /** Every mode of {@code o} in turn on {@code device}, then the reports, the check and the plot. */
+  private static <B> boolean solveAll(Communicator world, CgDevice<B> device, Poisson problem, RowBlocks blocks,
+      Options o, long t0, double buildSeconds) {
+    int rank = world.rank();
+    boolean ok = true;
+    List<Run> runs = new ArrayList<>();
+    for (String mode : o.modes()) {
+      runs.add(solve(world, device, problem, blocks, o, mode, runs.isEmpty() ? t0 : -1, buildSeconds));
+    }
+    HostCg.Result reference = rank == 0 && o.verify() ? HostCg.solve(problem, o.stopping()) : null;
+    for (Run run : runs) {
+      ok &= report(world, run, o, reference);
+    }
+    if (rank == 0 && o.plot() != null) {
+      ok &= plot(runs, o, world.size());
+    }
+    return ok;
   }
 
   /**
    * One solve in {@code mode}: set-up, the first iteration (after which, when {@code t0} is not -1, rank 0 prints
    * the time to it), then the rest, timed.
    */
-  private static Run solve(Communicator world, OpenClKernel k, Poisson problem, RowBlocks blocks, Options o,
-      String mode, long t0, double buildSeconds) {
+  private static <B> Run solve(Communicator world, CgDevice<B> device, Poisson problem, RowBlocks blocks,
+      Options o, String mode, long t0, double buildSeconds) {
     int rank = world.rank();
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     if (o.warmup() > 0) { // unmeasured iterations on buffers of their own; the solve below starts afresh
-      try (OpenClCg cg = new OpenClCg(k, problem, blocks, rank, o.stopping().maxIterations());
-          Exchange ex = exchange(mode, world, k, problem)) {
+      try (CgSolver<B> cg = new CgSolver<>(device, problem, blocks, rank, o.stopping().maxIterations());
+          Exchange<B> ex = exchange(mode, world, device, problem)) {
         cg.start(ex);
         for (int it = 1; it <= o.warmup(); it++) {
           cg.iteration(it, ex, o.fault());
@@ -209,9 +266,9 @@ public final class Cg {
         ex.finish();
       }
     }
-    try (OpenClCg cg = new OpenClCg(k, problem, blocks, rank, o.stopping().maxIterations());
-        Exchange ex = exchange(mode, world, k, problem)) {
-      String where = ex instanceof OrderedExchange oe ? oe.operationsRun() : "host";
+    try (CgSolver<B> cg = new CgSolver<>(device, problem, blocks, rank, o.stopping().maxIterations());
+        Exchange<B> ex = exchange(mode, world, device, problem)) {
+      String where = ex instanceof OrderedExchange<B> oe ? oe.operationsRun() : "host";
       cg.start(ex);
       ex.finish();
       double rr0 = cg.readRr(0);
@@ -222,8 +279,8 @@ public final class Cg {
         double first = max(world, (System.nanoTime() - t0) / 1e9);
         double built = max(world, buildSeconds);
         if (rank == 0) {
-          say("CG-FIRST build=%s ranks=%d first_iteration_ms=%.1f build_ms=%.1f",
-              o.collective() ? "collective" : "each-rank", world.size(), first * 1e3, built * 1e3);
+          say("CG-FIRST build=%s ranks=%d first_iteration_ms=%.1f build_ms=%.1f backend=%s",
+              o.collective() ? "collective" : "each-rank", world.size(), first * 1e3, built * 1e3, o.backend());
         }
       }
       world.allReduceMax(new int[1]); // the iterations start together; no stream collective is in flight
@@ -271,9 +328,9 @@ public final class Cg {
     }
   }
 
-  private static Exchange exchange(String mode, Communicator world, OpenClKernel k, Poisson problem) {
-    return mode.equals("ordered") ? new OrderedExchange(world, k.queue())
-        : new ManualExchange(world, k.queue(), (long) problem.nx() * Double.BYTES);
+  private static <B> Exchange<B> exchange(String mode, Communicator world, CgDevice<B> device, Poisson problem) {
+    return mode.equals("ordered") ? new OrderedExchange<>(world, device)
+        : new ManualExchange<>(world, device, (long) problem.nx() * Double.BYTES);
   }
 
   /** Reduces a run's figures over ranks; rank 0 prints them and, if asked, the history and its check. */
@@ -286,8 +343,8 @@ public final class Cg {
       double residual = Stopping.relative(h[h.length - 1], h[0]);
       say("CG mode=%s ranks=%d grid=%dx%d iterations=%d residual=%.3e error=%.3e "
           + "ms_per_iteration=%.4f host_cpu_ms_per_iteration=%.4f helper_cpu_ms_per_iteration=%.4f converged=%s "
-          + "run=%s", run.mode(), world.size(), o.nx(), o.ny(), run.iterations(), residual, max[0], max[1] * per,
-          max[2] * per, max[3] * per, residual <= o.stopping().tolerance(), run.where());
+          + "backend=%s run=%s", run.mode(), world.size(), o.nx(), o.ny(), run.iterations(), residual, max[0],
+          max[1] * per, max[2] * per, max[3] * per, residual <= o.stopping().tolerance(), o.backend(), run.where());
       if (o.history()) {
         StringJoiner line = new StringJoiner(" ", "CG-HISTORY mode=" + run.mode() + " ", "");
         for (double rr : h) {

@@ -5,40 +5,40 @@ import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.jocl.cl_command_queue;
-import org.jocl.cl_mem;
-import org.mpibuild.opencl.QueueMessenger;
 import org.mpibuild.spi.Communicator;
 import org.mpibuild.spi.Communicator.Datatype;
 import org.mpibuild.spi.Communicator.ReduceOp;
 
 /**
- * Stream-ordered communication ({@link QueueMessenger}): the halo rows go out with {@code sendAfter} and come in
- * with {@code receiveBefore}, and a sum is an {@code allreduceAfter} of one double, all enqueued on the device's
- * queue behind the work that produces their data and ahead of the work that reads it. The host never waits; it
- * keeps the futures and looks at them only when the solver asks ({@link #settle}, {@link #finish}).
+ * Stream-ordered communication (the device's messenger: {@code QueueMessenger} on OpenCL, {@code StreamMessenger}
+ * on CUDA): the halo rows go out with {@code sendAfter} and come in with {@code receiveBefore}, and a sum is an
+ * {@code allreduceAfter} of one double, all enqueued on the device's queue behind the work that produces their
+ * data and ahead of the work that reads it. The host never waits; it keeps the futures and looks at them only
+ * when the solver asks ({@link #settle}, {@link #finish}).
+ *
+ * @param <B> a device buffer
  */
-final class OrderedExchange implements Exchange {
-  private final QueueMessenger messenger;
+final class OrderedExchange<B> implements Exchange<B> {
+  private final CgDevice.Messenger<B> messenger;
   private final List<CompletableFuture<Void>> pending = new ArrayList<>();
   /** The ids of the threads the messenger started (its progress thread), for their CPU time. */
   private final List<Long> helpers;
 
-  OrderedExchange(Communicator comm, cl_command_queue queue) {
+  OrderedExchange(Communicator comm, CgDevice<B> device) {
     List<Long> before = streamThreads();
-    this.messenger = QueueMessenger.open(comm, queue);
+    this.messenger = device.messenger(comm);
     List<Long> after = new ArrayList<>(streamThreads());
     after.removeAll(before);
     this.helpers = after;
   }
 
-  /** @return where the messenger runs its operations ({@link QueueMessenger#operationsRun}) */
+  /** @return where the messenger runs its operations ({@link CgDevice.Messenger#operationsRun}) */
   String operationsRun() {
     return messenger.operationsRun();
   }
 
   @Override
-  public void halo(Halo h) {
+  public void halo(Halo<B> h) {
     // sends first: a receive holds the queue until its message arrives, and the neighbour's queue may be waiting
     // for this rank's row
     if (h.up() >= 0) {
@@ -56,7 +56,7 @@ final class OrderedExchange implements Exchange {
   }
 
   @Override
-  public void sum(cl_mem scalar) {
+  public void sum(B scalar) {
     pending.add(messenger.allreduceAfter(scalar, 1, Datatype.DOUBLE, ReduceOp.SUM));
   }
 
