@@ -52,6 +52,7 @@ bench: build ## every benchmark, then the main comparison, whose bench: line jud
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . allreduce
+	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . cg
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . ffm
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . signing
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . generic

@@ -124,7 +124,7 @@ final class Chart {
     plot.add(cgPanel(cells, "host CPU ms per iteration (log)", true), 1);
     plot.setFixedLegendItems(time.getLegendItems()); // one legend for both panels
     plot.setGap(12);
-    String title = "Conjugate gradients, ordered on the queue against manual: median of " + cells.get(0).pairs().size()
+    String title = "Conjugate gradients, stream-ordered against host-synchronized (manual): median of " + cells.get(0).pairs().size()
         + " paired repetitions (PoCL, " + machine.get("cores") + " cores)";
     JFreeChart chart = new JFreeChart(title, new Font("SansSerif", Font.BOLD, 14), plot, true);
     chart.setBackgroundPaint(Color.WHITE);
