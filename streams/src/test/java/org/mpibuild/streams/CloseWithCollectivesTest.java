@@ -68,6 +68,12 @@ class CloseWithCollectivesTest {
     return t;
   }
 
+  /** Waits until {@code rank} has started a collective's check (an all-reduce of longs, the first it calls). */
+  private void checkStarted(int rank) throws InterruptedException {
+    StreamOrderedMessagesTest.eventually("rank " + rank + " started its check", () -> world.calls().stream()
+        .anyMatch(c -> c.rank() == rank && c.operation().startsWith("allReduce(LONG")));
+  }
+
   private static String failure(CompletableFuture<Void> f) {
     CompletionException e = assertThrows(CompletionException.class, () -> f.orTimeout(15, TimeUnit.SECONDS).join());
     return e.getCause().getMessage();
@@ -115,7 +121,7 @@ class CloseWithCollectivesTest {
       futures.add(helper(r).allReduce(values[r], values[r], 2, Datatype.INT, ReduceOp.SUM, r == 0 ? held : step(true),
           new Gate(), step(true)));
     }
-    Thread.sleep(100); // rank 1 has started its check, and waits for rank 0
+    checkStarted(1); // and waits for rank 0
     Thread closing = closeOnAThread(helpers.get(1));
     Thread.sleep(100);
     held.finished = true;
@@ -194,7 +200,7 @@ class CloseWithCollectivesTest {
     second1.enqueued(new Step());
     Thread worker = new Thread(() -> first1.run(values[1]), "queue worker");
     worker.start();
-    Thread.sleep(100); // the queue's thread waits in the first all-reduce for rank 0
+    checkStarted(1); // the queue's thread waits in the first all-reduce for rank 0
     Thread closing = closeOnAThread(one);
     Thread.sleep(100);
     held.finished = true;
