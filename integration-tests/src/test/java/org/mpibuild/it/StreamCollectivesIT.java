@@ -19,7 +19,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * Stream-ordered collectives under mpirun with OpenCL on PoCL ({@code StreamCollectives}), on the mpi.jar
  * binding, at 2, 3 and 4 ranks: each rank's queue slow by a random delay before each collective, a copy to
  * the host (a marker) and a kernel enqueued after each one that must see its result, two messengers on two
- * queues of one rank, one rank's failure seen by every rank with the same message, an absent rank named.
+ * queues of one rank, one rank's failure seen by every rank with the same message, an absent rank named, a rank
+ * that closes its messenger with a broadcast not yet started named by every rank.
  *
  * <p>The all-reduce cases need {@code Communicator.iAllReduce} in the mpi.jar binding; until it has it,
  * every rank reports the binding's "has no typed reductions" and those cases are skipped with that reason.
@@ -61,12 +62,13 @@ class StreamCollectivesIT {
 
   /**
    * Broadcasts from a rotating root: the marker and the data seen after each broadcast are the root's, on
-   * every rank, whatever the delays; a root whose read fails makes every rank fail with one message.
+   * every rank, whatever the delays; a root whose read fails makes every rank fail with one message, and so does
+   * a root that closes its messenger before its broadcast started.
    */
   @ParameterizedTest
   @ValueSource(ints = {2, 3, 4})
   void broadcastsAreOrderedWithTheQueueAndFailTogether(int ranks) {
-    List<String> lines = checks(ranks, "bcast,fail-bcast", false);
+    List<String> lines = checks(ranks, "bcast,fail-bcast,close", false);
     // mpi.jar has no persistent collectives: the repeated broadcasts (each root several times) are non-blocking
     assertEquals(0, persistentUses(lines, "bcast", ranks, "none: non-blocking"));
     // mpi.jar's JDK 17 has no FFM API: the collectives run on the progress thread
@@ -126,8 +128,8 @@ class StreamCollectivesIT {
     Map<String, String> env = new HashMap<>(FfmIT.env());
     env.put("MPI_BUILD_CACHE", "off");
     int rounds = 6;
-    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce,two-queues,fail-allreduce,fail-bcast,mismatch", false,
-        env, rounds);
+    List<String> lines = checks(ranks, "bcast,allreduce-repeat,allreduce,two-queues,fail-allreduce,fail-bcast,mismatch,"
+        + "close", false, env, rounds);
     assertRun(lines, "bcast", "on the device's queue (native kernels through the FFM API)");
     assertRun(lines, "allreduce", "on the device's queue (native kernels through the FFM API)");
     assertEquals(rounds - ranks, persistentUses(lines, "bcast", ranks, "MPIX_Bcast_init"));

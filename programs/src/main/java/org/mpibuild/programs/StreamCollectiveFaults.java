@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import org.jocl.cl_command_queue;
+import org.jocl.cl_event;
 import org.jocl.cl_mem;
 import org.mpibuild.opencl.QueueMessenger;
 import org.mpibuild.spi.Communicator.Datatype;
@@ -95,6 +96,45 @@ final class StreamCollectiveFaults {
       m.bcastAfter(b, (long) N * 4, 0).join();
       return run.report("absent", false, "the broadcast completed without the last rank");
     }
+  }
+
+  /**
+   * The last rank closes its messenger with a broadcast from it not yet started: its queue is held, so the read of
+   * its data has not run (issue 44, item 9). It takes part as closed, so every rank fails at once, well within the
+   * deadline, with one message naming it (before, it failed alone, and the others waited until the deadline and
+   * aborted the job).
+   */
+  boolean close(cl_command_queue queue) {
+    int closing = run.size - 1;
+    cl_mem b = run.buffer(queue, TypedValues.of(Datatype.INT, N, i -> run.rank + 1));
+    clFinish(queue);
+    String message = "no failure";
+    long start = System.nanoTime();
+    try {
+      QueueMessenger m = QueueMessenger.open(run.comm, queue, Duration.ofSeconds(20));
+      cl_event held = run.rank == closing ? run.hold(queue) : null;
+      CompletableFuture<Void> f = m.bcastAfter(b, (long) N * 4, closing);
+      if (held != null) {
+        m.close(); // returns once every rank has failed the broadcast
+      }
+      try {
+        f.join();
+      } catch (CompletionException e) {
+        message = e.getCause().getMessage();
+      }
+      if (held != null) {
+        StreamCollectives.release(held);
+      }
+      m.close();
+      clFinish(queue);
+    } finally {
+      clReleaseMemObject(b);
+    }
+    long millis = (System.nanoTime() - start) / 1_000_000;
+    boolean same = sameEverywhere(message);
+    boolean names = message.contains("rank " + closing + "'s helper was closed before the collective started");
+    return run.report("close", same && names && millis < 10_000, (same ? "same on every rank" : "DIFFERENT on some "
+        + "rank") + " after " + millis + " ms: " + message);
   }
 
   /** Whether every rank has the same {@code message}: gathered on every rank. */

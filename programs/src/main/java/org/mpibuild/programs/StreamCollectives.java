@@ -73,6 +73,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  *       the same message naming that rank and the count, before any data moves.
  *   <li>{@code absent}: the last rank never enqueues the all-reduce; rank 0 must name it at the deadline
  *       (2 s) and abort the job.
+ *   <li>{@code close}: the last rank closes its messenger with a broadcast from it not yet started (its queue
+ *       held): every rank must fail at once with the same message naming that rank, and nobody aborts.
  * </ul>
  *
  * Each rank prints {@code CHECK part=P rank=R ok=B detail=...}; a binding without typed reductions prints
@@ -161,6 +163,7 @@ public final class StreamCollectives {
         case "fail-bcast", "fail-allreduce" -> faults.fail(queue, part);
         case "mismatch" -> faults.mismatch(queue);
         case "absent" -> faults.absent(queue);
+        case "close" -> faults.close(queue);
         default -> throw new IllegalArgumentException("unknown part " + part);
       };
     } catch (CompletionException e) {
@@ -182,19 +185,28 @@ public final class StreamCollectives {
   /** Makes the queue slow before the next command: a busy kernel, or (one round in three) a held user event. */
   private void slow(cl_command_queue queue) {
     if (random.nextInt(3) == 0) {
-      cl_event held = clCreateUserEvent(k.context(), null);
-      check(clEnqueueMarkerWithWaitList(queue, 1, new cl_event[] {held}, null));
-      clFlush(queue);
-      timer.schedule(() -> {
-        clSetUserEventStatus(held, CL_COMPLETE);
-        clReleaseEvent(held);
-      }, random.nextInt(40), TimeUnit.MILLISECONDS);
+      cl_event held = hold(queue);
+      timer.schedule(() -> release(held), random.nextInt(40), TimeUnit.MILLISECONDS);
       return;
     }
     cl_kernel delay = k.kernel("delay");
     clSetKernelArg(delay, 0, Sizeof.cl_int, Pointer.to(new int[] {spin / 2 + random.nextInt(spin + 1)}));
     clSetKernelArg(delay, 1, Sizeof.cl_mem, Pointer.to(sink));
     check(clEnqueueNDRangeKernel(queue, delay, 1, null, new long[] {N}, null, 0, null, null));
+  }
+
+  /** Holds the queue: the commands enqueued after this wait until {@link #release} of the user event returned. */
+  cl_event hold(cl_command_queue queue) {
+    cl_event held = clCreateUserEvent(k.context(), null);
+    check(clEnqueueMarkerWithWaitList(queue, 1, new cl_event[] {held}, null));
+    clFlush(queue);
+    return held;
+  }
+
+  /** Lets a queue held by {@link #hold} go on. */
+  static void release(cl_event held) {
+    clSetUserEventStatus(held, CL_COMPLETE);
+    clReleaseEvent(held);
   }
 
   cl_mem buffer(cl_command_queue queue, ByteBuffer values) {

@@ -21,6 +21,11 @@ import org.mpibuild.spi.Communicator.ReduceOp;
 final class CollectiveSteps {
   /** The exit status of the abort at a missed deadline. */
   static final int ABORT_CODE = 4;
+  /**
+   * The bit of a status word that says its rank's helper was closed before the collective started ({@link Closing});
+   * above every rank + 1 (bits 32-61), so that the all-reduce MAX of the words names a closed rank first.
+   */
+  private static final long CLOSED = 1L << 62;
   /** What every rank but 0 sends as its arrival: one byte, never written. */
   private static final ByteBuffer ARRIVAL = ByteBuffer.allocateDirect(1);
 
@@ -106,9 +111,12 @@ final class CollectiveSteps {
     return deadline.toNanos() > 0 && System.nanoTime() - (op.startedAt + limit()) > 0;
   }
 
-  /** Whether the device work before the collective has finished, or failed: its status then travels with it. */
+  /**
+   * Whether the device work before the collective has finished, or failed: its status then travels with it; one
+   * that takes part as closed ({@link Closing}) does not wait for it.
+   */
   private static boolean deviceReady(StreamOp op, ProgressPass pass) {
-    if (op.before == null || op.localFailure != null) {
+    if (op.before == null || op.localFailure != null || op.closing) {
       return true;
     }
     try {
@@ -311,7 +319,9 @@ final class CollectiveSteps {
    */
   private void startCheck(StreamOp op) {
     long word = 0;
-    if (op.localFailure != null) {
+    if (op.closing) {
+      word = CLOSED | (long) (comm.rank() + 1) << 32;
+    } else if (op.localFailure != null) {
       int code = op.localFailure instanceof DeviceFailure f ? f.code() : 0;
       word = ((long) (comm.rank() + 1) << 32) | (code & 0xffffffffL);
     }
@@ -329,10 +339,12 @@ final class CollectiveSteps {
 
   /** The status word, read the same way on every rank, as a message. */
   private String failureMessage(StreamOp op, long word) {
-    int failed = (int) (word >>> 32) - 1;
+    int failed = (int) ((word & ~CLOSED) >>> 32) - 1;
     int code = (int) word;
-    return op.describe() + " failed: rank " + failed + "'s device work before it failed"
-        + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)")
+    return op.describe() + " failed: rank " + failed + ((word & CLOSED) != 0
+        ? "'s helper was closed before the collective started"
+        : "'s device work before it failed"
+            + (code != 0 ? " (" + deviceCodes.apply(code) + ")" : " (its own future has the reason)"))
         + (op.kind == StreamOp.Kind.ALL_REDUCE ? "; every rank's buffer keeps its own values"
             : "; the receivers' buffers are undefined");
   }

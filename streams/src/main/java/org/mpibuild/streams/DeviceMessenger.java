@@ -169,8 +169,10 @@ public abstract class DeviceMessenger implements AutoCloseable {
   }
 
   /**
-   * Stops the progress thread; operations still in flight fail, and the device work waiting for them is
-   * released (see the backend's messenger). Idempotent; after it, every call throws
+   * Stops the progress thread; sends and receives still in flight fail, and the device work waiting for them is
+   * released (see the backend's messenger). Collectives left end alike on every rank, and the close waits for them,
+   * at most about the deadline: one started goes on to its end; one not yet started fails on every rank with one
+   * message naming this rank ({@link StreamOrderedMessages#close}). Idempotent; after it, every call throws
    * {@code IllegalStateException}.
    */
   @Override

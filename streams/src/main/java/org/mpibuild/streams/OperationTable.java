@@ -32,6 +32,8 @@ final class OperationTable {
    */
   private final List<Object> retained = new ArrayList<>();
   private volatile boolean closed;
+  /** When the helper was closed (System.nanoTime), written before {@link #closed}. */
+  private volatile long closedAt;
 
   OperationTable(String name, CollectiveTickets tickets, StagingPool pool, ProgressThread progress) {
     this.name = name;
@@ -181,13 +183,16 @@ final class OperationTable {
     boolean gateFails = op.gate != null && op.state != StreamOp.State.WAIT_WRITE;
     boolean started = op.state == StreamOp.State.CHECK || op.state == StreamOp.State.NAMES
         || op.state == StreamOp.State.WAIT_MPI;
-    if (started && !op.mpiDone || gateFails) {
+    // the device may still fill its staging buffer where its read had not finished (a collective that took part
+    // as closed, see Closing)
+    if (started && !op.mpiDone || gateFails || op.closing && !op.beforeDone) {
       retain(op);
     }
     if (gateFails) {
       if (op.kind == StreamOp.Kind.ALL_REDUCE && started && op.localFailure == null
-          && op.receive != op.staging) {
-        // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values
+          && !(op.closing && !op.beforeDone) && op.receive != op.staging) {
+        // the write behind a failed gate may still run (see Gate#fail): it writes back this rank's own values (not
+        // where the device has not finished reading them: a collective that took part as closed, see Closing)
         op.receive.duplicate().put(op.staging.duplicate());
       }
       op.gate.fail();
@@ -234,9 +239,17 @@ final class OperationTable {
     }
   }
 
-  /** Whether the helper was closed: nothing is added any more, and the progress thread fails what is left. */
+  /**
+   * Whether the helper was closed: nothing is added any more; sends and receives left fail, collectives left end
+   * as {@link Closing} says.
+   */
   boolean closed() {
     return closed;
+  }
+
+  /** When the helper was closed (System.nanoTime); read only once {@link #closed} says so. */
+  long closedAt() {
+    return closedAt;
   }
 
   /**
@@ -249,6 +262,7 @@ final class OperationTable {
       if (closed) {
         return false;
       }
+      closedAt = System.nanoTime();
       closed = true;
       return true;
     }

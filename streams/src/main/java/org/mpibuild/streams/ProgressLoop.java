@@ -7,7 +7,8 @@ import org.mpibuild.spi.Communicator;
 /**
  * What the progress thread runs: passes over the helper's operations, in the order they were asked for, each
  * moved on by its steps (point-to-point or collective), then a wait that {@link ParkPolicy} chooses; until the
- * helper is closed, when it fails what is left. It never runs inside a driver callback.
+ * helper is closed and its collectives have ended as {@link Closing} says, when it fails what is left. It never
+ * runs inside a driver callback.
  */
 final class ProgressLoop implements Runnable {
   private final Communicator comm;
@@ -15,20 +16,22 @@ final class ProgressLoop implements Runnable {
   private final PointToPointSteps pointToPoint;
   private final CollectiveSteps collectives;
   private final FailedCommands failedCommands;
+  private final Closing closing;
 
   ProgressLoop(Communicator comm, OperationTable table, PointToPointSteps pointToPoint, CollectiveSteps collectives,
-      FailedCommands failedCommands) {
+      FailedCommands failedCommands, Closing closing) {
     this.comm = comm;
     this.table = table;
     this.pointToPoint = pointToPoint;
     this.collectives = collectives;
     this.failedCommands = failedCommands;
+    this.closing = closing;
   }
 
   @Override
   public void run() {
     ParkPolicy parks = new ParkPolicy(System.nanoTime());
-    while (!table.closed()) {
+    while (!table.closed() || drain()) {
       ProgressPass pass = pass(parks.sweepDue(System.nanoTime()));
       long next = parks.next(pass, System.nanoTime());
       if (next == ParkPolicy.SPIN) {
@@ -42,7 +45,28 @@ final class ProgressLoop implements Runnable {
     failAll();
   }
 
-  /** At the close: fails every operation left, but those the queue's thread runs (it fails them itself). */
+  /**
+   * Once closed, before each pass: fails the sends and receives left, and takes over the collectives of the queue's
+   * that it has not reached (they take part as closed). Whether any operation is left, the queue's thread's
+   * included; false past the longest wait of the close, as a safety net.
+   */
+  private boolean drain() {
+    List<StreamOp> left = table.all();
+    for (StreamOp op : left) {
+      if (op.collective()) {
+        if (op.onQueue && op.driver() == StreamOp.NOBODY) {
+          failedCommands.takeOver(op, new IllegalStateException("the helper was closed before the device's queue "
+              + "reached it"));
+        }
+      } else if (!op.onQueue || op.claim(StreamOp.PROGRESS)) {
+        table.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed with " + left.size()
+            + " operation(s) in flight"));
+      }
+    }
+    return table.inFlight() > 0 && !closing.pastEveryBound();
+  }
+
+  /** At the end: fails every operation left, but those the queue's thread runs (it fails them itself). */
   private void failAll() {
     List<StreamOp> left = table.all();
     for (StreamOp op : left) {
@@ -60,9 +84,12 @@ final class ProgressLoop implements Runnable {
       failedCommands.sweep();
     }
     ProgressPass pass = new ProgressPass(sweep);
+    boolean closed = table.closed();
     for (StreamOp op : table.snapshot(pass)) {
       try {
-        if (op.collective()) {
+        if (op.collective() && closed && !closing.goesOn(op)) {
+          table.fail(op, closing.givenUp(op));
+        } else if (op.collective()) {
           collectives.step(op, pass);
         } else {
           pointToPoint.step(op, pass);
@@ -76,6 +103,9 @@ final class ProgressLoop implements Runnable {
       pass.saw(op);
       if (op.collective()) {
         pass.nextDeadline = Math.min(pass.nextDeadline, collectives.deadlineOf(op));
+        if (closed) {
+          pass.nextDeadline = Math.min(pass.nextDeadline, closing.boundOf(op));
+        }
       }
       if (op.state == StreamOp.State.DONE && !op.future.isDone()) {
         end(op);

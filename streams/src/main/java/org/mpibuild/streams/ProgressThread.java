@@ -52,8 +52,14 @@ final class ProgressThread {
     return t != null && !t.isAlive();
   }
 
-  /** Waits for the thread to end, at most {@code millis}; keeps the caller's interrupt. */
+  /**
+   * Waits for the thread to end, at most {@code millis}; keeps the caller's interrupt. Returns at once on the thread
+   * itself (a close from an action of a future it completes): it ends once that action returns.
+   */
   void join(long millis) {
+    if (Thread.currentThread() == thread) {
+      return;
+    }
     try {
       thread.join(millis);
     } catch (InterruptedException e) {

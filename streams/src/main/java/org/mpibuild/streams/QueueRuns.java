@@ -28,11 +28,13 @@ final class QueueRuns {
   private final OperationTable table;
   private final Communicator comm;
   private final CollectiveSteps collectives;
+  private final Closing closing;
 
-  QueueRuns(OperationTable table, Communicator comm, CollectiveSteps collectives) {
+  QueueRuns(OperationTable table, Communicator comm, CollectiveSteps collectives, Closing closing) {
     this.table = table;
     this.comm = comm;
     this.collectives = collectives;
+    this.closing = closing;
   }
 
   /** Runs {@code op} on the calling thread, the queue's, on {@code bytes} of {@code device}. */
@@ -58,9 +60,9 @@ final class QueueRuns {
     }
     Backoff backoff = new Backoff(bytes);
     while (true) {
-      if (table.closed()) {
-        table.fail(op, new IllegalStateException(op.describe() + " failed: the helper was closed while the device's "
-            + "queue ran it"));
+      boolean closed = table.closed();
+      if (closed && !closing.goesOn(op)) {
+        table.fail(op, closing.givenUp(op));
         return;
       }
       ProgressPass pass = new ProgressPass(true);
@@ -84,7 +86,7 @@ final class QueueRuns {
       if (pass.moved) {
         backoff.moved();
       } else {
-        backoff.pause(collectives.deadlineOf(op));
+        backoff.pause(Math.min(collectives.deadlineOf(op), closed ? closing.boundOf(op) : Long.MAX_VALUE));
       }
     }
   }

@@ -68,6 +68,11 @@ final class StreamOp {
   PersistentCollectives.Entry entry;
   RuntimeException localFailure;
   /**
+   * Whether it takes part as closed: its helper was closed before it started ({@link Closing}), so at its turn it
+   * starts at once, with "closed" as its status, and fails on every rank.
+   */
+  boolean closing;
+  /**
    * Run by the device's own queue (see {@link QueuedOperation}), on the thread that runs
    * its commands, rather than by the progress thread; set before the operation is added.
    */

@@ -31,8 +31,8 @@ import org.mpibuild.spi.Communicator.ReduceOp;
  * in case rank 0 is the absent one.
  *
  * <p>Every future fails, never hangs, when MPI or the device reports an error, or when the helper is closed
- * with operations in flight (gates are then failed, so the device work queued behind them ends with an
- * error instead of waiting forever).
+ * with sends or receives in flight (gates are then failed, so the device work queued behind them ends with an
+ * error instead of waiting forever). A collective left at the close ends alike on every rank (see {@link #close}).
  *
  * <p>The progress thread calls MPI while the program's threads may too, so MPI must provide
  * {@code MPI_THREAD_MULTIPLE}; {@link #StreamOrderedMessages(Communicator, String, Duration, IntFunction)} checks.
@@ -63,6 +63,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
   private final QueueRuns queueRuns;
   private final FailedCommands failedCommands;
   private final ProgressThread progress;
+  private final Closing closing;
 
   /**
    * Starts the progress thread, with collectives' deadline {@link #DEFAULT_DEADLINE} and device error codes
@@ -101,9 +102,11 @@ public final class StreamOrderedMessages implements AutoCloseable {
     this.progress = new ProgressThread(name, tickets);
     this.table = new OperationTable(name, tickets, pool, progress);
     this.collectives = new CollectiveSteps(comm, deadline, deviceCodes, tickets, pool, table);
-    this.queueRuns = new QueueRuns(table, comm, collectives);
+    this.closing = new Closing(table, deadline);
+    this.queueRuns = new QueueRuns(table, comm, collectives, closing);
     this.failedCommands = new FailedCommands(table, pool);
-    progress.start(new ProgressLoop(comm, table, new PointToPointSteps(comm, table), collectives, failedCommands));
+    progress.start(new ProgressLoop(comm, table, new PointToPointSteps(comm, table), collectives, failedCommands,
+        closing));
   }
 
   /**
@@ -412,9 +415,14 @@ public final class StreamOrderedMessages implements AutoCloseable {
   }
 
   /**
-   * Stops the progress thread. Operations still in flight fail with an exception saying so, and the device
-   * work behind their gates ends with an error; MPI operations already started are left to MPI. A collective
-   * not yet started gives up its turn, so the other helpers on the communicator go on.
+   * Stops the progress thread. Sends and receives still in flight fail with an exception saying so, and the device
+   * work behind their gates ends with an error; MPI operations already started are left to MPI. Collectives left
+   * end alike on every rank, and the close waits for them: one started goes on to its end (success where every
+   * rank completes it); one not yet started takes part at its turn, without waiting for its device work, with
+   * "closed" as its status, so that it fails on every rank with one message naming this rank. A collective whose
+   * turn has not come within the deadline (an earlier one of another helper on the communicator holds it) fails
+   * here alone and gives up its turn, so the other helpers go on; the other ranks reach their deadline, which names
+   * this rank.
    */
   @Override
   public void close() {
@@ -422,7 +430,7 @@ public final class StreamOrderedMessages implements AutoCloseable {
       return;
     }
     progress.wake();
-    progress.join(10_000);
+    progress.join(closing.joinMillis());
     pool.clear();
   }
 }

@@ -111,6 +111,18 @@ class OperationTableTest {
   }
 
   @Test
+  void aCollectiveThatTookPartAsClosedBeforeItsValuesWereReadPutsNothingBack() {
+    ByteBuffer mine = pool.take(4).order(ByteOrder.nativeOrder()).putInt(0, 7); // the device's read not finished
+    ByteBuffer results = pool.take(4).putInt(0, 99);
+    StreamOp op = allReduce(mine, results, new Gate());
+    table.add(op);
+    op.closing = true; // its helper was closed before it started: it took part without waiting for its read
+    op.state = StreamOp.State.CHECK;
+    table.fail(op, new IllegalStateException("closed"));
+    assertEquals(99, results.getInt(0), "its staging buffer does not hold this rank's values yet");
+  }
+
+  @Test
   void aCollectiveThatFailsBeforeItsTurnGivesItUp() {
     StreamOp op = allReduce(pool.take(4), pool.take(4), new Gate());
     table.add(op);

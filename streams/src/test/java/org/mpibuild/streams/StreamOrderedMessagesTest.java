@@ -245,7 +245,9 @@ class StreamOrderedMessagesTest {
   @Test
   void onlyTheEarliestUnfinishedStepIsAskedHoweverManyAreQueued() throws Exception {
     ScriptedComm comm = new ScriptedComm();
-    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test")) {
+    // a short deadline: the close waits for the broadcasts left, and rank 1 never comes
+    try (StreamOrderedMessages m = new StreamOrderedMessages(comm, "test", java.time.Duration.ofMillis(200),
+        code -> "error " + code)) {
       List<CountingStep> steps = new ArrayList<>();
       for (int i = 0; i < 50; i++) { // broadcasts from this rank: each waits for its read (filled) and its turn
         CountingStep s = new CountingStep();

@@ -67,8 +67,9 @@ import org.mpibuild.streams.StreamOrderedMessages;
  * communicator for the arrival messages that make this possible.
  *
  * <p>The queue must be in order (the default). MPI must provide {@code MPI_THREAD_MULTIPLE}. Futures fail,
- * never hang, on MPI or device errors; {@link #close()} fails what is still in flight and releases the
- * device work waiting for it with an error. Join the futures of the operations in flight before a blocking call
+ * never hang, on MPI or device errors; {@link #close()} fails the sends and receives still in flight and releases
+ * the device work waiting for them with an error, and lets the collectives left end alike on every rank (see
+ * {@link StreamOrderedMessages#close}). Join the futures of the operations in flight before a blocking call
  * on the queue (a blocking read, {@code clFinish}): where they run on the progress thread, PoCL 3.1 may never run
  * the work behind a gate the progress thread opens while another thread waits in such a call.
  *
