@@ -2,22 +2,25 @@ package org.mpibuild.bench;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
 class FreshProcessTest {
   @Test
-  void aJobIsReadyWhenItsLatestRankIs() {
-    String out = "[1,0]<stdout>:FRESH ready_ms=2400\nother\n[1,1]<stdout>:FRESH ready_ms=2650\n";
-    assertEquals(2650, FreshProcess.readiness(out, 2, "mpi-build"));
-    assertEquals(1611, FreshProcess.readiness("FRESH ready_ms=1611\n", 1, "naive"));
-    assertEquals(3815, FreshProcess.readiness("FRESH ready_ms=3790FRESH ready_ms=3815\n", 2, "naive"));
+  void aJobIsReadyWhenItsLatestRankIsAndCostsAllItsRanksCpu() {
+    String out = "[1,0]<stdout>:FRESH ready_ms=2400 cpu_ms=3000\nother\n[1,1]<stdout>:FRESH ready_ms=2650 cpu_ms=900\n";
+    assertEquals(new FreshProcess.Marks(2650, 3900), FreshProcess.marks(out, 2, "mpi-build"));
+    assertEquals(new FreshProcess.Marks(1611, 1700), FreshProcess.marks("FRESH ready_ms=1611 cpu_ms=1700\n", 1,
+        "naive"));
+    assertEquals(new FreshProcess.Marks(3815, 20), FreshProcess.marks(
+        "FRESH ready_ms=3790 cpu_ms=10FRESH ready_ms=3815 cpu_ms=10\n", 2, "naive"));
   }
 
   @Test
   void aRankThatPrintedNothingFailsTheJobsMeasurement() {
     IllegalStateException e = assertThrows(IllegalStateException.class,
-        () -> FreshProcess.readiness("FRESH ready_ms=2400\n", 2, "naive"));
-    assertEquals(true, e.getMessage().startsWith("naive printed 1 FRESH lines, not 2"), e.getMessage());
+        () -> FreshProcess.marks("FRESH ready_ms=2400 cpu_ms=1\n", 2, "naive"));
+    assertTrue(e.getMessage().startsWith("naive printed 1 FRESH lines, not 2"), e.getMessage());
   }
 }
