@@ -331,5 +331,6 @@ public final class QueueMessenger extends DeviceMessenger {
   @Override
   protected void closeDevice() {
     choice.release();
+    steps.close();
   }
 }

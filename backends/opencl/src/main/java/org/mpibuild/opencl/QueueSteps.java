@@ -2,15 +2,11 @@ package org.mpibuild.opencl;
 
 import static org.jocl.CL.CL_COMPLETE;
 import static org.jocl.CL.CL_EVENT_COMMAND_EXECUTION_STATUS;
-import static org.jocl.CL.CL_FALSE;
 import static org.jocl.CL.CL_MAP_READ;
 import static org.jocl.CL.CL_MAP_WRITE;
 import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.clCreateUserEvent;
 import static org.jocl.CL.clEnqueueMapBuffer;
-import static org.jocl.CL.clEnqueueReadBuffer;
-import static org.jocl.CL.clEnqueueUnmapMemObject;
-import static org.jocl.CL.clEnqueueWriteBuffer;
 import static org.jocl.CL.clFlush;
 import static org.jocl.CL.clGetEventInfo;
 import static org.jocl.CL.clReleaseEvent;
@@ -41,6 +37,8 @@ import org.mpibuild.streams.Refused;
 final class QueueSteps {
   private final cl_command_queue queue;
   private final cl_context context;
+  /** The reads, writes and unmaps, without a JOCL thread each. */
+  private final HeldTransfers transfers = new HeldTransfers();
 
   QueueSteps(cl_command_queue queue, cl_context context) {
     this.queue = queue;
@@ -56,8 +54,7 @@ final class QueueSteps {
   /** Reads the first {@code bytes} of {@code buffer} into {@code into} behind the work already enqueued. */
   EventStep read(cl_mem buffer, long bytes, ByteBuffer into) {
     cl_event read = new cl_event();
-    check(clEnqueueReadBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(into), 0, null, read),
-        "clEnqueueReadBuffer");
+    check(transfers.read(queue, buffer, bytes, into, read), "clEnqueueReadBuffer");
     return new EventStep(read);
   }
 
@@ -80,8 +77,7 @@ final class QueueSteps {
     check(err[0], "clCreateUserEvent");
     cl_event write = new cl_event();
     try {
-      check(clEnqueueWriteBuffer(queue, buffer, CL_FALSE, 0, bytes, Pointer.to(from), 1, new cl_event[] {gate},
-          write), "clEnqueueWriteBuffer");
+      check(transfers.write(queue, buffer, bytes, from, gate, write), "clEnqueueWriteBuffer");
     } catch (RuntimeException e) {
       clSetUserEventStatus(gate, -1);
       clReleaseEvent(gate);
@@ -108,13 +104,12 @@ final class QueueSteps {
       gate = clCreateUserEvent(context, err);
       check(err[0], "clCreateUserEvent");
       cl_event queued = new cl_event();
-      check(clEnqueueUnmapMemObject(queue, buffer, values, 1, new cl_event[] {gate}, queued),
-          "clEnqueueUnmapMemObject");
+      check(transfers.unmap(queue, buffer, values, new cl_event[] {gate}, queued), "clEnqueueUnmapMemObject");
       unmap = queued;
       flush();
     } catch (DeviceFailure e) {
       if (unmap == null) {
-        clEnqueueUnmapMemObject(queue, buffer, values, 0, null, null); // leaves nothing mapped
+        transfers.unmap(queue, buffer, values, null, null); // leaves nothing mapped
       } else {
         clReleaseEvent(unmap);
       }
@@ -127,6 +122,11 @@ final class QueueSteps {
     }
     return new MappedRegion(values.order(ByteOrder.nativeOrder()), new EventStep(map), new UserEventGate(gate, queue),
         new EventStep(unmap));
+  }
+
+  /** Hands the buffers of commands still in flight to {@link HeldTransfers}' sweep: the messenger has closed. */
+  void close() {
+    transfers.close();
   }
 
   /**
