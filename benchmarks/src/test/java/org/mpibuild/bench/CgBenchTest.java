@@ -15,8 +15,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** What the CG benchmark reads from {@code Cg}'s lines, how it pairs the modes, and how it judges the goals. */
 class CgBenchTest {
-  static final CgBench.Grid SMALL = new CgBench.Grid("small", 64, 200, 301);
-  static final CgBench.Grid LARGE = new CgBench.Grid("large", 512, 10, 41);
+  static final CgBench.Grid SMALL = new CgBench.Grid("small", 64, 2000, 301);
+  static final CgBench.Grid LARGE = new CgBench.Grid("large", 512, 1000, 41);
 
   private static String cg(String mode, double ms, double host, double helper) {
     return "CG mode=" + mode + " ranks=2 grid=64x128 iterations=301 residual=2.7e-08 error=2.3e-05 ms_per_iteration="
@@ -115,7 +115,7 @@ class CgBenchTest {
 
   @Test
   void aGridRunsItsRowsPerRankTimesTheRanks() {
-    assertEquals(List.of("--n", "64", "--ny", "256", "--tol", "0", "--max-iterations", "301", "--warmup", "200"),
+    assertEquals(List.of("--n", "64", "--ny", "256", "--tol", "0", "--max-iterations", "301", "--warmup", "2000"),
         SMALL.args(4));
     assertEquals(List.of(SMALL, LARGE), CgBench.grids(64, 512));
   }

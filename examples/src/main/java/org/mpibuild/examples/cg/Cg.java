@@ -65,6 +65,8 @@ import org.mpibuild.spi.MpiBinding;
 public final class Cg {
   /** The largest relative difference {@code --verify} allows between the residual histories. */
   public static final double TOLERANCE = 1e-6;
+  /** The most warm-up iterations {@code --warmup} takes (the JIT needs thousands to compile a mode's loop). */
+  static final int MAX_WARMUP = 1_000_000;
 
   private Cg() {}
 
@@ -131,8 +133,8 @@ public final class Cg {
       if (maxIterations < 0) {
         maxIterations = 4 * Math.max(nx, ny) + 100;
       }
-      if (warmup < 0 || warmup > maxIterations) {
-        throw new IllegalArgumentException("--warmup " + warmup + " must be between 0 and " + maxIterations);
+      if (warmup < 0 || warmup > MAX_WARMUP) {
+        throw new IllegalArgumentException("--warmup " + warmup + " must be between 0 and " + MAX_WARMUP);
       }
       return new Options(backend, modes, nx, ny, new Stopping(tol, checkEvery, maxIterations), collective, verify, history,
           warmup, fault, plot);
@@ -257,7 +259,8 @@ public final class Cg {
     int rank = world.rank();
     ThreadMXBean threads = ManagementFactory.getThreadMXBean();
     if (o.warmup() > 0) { // unmeasured iterations on buffers of their own; the solve below starts afresh
-      try (CgSolver<B> cg = new CgSolver<>(device, problem, blocks, rank, o.stopping().maxIterations());
+      try (CgSolver<B> cg = new CgSolver<>(device, problem, blocks, rank, Math.max(o.warmup(),
+          o.stopping().maxIterations()));
           Exchange<B> ex = exchange(mode, world, device, problem)) {
         cg.start(ex);
         for (int it = 1; it <= o.warmup(); it++) {

@@ -33,6 +33,15 @@ class CgBackendTest {
     assertEquals("option --backend needs a value, or is unknown", e.getMessage());
   }
 
+  /** A warm-up may be longer than the timed solve (the JIT needs thousands of iterations), never negative. */
+  @Test
+  void theWarmUpIsItsOwnLength() {
+    assertEquals(2000, Cg.Options.parse(new String[] {"--warmup", "2000", "--max-iterations", "41"}).warmup());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> Cg.Options.parse(new String[] {"--warmup", "-1"}));
+    assertEquals("--warmup -1 must be between 0 and 1000000", e.getMessage());
+  }
+
   @Test
   void cudaBuildsTheCudaSourceWithoutLaunchShapesAndOpenClNamesThemForACollectiveBuild() {
     KernelSource cuda = Cg.request(Cg.Options.parse(new String[] {"--backend", "cuda"}));
