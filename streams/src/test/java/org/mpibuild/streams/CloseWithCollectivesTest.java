@@ -1,5 +1,6 @@
 package org.mpibuild.streams;
 
+import static org.mpibuild.streams.TestBuffers.ints;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -7,7 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,14 +45,6 @@ class CloseWithCollectivesTest {
         code -> "error " + code);
     helpers.add(m);
     return m;
-  }
-
-  private static ByteBuffer ints(int... values) {
-    ByteBuffer b = ByteBuffer.allocateDirect(values.length * Integer.BYTES).order(ByteOrder.nativeOrder());
-    for (int i = 0; i < values.length; i++) {
-      b.putInt(i * Integer.BYTES, values[i]);
-    }
-    return b;
   }
 
   private static Step step(boolean finished) {

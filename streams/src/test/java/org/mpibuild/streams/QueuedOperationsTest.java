@@ -1,12 +1,12 @@
 package org.mpibuild.streams;
 
+import static org.mpibuild.streams.TestBuffers.ints;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -36,14 +36,6 @@ class QueuedOperationsTest {
     StreamOrderedMessages m = new StreamOrderedMessages(world.rank(rank), "rank " + rank);
     helpers.add(m);
     return m;
-  }
-
-  private static ByteBuffer ints(int... values) {
-    ByteBuffer b = ByteBuffer.allocateDirect(values.length * Integer.BYTES).order(ByteOrder.nativeOrder());
-    for (int i = 0; i < values.length; i++) {
-      b.putInt(i * Integer.BYTES, values[i]);
-    }
-    return b;
   }
 
   /** The queue's worker reaching the command: runs it on a thread of its own. */
