@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
+import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -20,9 +21,16 @@ class FinishedCodeIT {
   private static final Pattern LINE = Pattern.compile(
       "^FINISHED rank=(\\d+) mode=(\\S+) loadMs=\\S+ launchMs=(\\S+) verified=(\\S+) generated=\\[(.*)]$");
 
+  /** Each rank's generated work-group functions, and its standard error (its log). */
+  record Ranks(List<String> generated, List<String> stderr) {}
+
   /** Each rank's generated work-group functions, checking that every rank ran and verified its results. */
   static List<String> generated(int ranks, String mode) {
-    Mpirun.Job job = Mpirun.run(ranks, 300, "org.mpibuild.programs.FinishedCode", mode);
+    return run(ranks, mode, Map.of()).generated();
+  }
+
+  static Ranks run(int ranks, String mode, Map<String, String> env) {
+    Mpirun.Job job = Mpirun.run(ranks, 300, env, "org.mpibuild.programs.FinishedCode", mode);
     try {
       assertEquals(0, job.exitCode(), job.describe());
       String[] out = new String[ranks];
@@ -39,17 +47,37 @@ class FinishedCodeIT {
         }
         assertTrue(out[r] != null, "rank " + r + " did not report\n" + job.describe());
       }
-      return List.of(out);
+      List<String> stderr = new java.util.ArrayList<>();
+      for (int r = 0; r < ranks; r++) {
+        stderr.add(job.stderr(r));
+      }
+      return new Ranks(List.of(out), stderr);
     } finally {
       Mpirun.delete(job.dir());
     }
   }
 
+  /**
+   * The root shares the compile with the next rank ({@code MPI_BUILD_COMPILE_SHARE} is 2 by default): each builds
+   * one kernel's function, the root joins them, and still no rank generates anything.
+   */
   @Test
   void namedShapesGenerateNoCodeOnAnyRankAtTheirFirstLaunch() {
-    List<String> generated = generated(3, "shapes");
-    for (int r = 0; r < generated.size(); r++) {
-      assertEquals("", generated.get(r), "rank " + r + " generated work-group functions at its first launch");
+    Ranks ranks = run(3, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG"));
+    for (int r = 0; r < 3; r++) {
+      assertEquals("", ranks.generated().get(r), "rank " + r + " generated work-group functions at its first launch");
+    }
+    assertTrue(ranks.stderr().get(1).contains("compiled part 2 of 2 of the shared compile"), ranks.stderr().get(1));
+    assertTrue(ranks.stderr().get(0).contains("part 2 of 2 arrived from rank 1"), ranks.stderr().get(0));
+    assertFalse(ranks.stderr().get(2).contains("compiled part"), ranks.stderr().get(2));
+  }
+
+  @Test
+  void withSharingOffTheRootCompilesAloneAndNoRankGeneratesCode() {
+    Ranks ranks = run(2, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG", "MPI_BUILD_COMPILE_SHARE", "1"));
+    for (int r = 0; r < 2; r++) {
+      assertEquals("", ranks.generated().get(r), "rank " + r + " generated work-group functions at its first launch");
+      assertFalse(ranks.stderr().get(r).contains("shared compile"), ranks.stderr().get(r));
     }
   }
 

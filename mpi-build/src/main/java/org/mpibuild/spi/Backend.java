@@ -112,6 +112,51 @@ public interface Backend extends AutoCloseable {
   }
 
   /**
+   * The parts into which a compile of {@code request} can be shared between up to {@code ranks} ranks that would
+   * otherwise wait for the root: each part is compiled by one rank ({@link #compilePart}), and the root joins
+   * them ({@link #joinParts}) into the binary {@link #compile} would make. The protocol asks only on a root that
+   * missed every cache, for a single request that every rank loads; the first part is the root's. A part is a
+   * text of the backend's own, the same on every rank of a target. Empty (by default) where the compile cannot
+   * be split, or splitting would not pay.
+   *
+   * @param request the checked request
+   * @param ranks how many ranks may take a part, the root included (at least 2)
+   * @return at most {@code ranks} parts, or none
+   */
+  default List<String> compileParts(KernelSource request, int ranks) {
+    return List.of();
+  }
+
+  /**
+   * Compiles one part of {@link #compileParts}, on any rank of the target, nothing loaded.
+   *
+   * @param request the checked request
+   * @param buildTarget the target the root builds for
+   * @param part one of the parts {@link #compileParts} gave for this request
+   * @return the part's binary and build log, no program
+   * @throws org.mpibuild.CompileException if the compiler rejects the source
+   * @throws IllegalArgumentException if an option is invalid, or the part is not one this backend makes
+   */
+  default Compilation compilePart(KernelSource request, String buildTarget, String part) {
+    throw new UnsupportedOperationException("backend " + id() + " does not share compiles");
+  }
+
+  /**
+   * Joins the parts' binaries, in the order of {@link #compileParts}, into the binary {@link #compile} would
+   * make, and loads it here.
+   *
+   * @param request the checked request
+   * @param buildTarget the target the root builds for
+   * @param parts every part's compilation, in order
+   * @return the loaded program, the joined binary and the first part's build log
+   * @throws IllegalArgumentException if the request does not fit the program (a launch shape of a kernel it
+   *     lacks), or the parts do not join
+   */
+  default Compilation joinParts(KernelSource request, String buildTarget, List<Compilation> parts) {
+    throw new UnsupportedOperationException("backend " + id() + " does not share compiles");
+  }
+
+  /**
    * Whether this rank's device can load a binary built for {@code binaryTarget}; by default when it is
    * exactly this rank's target.
    *

@@ -2,6 +2,8 @@ package org.mpibuild.testkit;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -49,6 +51,54 @@ public class FakeBackend implements Backend {
   @Override
   public Compilation compile(KernelSource request) {
     compiles.incrementAndGet();
+    byte[] binary = compiled(request);
+    List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
+    return new Compilation(new Program(names, binary), binary, buildLog.isEmpty() ? "warning: none" : buildLog);
+  }
+
+  /** When above 1, a compile may be shared between up to this many ranks: part i of n is slice i of the binary. */
+  public int parts;
+  /** Parts compiled on this rank, and the parts of which it was asked ("i/n"). */
+  public final AtomicInteger partCompiles = new AtomicInteger();
+  public final List<String> partsCompiled = java.util.Collections.synchronizedList(new ArrayList<>());
+  /** Thrown by this rank's part compiles, if set. */
+  public RuntimeException partFailure;
+
+  @Override
+  public List<String> compileParts(KernelSource request, int ranks) {
+    int n = Math.min(parts, ranks);
+    List<String> out = new ArrayList<>();
+    for (int i = 0; n > 1 && i < n; i++) {
+      out.add(i + "/" + n);
+    }
+    return out;
+  }
+
+  @Override
+  public Compilation compilePart(KernelSource request, String buildTarget, String part) {
+    partCompiles.incrementAndGet();
+    partsCompiled.add(part);
+    if (partFailure != null) {
+      throw partFailure;
+    }
+    byte[] whole = compiled(request);
+    int i = Integer.parseInt(part.substring(0, part.indexOf('/')));
+    int n = Integer.parseInt(part.substring(part.indexOf('/') + 1));
+    byte[] slice = Arrays.copyOfRange(whole, whole.length * i / n, whole.length * (i + 1) / n);
+    return new Compilation(null, slice, buildLog.isEmpty() ? "warning: none" : buildLog);
+  }
+
+  @Override
+  public Compilation joinParts(KernelSource request, String buildTarget, List<Compilation> parts) {
+    ByteArrayOutputStream joined = new ByteArrayOutputStream();
+    parts.forEach(p -> joined.writeBytes(p.binary()));
+    byte[] binary = joined.toByteArray();
+    List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
+    return new Compilation(new Program(names, binary), binary, parts.get(0).buildLog());
+  }
+
+  /** The binary of {@code request}, after the sleep and the failures this backend is set to. */
+  private byte[] compiled(KernelSource request) {
     if (compileSleepMillis > 0) {
       try {
         Thread.sleep(compileSleepMillis);
@@ -63,9 +113,7 @@ public class FakeBackend implements Backend {
     if (request.source().contains("syntax error") || target.equals(failOnTarget)) {
       throw new CompileException("fake compiler failed", "line 1: syntax error here" + buildLog);
     }
-    byte[] binary = binaryFor((targetInBinary ? target : "") + request.source(), binaryBytes);
-    List<String> names = request.kernelNames().isEmpty() ? List.of("main") : request.kernelNames();
-    return new Compilation(new Program(names, binary), binary, buildLog.isEmpty() ? "warning: none" : buildLog);
+    return binaryFor((targetInBinary ? target : "") + request.source(), binaryBytes);
   }
 
   /**

@@ -137,6 +137,33 @@ final class OpenClBackend implements Backend {
   }
 
   /**
+   * On PoCL with launch shapes named, the request's (kernel, shape) pairs dealt between the ranks
+   * ({@link PoclSpecialization#parts}): each rank's compile process builds its pairs' functions after the same
+   * front end. Elsewhere none: the compile is not split.
+   */
+  @Override
+  public List<String> compileParts(KernelSource request, int ranks) {
+    return pocl && !request.launchShapes().isEmpty() ? PoclSpecialization.parts(request, ranks) : List.of();
+  }
+
+  @Override
+  public Compilation compilePart(KernelSource request, String buildTarget, String part) {
+    if (!pocl) {
+      throw new IllegalArgumentException("a shared compile's part needs PoCL; this device's platform is " + target);
+    }
+    PoclSpecialization.Result r = PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex);
+    return new Compilation(null, r.binary(), r.buildLog());
+  }
+
+  /** The parts' binaries joined ({@link PoclBinary#combine}), loaded here as {@link #compile}'s would be. */
+  @Override
+  public Compilation joinParts(KernelSource request, String buildTarget, List<Compilation> parts) {
+    byte[] binary = PoclBinary.combine(parts.stream().map(Compilation::binary).toList());
+    OpenClKernel kernels = (OpenClKernel) load(binary, request.kernelNames());
+    return finished(request, kernels, binary, parts.get(0).buildLog());
+  }
+
+  /**
    * A request only this rank runs: the program built here, as a rank that compiles for itself builds it (the
    * named functions are generated at the first launches, as there); on PoCL with launch shapes named, the
    * finished binary for the cache is made meanwhile by the compile process at the idle priority

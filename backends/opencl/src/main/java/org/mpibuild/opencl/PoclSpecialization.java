@@ -183,12 +183,62 @@ final class PoclSpecialization {
    */
   static Result compile(KernelSource request, int platformIndex, int deviceIndex, int maxStandIns,
       List<String> launcher) {
+    return compile(request, perKernel(request.launchShapes()), platformIndex, deviceIndex, maxStandIns, launcher);
+  }
+
+  /**
+   * The parts of a compile shared between up to {@code ranks} ranks: the request's (kernel, specialization) pairs
+   * dealt in turn, each part a line {@code KERNEL\tSPECIALIZATION} per pair; none where there are fewer than two
+   * pairs. Each part's process pays the front end again; the named functions are what it divides.
+   */
+  static List<String> parts(KernelSource request, int ranks) {
+    List<String> pairs = new ArrayList<>();
+    perKernel(request.launchShapes()).forEach((kernel, specs) -> specs.forEach(spec -> pairs.add(kernel + '\t' + spec)));
+    int n = Math.min(ranks, pairs.size());
+    if (n < 2) {
+      return List.of();
+    }
+    List<StringBuilder> parts = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      parts.add(new StringBuilder());
+    }
+    for (int i = 0; i < pairs.size(); i++) {
+      parts.get(i % n).append(pairs.get(i)).append('\n');
+    }
+    return parts.stream().map(StringBuilder::toString).toList();
+  }
+
+  /**
+   * {@link #compile(KernelSource, int, int)} of one part of {@link #parts}: a binary with that part's named functions
+   * and no others.
+   *
+   * @throws IllegalArgumentException if {@code part} is not a part of this request
+   */
+  static Result compilePart(KernelSource request, String part, int platformIndex, int deviceIndex) {
+    Map<String, Set<String>> all = perKernel(request.launchShapes());
+    Map<String, Set<String>> mine = new LinkedHashMap<>();
+    for (String line : part.split("\n")) {
+      int tab = line.indexOf('\t');
+      String kernel = tab < 0 ? line : line.substring(0, tab);
+      String spec = tab < 0 ? "" : line.substring(tab + 1);
+      if (!all.getOrDefault(kernel, Set.of()).contains(spec)) {
+        throw new IllegalArgumentException("part of a shared compile names '" + line.replace('\t', ' ')
+            + "', which is not a launch shape of the request");
+      }
+      mine.computeIfAbsent(kernel, k -> new LinkedHashSet<>()).add(spec);
+    }
+    return compile(request, mine, platformIndex, deviceIndex, MAX_STAND_INS, List.of());
+  }
+
+  /** The compile of the (kernel, specialization) pairs {@code perKernel} names. */
+  private static Result compile(KernelSource request, Map<String, Set<String>> perKernel, int platformIndex,
+      int deviceIndex, int maxStandIns, List<String> launcher) {
     Path dir = null;
     try {
       dir = Files.createTempDirectory("mpi-build-pocl", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
-      List<String> union = names(request.launchShapes());
-      Map<String, Set<String>> perKernel = perKernel(request.launchShapes());
+      List<String> union = List.copyOf(perKernel.values().stream().flatMap(Set::stream)
+          .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
       Result whole = attempt(dir.resolve("all"), request, platformIndex, deviceIndex, union, perKernel, maxStandIns,
           launcher);
       if (whole != null) {

@@ -75,7 +75,45 @@ class ManyShapesTest {
     // 4 kernels x (4 shapes + the generic one) = 20 stand-ins; with 8 allowed, one shape per compile process
     PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(), 8, List.of());
     assertEquals(expected, functions(split.binary()));
-    try (OpenClKernel kernels = (OpenClKernel) backend.load(split.binary(), request.kernelNames())) {
+    runsRight(request, split.binary());
+  }
+
+  /**
+   * A compile shared between 3 ranks: the 4 (kernel, shape) pairs dealt in turn, each part's binary holding its
+   * pairs' functions only, the joined binary all of them, loaded and run.
+   */
+  @Test
+  void partsOfASharedCompileHoldTheirPairsAndJoinIntoTheWholeBinary() {
+    KernelSource request = request();
+    List<String> parts = backend.compileParts(request, 3);
+    assertEquals(List.of("k0\t1-1-1-goffs0-smallgrid\nk3\t8-1-1-goffs0-smallgrid\n",
+        "k1\t2-1-1-goffs0-smallgrid\n", "k2\t4-1-1-goffs0-smallgrid\n"), parts);
+    List<org.mpibuild.spi.Compilation> compiled = new ArrayList<>();
+    for (String part : parts) {
+      org.mpibuild.spi.Compilation c = backend.compilePart(request, backend.target(), part);
+      TreeSet<String> mine = new TreeSet<>();
+      part.lines().forEach(l -> mine.add(l.replace('\t', '/')));
+      assertEquals(mine, functions(c.binary()), part);
+      compiled.add(c);
+    }
+    org.mpibuild.spi.Compilation joined = backend.joinParts(request, backend.target(), compiled);
+    try {
+      assertEquals(functions(PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex())
+          .binary()), functions(joined.binary()));
+    } finally {
+      joined.program().close();
+    }
+    runsRight(request, joined.binary());
+    assertEquals(List.of(), backend.compileParts(request, 1), "one rank shares nothing");
+    assertEquals(4, backend.compileParts(request, 16).size(), "no more parts than pairs");
+    IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        () -> backend.compilePart(request, backend.target(), "k9\t1-1-1\n"));
+    org.junit.jupiter.api.Assertions.assertTrue(e.getMessage().contains("k9 1-1-1"), e.getMessage());
+  }
+
+  /** Each kernel of {@code binary}, loaded, launched at its shape, adds its number to every element. */
+  static void runsRight(KernelSource request, byte[] binary) {
+    try (OpenClKernel kernels = (OpenClKernel) backend.load(binary, request.kernelNames())) {
       for (int i = 0; i < LOCAL.length; i++) {
         float[] y = new float[64];
         cl_mem buffer = clCreateBuffer(kernels.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, Sizeof.cl_float * 64L,

@@ -98,9 +98,14 @@ public final class KernelCache {
     return d.trustCheckNanos.get();
   }
 
-  /** How many file system calls this object has made. */
+  /** How many file system calls this object has made, but for those of cache-fill threads. */
   public long fileOperations() {
     return d.fileOperations();
+  }
+
+  /** How many file system calls cache-fill threads made through this object ({@link Caches#inBackground}). */
+  public long backgroundFileOperations() {
+    return d.backgroundFileOperations();
   }
 
   /**

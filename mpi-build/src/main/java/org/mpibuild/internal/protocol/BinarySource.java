@@ -11,6 +11,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.agreement.RankFailure;
@@ -19,6 +20,7 @@ import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.cache.LockFile;
 import org.mpibuild.internal.settings.CacheSettings;
+import org.mpibuild.internal.settings.CoreSettings;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
@@ -48,28 +50,51 @@ final class BinarySource {
     return t;
   });
 
+  /** How many ranks may share a compile (MPI_BUILD_COMPILE_SHARE); 1: none. */
+  private final int shareRanks;
+
   BinarySource(Backend backend, Settings settings, Caches caches) {
     this.backend = backend;
     this.settings = settings;
     this.caches = caches;
+    this.shareRanks = CoreSettings.COMPILE_SHARE.read(settings.source());
   }
 
   /**
    * What the root has before the broadcast: the envelope to send and, on success, its own program; what
-   * to do once the binary is on its way; how long obtaining it took.
+   * to do once the binary is on its way; how long obtaining it took. A compile the root shares
+   * ({@link SharedCompile}) has its plan as the envelope and no program: {@link SharedCompile#finish} gives the
+   * result once the parts are in.
    */
   record Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit,
-      Runnable afterBroadcast, long nanos) {
+      Runnable afterBroadcast, long nanos, SharedCompile sharing) {
     Obtained(Envelope envelope, LoadedProgram program, boolean compiled, boolean cacheHit) {
-      this(envelope, program, compiled, cacheHit, () -> { }, 0);
+      this(envelope, program, compiled, cacheHit, () -> { }, 0, null);
     }
 
-    Obtained then(Runnable next) {
-      return new Obtained(envelope, program, compiled, cacheHit, next, nanos);
+    /** The announcement of a shared compile: until it is finished, what follows the broadcast abandons it. */
+    static Obtained announcing(SharedCompile sharing) {
+      return new Obtained(sharing.plan(), null, false, false, sharing::abandon, 0, sharing);
+    }
+
+    /**
+     * This, with {@code next} given the envelope once it is on its way to the other ranks; for a shared compile,
+     * the envelope of its result once that is (or null, if it never is).
+     */
+    Obtained then(Consumer<Envelope> next) {
+      if (sharing != null) {
+        sharing.then(next);
+        return this;
+      }
+      Runnable before = afterBroadcast;
+      return new Obtained(envelope, program, compiled, cacheHit, () -> {
+        before.run();
+        next.accept(envelope);
+      }, nanos, null);
     }
 
     Obtained took(long n) {
-      return new Obtained(envelope, program, compiled, cacheHit, afterBroadcast, n);
+      return new Obtained(envelope, program, compiled, cacheHit, afterBroadcast, n, sharing);
     }
   }
 
@@ -79,22 +104,23 @@ final class BinarySource {
    * an error envelope, so that the root still takes part in the broadcast.
    */
   Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load) {
-    return obtainOnRoot(request, rankTargets, load, false);
+    return obtainOnRoot(request, rankTargets, load, false, 1);
   }
 
   /**
    * {@link #obtainOnRoot(KernelSource, List, boolean)}; with {@code alone}, no other rank needs the binary (a job
    * of one rank, loading), so a compile may give the program first and the binary later, or no binary at all
    * where nothing keeps it ({@link Backend#compileAlone}): its envelope is then pending, and the cache is filled
-   * in the background once the binary is made (close waits for it).
+   * in the background once the binary is made (close waits for it). With {@code ranks} above 1, that many
+   * ranks wait for this one and may share its compile ({@link SharedCompile}).
    */
-  Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load, boolean alone) {
+  Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load, boolean alone, int ranks) {
     String target = "";
     String key = "";
     try {
       target = backend.buildTarget(rankTargets == null ? List.of(backend.target()) : rankTargets);
       if (!caches.enabled()) {
-        return compile(request, target, "", alone, false);
+        return compileOrShare(request, target, "", alone, false, ranks);
       }
       KernelCache shared = caches.shared();
       try {
@@ -103,7 +129,7 @@ final class BinarySource {
         if (UNCACHEABLE_REPORTED.add(e.getMessage())) {
           log.warn("this request is built but never cached: {}", e.getMessage());
         }
-        return compile(request, target, "", alone, false);
+        return compileOrShare(request, target, "", alone, false, ranks);
       }
       Obtained hit = fromCache(caches.node(), key, load);
       if (hit == null) {
@@ -113,7 +139,7 @@ final class BinarySource {
         return hit;
       }
       if (shared == null) {
-        return compile(request, target, key, alone, kept(null));
+        return compileOrShare(request, target, key, alone, kept(null), ranks);
       }
       LockFile lock = shared.lock(key);
       try {
@@ -121,19 +147,26 @@ final class BinarySource {
         if (hit != null) {
           return hit;
         }
-        Obtained built = compile(request, target, key, alone, kept(shared));
+        Obtained built = compileOrShare(request, target, key, alone, kept(shared), ranks);
         // The entry is written, and the lock released, once the binary is on its way to the other ranks (or,
-        // made later, once it is made): the fsyncs are then off the path to every rank's ready kernel.
+        // made later, once it is made), on a thread of its own: the signature and the fsyncs are then off the path
+        // to every rank's ready kernel, the root's included (about 140 ms in a new JVM). Closing waits for it.
         String entryKey = key;
         LockFile held = lock;
         lock = null;
-        return built.then(() -> caches.whenComplete(built.envelope, complete -> {
-          try (LockFile ignored = held) {
-            if (complete != null) {
-              shared.store(entryKey, complete);
-            }
+        return built.then(sent -> {
+          if (sent == null) { // a shared compile that never finished: nothing to keep
+            held.close();
+            return;
           }
-        }, held));
+          caches.inBackground(sent, complete -> {
+            try (LockFile ignored = held) {
+              if (complete != null) {
+                shared.store(entryKey, complete);
+              }
+            }
+          }, held);
+        });
       } finally {
         if (lock != null) {
           lock.close();
@@ -158,6 +191,11 @@ final class BinarySource {
       return null;
     }
     Envelope e = entry.envelope();
+    if (e.status() == Envelope.Status.SHARE) { // never stored by a build: not a result
+      log.warn("cache entry {} holds a compile plan, not a result; moving it aside and rebuilding", entry.file());
+      cache.discard(key);
+      return null;
+    }
     if (e.status() != Envelope.Status.OK) {
       log.debug("cached compile failure for {} (negative entry)", key);
       return new Obtained(e, null, false, true);
@@ -185,35 +223,103 @@ final class BinarySource {
     return shared != null || (caches.node() != null && caches.nodeComm() != null && caches.nodeComm().rank() == 0);
   }
 
+  /**
+   * {@link #compile}, or, where {@code ranks} ranks would wait for it and the backend can split it
+   * ({@link Backend#compileParts}), the announcement of a compile shared between them, the root's own part
+   * already compiling.
+   */
+  private Obtained compileOrShare(KernelSource request, String target, String key, boolean alone, boolean needBinary,
+      int ranks) {
+    int sharers = Math.min(ranks, shareRanks);
+    List<String> parts = alone || sharers < 2 ? List.of() : backend.compileParts(request, sharers);
+    if (parts.size() < 2) {
+      return compile(request, target, key, alone, needBinary);
+    }
+    if (parts.size() > sharers) {
+      throw new IllegalStateException("the backend " + backend.id() + " split a compile for " + sharers
+          + " ranks into " + parts.size() + " parts");
+    }
+    return Obtained.announcing(new SharedCompile(this, request, target, key, parts));
+  }
+
   /** @param needBinary whether a cache keeps the binary ({@link #kept}); alone, none is made otherwise */
   private Obtained compile(KernelSource request, String target, String key, boolean alone, boolean needBinary) {
     try {
-      Compilation c = compileWithin(request, target, alone, needBinary, settings.compileTimeout());
+      Compilation c = compileWithin(() -> alone ? backend.compileAlone(request, target, needBinary)
+          : backend.compile(request, target), settings.compileTimeout());
       try {
-        List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
-        Envelope.Metadata meta = Envelope.Metadata.built(backend.id(), target, names, request.options(), c.buildLog(),
-            key, backend.compilerIdentity(target));
         if (c.binary() != null) {
-          return new Obtained(Envelope.ok(meta, Payload.copyOf(c.binary())), c.program(), true, false);
+          return built(request, target, key, c);
         }
         if (!alone || c.program() == null) {
           throw new IllegalStateException("the backend " + backend.id() + " returned no binary for a build that needs one");
         }
         // Alone: the program is ready; its binary comes later (for the cache) or when asked for.
+        Envelope.Metadata meta = metadata(request, target, key, c);
         return new Obtained(Envelope.pending(meta, new BinaryFill(c.binaryLater(), meta, settings.compileTimeout(),
-            () -> compileWithin(request, target, false, true, settings.compileTimeout()))), c.program(), true, false);
+            () -> compileWithin(() -> backend.compile(request, target), settings.compileTimeout()))), c.program(), true,
+            false);
       } catch (RuntimeException e) {
         release(c);
         throw e;
       }
-    } catch (CompileException e) {
-      return failed(Envelope.Status.COMPILE_FAILED, request, target, key, e.buildLog(), e.reason());
-    } catch (IllegalArgumentException e) {
-      return failed(Envelope.Status.INVALID_REQUEST, request, target, key, "", e.getMessage());
-    } catch (TimeoutException e) {
+    } catch (CompileException | IllegalArgumentException | TimeoutException e) {
+      return failed(request, target, key, e);
+    }
+  }
+
+  /** What the root sends for a compilation with its binary (which it keeps loaded, if it has a program). */
+  Obtained built(KernelSource request, String target, String key, Compilation c) {
+    return new Obtained(Envelope.ok(metadata(request, target, key, c), Payload.copyOf(c.binary())), c.program(), true,
+        false);
+  }
+
+  private Envelope.Metadata metadata(KernelSource request, String target, String key, Compilation c) {
+    List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
+    return Envelope.Metadata.built(backend.id(), target, names, request.options(), c.buildLog(), key,
+        backend.compilerIdentity(target));
+  }
+
+  /** The failure envelope every rank throws for a compile that failed ({@link #compileWithin}'s exceptions). */
+  Obtained failed(KernelSource request, String target, String key, Exception e) {
+    if (e instanceof CompileException ce) {
+      return failed(Envelope.Status.COMPILE_FAILED, request, target, key, ce.buildLog(), ce.reason());
+    }
+    if (e instanceof TimeoutException) {
       return failed(Envelope.Status.COMPILE_TIMED_OUT, request, target, key, "", "the compile did not finish within "
           + settings.compileTimeout().toMillis() / 1000.0 + " s (MPI_BUILD_COMPILE_TIMEOUT)");
     }
+    return failed(Envelope.Status.INVALID_REQUEST, request, target, key, "", e.getMessage());
+  }
+
+  /**
+   * Compiles part {@code part} of a compile another rank shares ({@link SharedCompile}), within the compile
+   * timeout: the envelope it sends to the root, its binary or why it failed. Never throws.
+   */
+  Envelope compilePart(KernelSource request, String target, String part) {
+    try {
+      Compilation c = compileWithin(() -> backend.compilePart(request, target, part), settings.compileTimeout());
+      release(c);
+      if (c.binary() == null) {
+        throw new IllegalStateException("the backend " + backend.id() + " returned no binary for a part");
+      }
+      return built(request, target, "", new Compilation(null, c.binary(), c.buildLog())).envelope();
+    } catch (CompileException | IllegalArgumentException | TimeoutException e) {
+      return failed(request, target, "", e).envelope();
+    } catch (RuntimeException | Error e) {
+      log.warn("compiling a part of a shared compile failed", e);
+      return failed(Envelope.Status.INTERNAL_ERROR, request, target, "", "", RankFailure.describe(e)).envelope();
+    }
+  }
+
+  /** The backend this source compiles with. */
+  Backend backend() {
+    return backend;
+  }
+
+  /** The settings' compile timeout. */
+  Duration compileTimeout() {
+    return settings.compileTimeout();
   }
 
   /**
@@ -221,10 +327,21 @@ final class BinarySource {
    * over is abandoned: interrupted (backends that run a compiler process kill it), and whatever it loads
    * later is released.
    */
-  private Compilation compileWithin(KernelSource request, String target, boolean alone, boolean needBinary,
-      Duration timeout) throws TimeoutException {
-    Future<Compilation> f = compiler.submit(() -> alone ? backend.compileAlone(request, target, needBinary)
-        : backend.compile(request, target));
+  Compilation compileWithin(java.util.concurrent.Callable<Compilation> compile, Duration timeout)
+      throws TimeoutException {
+    return within(submit(compile), timeout);
+  }
+
+  /** Starts {@code compile} on a worker thread; {@link #within} waits for it. */
+  Future<Compilation> submit(java.util.concurrent.Callable<Compilation> compile) {
+    return compiler.submit(compile);
+  }
+
+  /**
+   * Waits at most {@code timeout} for a compile {@link #submit} started. One that runs over is abandoned:
+   * interrupted (backends that run a compiler process kill it), and whatever it loads later is released.
+   */
+  Compilation within(Future<Compilation> f, Duration timeout) throws TimeoutException {
     try {
       return f.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {
@@ -255,7 +372,7 @@ final class BinarySource {
   }
 
   /** Releases a compilation nobody will use: its program, and the binary still being made for it. */
-  private static void release(Compilation c) {
+  static void release(Compilation c) {
     if (c.binaryLater() != null) {
       c.binaryLater().cancel(true);
     }
@@ -264,7 +381,7 @@ final class BinarySource {
     }
   }
 
-  private Obtained failed(Envelope.Status status, KernelSource request, String target, String key, String buildLog,
+  Obtained failed(Envelope.Status status, KernelSource request, String target, String key, String buildLog,
       String msg) {
     Envelope.Metadata meta = Envelope.Metadata.failed(backend.id(), target, request.kernelNames(), request.options(),
         buildLog, msg, key);

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.mpibuild.BuildStats;
+import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.agreement.RequestAgreement;
@@ -179,8 +180,10 @@ public final class CollectiveBuild {
     // outlives this call, so nothing touches the backend after it returns.
     // Alone (one rank, loading), nobody waits for the binary: the program may come first and the binary later.
     boolean alone = load && comm.size() == 1;
+    // A single request that every rank loads: the ranks that would wait for the root may share its compile.
+    int sharers = load && !batch && requests.size() == 1 ? dist.size() : 1;
     try (RootWorker work = new RootWorker(source, rank, targets.buildTargets(), settings.compileTimeout(), requests,
-        owners, order, dist.rank(), load, alone)) {
+        owners, order, dist.rank(), load, alone, sharers)) {
       List<Slot> slots = new ArrayList<>(requests.size());
       for (int i = 0; i < requests.size(); i++) {
         slots.add(new Slot(i, requests.get(i), owners[i], targets.jobRank(owners[i]), dist.rank() == owners[i]));
@@ -215,6 +218,8 @@ public final class CollectiveBuild {
     String problem;
     long waitNanos;
     long broadcastNanos;
+    /** On the root of a shared compile: from its plan's broadcast to its result's (counted in the compile). */
+    long shareNanos;
     LoadedProgram program;
     long loadNanos;
 
@@ -248,12 +253,15 @@ public final class CollectiveBuild {
     if (slot.mine) {
       slot.obtained = work.get(slot.index);
       sent = slot.obtained.envelope();
-      counters.rootOutcome(slot.obtained.compiled(), slot.obtained.cacheHit(), caches.enabled());
     }
     long b1 = System.nanoTime();
     EnvelopeBroadcast.Received received;
     try {
       received = broadcaster.broadcast(dist, sent, slot.owner, load); // a loaded binary's kernel releases it
+      if ((slot.mine ? sent.status() : received.header().status()) == Envelope.Status.SHARE) {
+        received = share(slot, dist, sent, received, load);
+        sent = slot.mine ? slot.obtained.envelope() : null;
+      }
     } finally {
       if (slot.mine) {
         slot.obtained.afterBroadcast().run();
@@ -261,7 +269,11 @@ public final class CollectiveBuild {
     }
     long b2 = System.nanoTime();
     if (slot.mine) {
+      counters.rootOutcome(slot.obtained.compiled(), slot.obtained.cacheHit(), caches.enabled());
       slot.envelope = sent;
+    } else if (received.header().status() == Envelope.Status.SHARE) {
+      slot.envelope = Envelope.failure(Envelope.Status.INTERNAL_ERROR, failureMetadata("root " + slot.jobRoot
+          + " announced a shared compile where its result was due"));
     } else if (received.header().status() != Envelope.Status.OK) {
       slot.envelope = Envelope.failure(received.header().status(), received.metadata() != null ? received.metadata()
           : failureMetadata("the build failed on rank " + slot.jobRoot + " and its error report arrived corrupt on "
@@ -271,7 +283,7 @@ public final class CollectiveBuild {
       slot.problem = received.problem();
     }
     slot.waitNanos = slot.mine ? 0 : received.headerNanos() - b1;
-    slot.broadcastNanos = b2 - b1 - slot.waitNanos;
+    slot.broadcastNanos = b2 - b1 - slot.waitNanos - slot.shareNanos;
     if (listener != null) {
       Envelope arrived = slot.envelope != null ? slot.envelope
           : Envelope.failure(Envelope.Status.INTERNAL_ERROR, failureMetadata(slot.problem));
@@ -279,6 +291,59 @@ public final class CollectiveBuild {
           .cacheHit(slot.cacheHit()).binaryBytes(arrived.payload().length()).build();
       listener.accept(new Entry(slot.index, slot.request, arrived, null, stats));
     }
+  }
+
+  /**
+   * A compile the root shares ({@link SharedCompile}), after its plan went out: each rank with a part compiles
+   * it, and the parts go out from their owners in order (part k from the k-th rank after the root); the root
+   * joins them, and its result goes out as any other. Returns what arrived of the result (null on the root).
+   * A plan that arrived corrupt leaves this rank unable to keep in step with the others: it ends the job.
+   */
+  private EnvelopeBroadcast.Received share(Slot slot, Communicator dist, Envelope sentPlan,
+      EnvelopeBroadcast.Received receivedPlan, boolean load) {
+    long s0 = System.nanoTime();
+    Envelope plan = slot.mine ? sentPlan : receivedPlan.envelope();
+    List<String> parts;
+    try {
+      if (plan == null) {
+        throw new CorruptBinaryException(receivedPlan.problem());
+      }
+      parts = SharedCompile.parts(plan);
+      if (parts.size() > dist.size()) {
+        throw new CorruptBinaryException("the plan has " + parts.size() + " parts for " + dist.size() + " ranks");
+      }
+    } catch (CorruptBinaryException e) {
+      dist.abort("mpi-build: rank " + comm.rank() + " received a corrupt plan of a shared compile from root "
+          + slot.jobRoot + ": " + e.getMessage(), 3);
+      throw e;
+    }
+    String target = plan.metadata().target();
+    int size = dist.size();
+    int mine = Math.floorMod(dist.rank() - slot.owner, size);
+    Envelope part = null;
+    if (mine > 0 && mine < parts.size()) {
+      long p0 = System.nanoTime();
+      part = source.compilePart(slot.request, target, parts.get(mine));
+      log.debug("compiled part {} of {} of the shared compile of {} in {} ms", mine + 1, parts.size(),
+          slot.request.kernelNames(), ms(System.nanoTime() - p0));
+    }
+    List<Envelope> others = new ArrayList<>();
+    List<Integer> owners = new ArrayList<>();
+    for (int k = 1; k < parts.size(); k++) {
+      int owner = (slot.owner + k) % size;
+      EnvelopeBroadcast.Received r = broadcaster.broadcast(dist, k == mine ? part : null, owner, false);
+      if (slot.mine) {
+        log.debug("part {} of {} arrived from rank {} after {} ms", k + 1, parts.size(), targets.jobRank(owner),
+            ms(System.nanoTime() - s0));
+        others.add(r.envelope() != null && r.problem() == null ? r.envelope() : null);
+        owners.add(targets.jobRank(owner));
+      }
+    }
+    if (slot.mine) {
+      slot.shareNanos = System.nanoTime() - s0;
+      slot.obtained = slot.obtained.sharing().finish(others, owners).took(slot.obtained.nanos() + slot.shareNanos);
+    }
+    return broadcaster.broadcast(dist, slot.mine ? slot.obtained.envelope() : null, slot.owner, load);
   }
 
   private Envelope.Metadata failureMetadata(String error) {

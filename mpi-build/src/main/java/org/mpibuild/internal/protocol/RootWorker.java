@@ -31,7 +31,7 @@ final class RootWorker implements AutoCloseable {
   private volatile boolean abandoned;
 
   RootWorker(BinarySource source, int logRank, List<String> buildTargets, Duration compileTimeout,
-      List<KernelSource> requests, int[] owners, int[] order, int me, boolean load, boolean alone) {
+      List<KernelSource> requests, int[] owners, int[] order, int me, boolean load, boolean alone, int sharers) {
     this.compileTimeout = compileTimeout;
     worker = Executors.newSingleThreadExecutor(r -> {
       Thread t = new Thread(r, "mpi-build-obtain");
@@ -47,7 +47,7 @@ final class RootWorker implements AutoCloseable {
           }
           try (LogContext ignored = LogContext.rank(logRank)) {
             long t0 = System.nanoTime();
-            return source.obtainOnRoot(request, buildTargets, load, alone).took(System.nanoTime() - t0);
+            return source.obtainOnRoot(request, buildTargets, load, alone, sharers).took(System.nanoTime() - t0);
           }
         }));
       }

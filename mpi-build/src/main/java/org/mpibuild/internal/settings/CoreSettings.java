@@ -42,6 +42,10 @@ public final class CoreSettings {
       + "compiles on an oversubscribed node");
   public static final Setting<Integer> BATCH_RANKS = Setting.count("MPI_BUILD_BATCH_RANKS", "mpibuild.batchRanks",
       0, 0, 1 << 24, "`0` (every rank)", "how many ranks compile the misses of a batch build");
+  public static final Setting<Integer> COMPILE_SHARE = Setting.count("MPI_BUILD_COMPILE_SHARE",
+      "mpibuild.compileShare", 2, 1, 1 << 16, "`2`", "how many ranks share a compile that the others would wait for "
+      + "(a backend that can split it: PoCL with launch shapes named); each pays the compiler's start-up, so more "
+      + "pays only with a core each; `1`: the root compiles alone");
   public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
       Settings.Progress.class, Settings.Progress.AUTO, "who makes the MPI calls of async builds: `auto` (a library "
       + "thread under `MPI_THREAD_MULTIPLE`, else the caller), `thread`, `caller`");
@@ -105,5 +109,5 @@ public final class CoreSettings {
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
       CACHE_DIR, CACHE_MAX_BYTES, CACHE_SHARED, CACHE_LOCK_STALE, CACHE_LOCK_WAIT, CACHE_NEGATIVE_TTL,
-      NODE_CACHE_DIR, SIGNING_KEY, TRUSTED_KEYS, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, PROGRESS, RECORD);
+      NODE_CACHE_DIR, SIGNING_KEY, TRUSTED_KEYS, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, COMPILE_SHARE, PROGRESS, RECORD);
 }

@@ -61,7 +61,12 @@ public final class Envelope {
 
   /** Outcome carried by an envelope. */
   public enum Status {
-    OK(0), COMPILE_FAILED(1), INVALID_REQUEST(2), INTERNAL_ERROR(3), COMPILE_TIMED_OUT(4);
+    OK(0), COMPILE_FAILED(1), INVALID_REQUEST(2), INTERNAL_ERROR(3), COMPILE_TIMED_OUT(4),
+    /**
+     * Not a result: the root missed every cache and shares the compile; the payload is the plan
+     * ({@link #share}), and the envelope with the result follows once the parts are joined.
+     */
+    SHARE(5);
 
     private final int code;
 
@@ -263,9 +268,17 @@ public final class Envelope {
     return new Envelope(Status.OK, metadata, payload, payload.sha256());
   }
 
+  /**
+   * The root's announcement that it shares a compile between ranks: status {@link Status#SHARE}, the plan as
+   * the payload. Never stored, never loaded: the envelope with the joined binary follows.
+   */
+  public static Envelope share(Metadata metadata, Payload plan) {
+    return new Envelope(Status.SHARE, metadata, plan, plan.sha256());
+  }
+
   /** An envelope carrying a failure and no binary. */
   public static Envelope failure(Status status, Metadata metadata) {
-    if (status == Status.OK) {
+    if (status == Status.OK || status == Status.SHARE) {
       throw new IllegalArgumentException("a failure envelope needs a failure status");
     }
     Payload empty = Payload.empty();

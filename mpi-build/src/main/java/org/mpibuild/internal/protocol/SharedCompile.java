@@ -1,0 +1,165 @@
+package org.mpibuild.internal.protocol;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import org.mpibuild.CompileException;
+import org.mpibuild.CorruptBinaryException;
+import org.mpibuild.KernelSource;
+import org.mpibuild.internal.agreement.RankFailure;
+import org.mpibuild.internal.wire.Envelope;
+import org.mpibuild.internal.wire.Payload;
+import org.mpibuild.spi.Backend;
+import org.mpibuild.spi.Compilation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A compile the root shares with ranks that would otherwise wait for it ({@code MPI_BUILD_COMPILE_SHARE}): the
+ * backend splits it into parts ({@link Backend#compileParts}), the root compiles the first while the others
+ * each compile one ({@link Backend#compilePart}), and the root joins them ({@link Backend#joinParts}) into the
+ * binary it would have made alone, which then goes to every rank as any other.
+ *
+ * <p>Nothing is lost to a rank whose part fails or arrives corrupt: the root compiles that part itself. A
+ * failure of the root's own part (the source does not compile, the compile timed out) is the build's failure,
+ * as it would have been alone. What waits for the result (the cache's entry and lock) gets it once it is on its
+ * way, or nothing if the compile is abandoned.
+ */
+final class SharedCompile {
+  private static final Logger log = LoggerFactory.getLogger(SharedCompile.class);
+  /** The most parts a plan may hold: more than any job shares a compile between. */
+  static final int MAX_PARTS = 1 << 16;
+
+  private final BinarySource source;
+  private final KernelSource request;
+  private final String target;
+  private final String key;
+  private final List<String> parts;
+  private final Envelope plan;
+  private final long started = System.nanoTime();
+  private final Future<Compilation> rootPart;
+  private final List<Consumer<Envelope>> next = new ArrayList<>();
+  private boolean ended;
+
+  /** Starts the root's part (the first) on the source's compile thread. */
+  SharedCompile(BinarySource source, KernelSource request, String target, String key, List<String> parts) {
+    Backend backend = source.backend();
+    this.source = source;
+    this.request = request;
+    this.target = target;
+    this.key = key;
+    this.parts = List.copyOf(parts);
+    this.plan = Envelope.share(Envelope.Metadata.built(backend.id(), target, request.kernelNames(), request.options(),
+        "", key, backend.compilerIdentity(target)), Payload.copyOf(encode(this.parts)));
+    this.rootPart = source.submit(() -> backend.compilePart(request, target, this.parts.get(0)));
+  }
+
+  /** The announcement every rank receives: the parts, and the target they are built for. */
+  Envelope plan() {
+    return plan;
+  }
+
+  /** Gives {@code n} the envelope of the result once it is on its way, or null if there is none. */
+  void then(Consumer<Envelope> n) {
+    next.add(n);
+  }
+
+  /**
+   * The root's result, once the other ranks' parts are in: {@code others.get(k - 1)} is part k as it arrived
+   * (null where it arrived corrupt), from rank {@code owners.get(k - 1)}. Never throws: a failure is the result's
+   * failure envelope.
+   */
+  BinarySource.Obtained finish(List<Envelope> others, List<Integer> owners) {
+    BinarySource.Obtained result;
+    List<Compilation> compiled = new ArrayList<>(parts.size());
+    try {
+      compiled.add(source.within(rootPart, left()));
+      log.debug("shared compile of {}: the root's part took {} ms, the parts of ranks {} are in", request.kernelNames(),
+          (System.nanoTime() - started) / 1_000_000, owners);
+      for (int k = 1; k < parts.size(); k++) {
+        Envelope e = others.get(k - 1);
+        if (e != null && e.status() == Envelope.Status.OK) {
+          compiled.add(new Compilation(null, e.payload().toByteArray(), e.metadata().buildLog()));
+          continue;
+        }
+        String why = e == null ? "it arrived corrupt" : e.metadata().error();
+        log.warn("part {} of {} of the shared compile of {} failed on rank {} ({}); the root compiles it", k + 1,
+            parts.size(), request.kernelNames(), owners.get(k - 1), why);
+        String part = parts.get(k);
+        compiled.add(source.compileWithin(() -> source.backend().compilePart(request, target, part), left()));
+      }
+      result = source.built(request, target, key, source.backend().joinParts(request, target, compiled));
+    } catch (CompileException | IllegalArgumentException | TimeoutException e) {
+      result = source.failed(request, target, key, e);
+    } catch (RuntimeException | Error e) {
+      log.warn("the shared compile failed on the root", e);
+      result = source.failed(Envelope.Status.INTERNAL_ERROR, request, target, key, "", RankFailure.describe(e));
+    }
+    ended = true;
+    Envelope sent = result.envelope();
+    List<Consumer<Envelope>> after = List.copyOf(next);
+    return new BinarySource.Obtained(sent, result.program(), true, false, () -> after.forEach(n -> n.accept(sent)), 0,
+        null);
+  }
+
+  /** Ends a shared compile that will never finish: the root's part is stopped, and what waited gets nothing. */
+  void abandon() {
+    if (ended) {
+      return;
+    }
+    ended = true;
+    rootPart.cancel(true);
+    next.forEach(n -> n.accept(null));
+  }
+
+  /** What is left of the compile timeout, which the whole shared compile shares. */
+  private Duration left() {
+    return Duration.ofNanos(Math.max(1, source.compileTimeout().toNanos() - (System.nanoTime() - started)));
+  }
+
+  /** The plan's payload: the number of parts, then each part's UTF-8 length and bytes. */
+  static byte[] encode(List<String> parts) {
+    List<byte[]> encoded = parts.stream().map(p -> p.getBytes(StandardCharsets.UTF_8)).toList();
+    ByteBuffer out = ByteBuffer.allocate(4 + encoded.stream().mapToInt(b -> 4 + b.length).sum());
+    out.putInt(encoded.size());
+    encoded.forEach(b -> out.putInt(b.length).put(b));
+    return out.array();
+  }
+
+  /**
+   * The parts of a plan that arrived whole.
+   *
+   * @throws CorruptBinaryException if the plan does not decode: a count or length beyond what it holds
+   */
+  static List<String> parts(Envelope plan) {
+    ByteBuffer in = ByteBuffer.wrap(plan.payload().toByteArray());
+    try {
+      int count = in.getInt();
+      if (count < 2 || count > MAX_PARTS) {
+        throw new CorruptBinaryException("a shared compile's plan names " + count + " parts");
+      }
+      List<String> out = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        int length = in.getInt();
+        if (length < 0 || length > in.remaining()) {
+          throw new CorruptBinaryException("part " + i + " of a shared compile's plan claims " + length
+              + " bytes; " + in.remaining() + " are left");
+        }
+        byte[] b = new byte[length];
+        in.get(b);
+        out.add(new String(b, StandardCharsets.UTF_8));
+      }
+      if (in.hasRemaining()) {
+        throw new CorruptBinaryException("a shared compile's plan has " + in.remaining() + " bytes after its parts");
+      }
+      return out;
+    } catch (java.nio.BufferUnderflowException e) {
+      throw new CorruptBinaryException("a shared compile's plan ends early");
+    }
+  }
+}
