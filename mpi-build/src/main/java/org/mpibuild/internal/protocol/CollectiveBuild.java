@@ -73,6 +73,11 @@ public final class CollectiveBuild {
   private final BinarySource source;
   private final EnvelopeBroadcast broadcaster;
   private final Backoff waiting;
+  /**
+   * Whether the ranks that wait for the root may share its compile ({@link SharedCompile}): not in asynchronous
+   * builds, whose ranks are meant to go on with the program's work meanwhile.
+   */
+  private boolean shareCompiles = true;
 
   /** A protocol without cache; gathers the job's targets (collective). */
   public CollectiveBuild(Communicator comm, Backend backend, Settings settings) {
@@ -108,7 +113,10 @@ public final class CollectiveBuild {
    * group's) each carried by {@code wrap}'s wrapper over the same ranks (for asynchronous builds).
    */
   public CollectiveBuild over(UnaryOperator<Communicator> wrap) {
-    return new CollectiveBuild(wrap.apply(comm), backend, settings, caches, counters, targets.over(wrap), recorder);
+    CollectiveBuild async = new CollectiveBuild(wrap.apply(comm), backend, settings, caches, counters,
+        targets.over(wrap), recorder);
+    async.shareCompiles = false;
+    return async;
   }
 
   /** How this protocol's ranks wait for MPI. */
@@ -181,7 +189,7 @@ public final class CollectiveBuild {
     // Alone (one rank, loading), nobody waits for the binary: the program may come first and the binary later.
     boolean alone = load && comm.size() == 1;
     // A single request that every rank loads: the ranks that would wait for the root may share its compile.
-    int sharers = load && !batch && requests.size() == 1 ? dist.size() : 1;
+    int sharers = shareCompiles && load && !batch && requests.size() == 1 ? dist.size() : 1;
     try (RootWorker work = new RootWorker(source, rank, targets.buildTargets(), settings.compileTimeout(), requests,
         owners, order, dist.rank(), load, alone, sharers)) {
       List<Slot> slots = new ArrayList<>(requests.size());

@@ -104,6 +104,18 @@ class SharedCompileTest {
   }
 
   @Test
+  void asynchronousBuildsDoNotTakeTheOtherRanksCores() throws Exception {
+    List<FakeBackend> b = backends(2, 2);
+    Settings settings = sharing(null, null);
+    List<RankResult> results = CollectiveBuildTest.onRanks(new InProcessCommunicator.World(2, 10_000), 2, b::get,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, settings).over(c -> c)
+            .run(KernelSource.of(SOURCE), 0));
+    everyRankHasTheWholeBinary(results);
+    assertEquals(1, b.get(0).compiles.get());
+    assertTrue(b.stream().allMatch(x -> x.partCompiles.get() == 0));
+  }
+
+  @Test
   void aPartThatFailsOnItsRankIsCompiledByTheRootAndNothingIsLost() throws Exception {
     List<FakeBackend> b = backends(3, 3);
     b.get(2).partFailure = new IllegalStateException("out of memory (test)");
