@@ -12,15 +12,16 @@ package org.mpibuild;
  *     lock, and the compile if there was one (a cache hit is not a compile; see {@code compiled}); 0 on
  *     other ranks
  * @param waitNanos time a receiver spent waiting for the root to start sending (the root's compile, seen
- *     from here); 0 on the root
+ *     from here, and this rank's part of it where the root shared it); 0 on the root
  * @param broadcastNanos time spent sending or receiving the binary, from its first byte, including the
  *     digest check; near 0 in local mode
  * @param loadNanos time spent loading the binary into this rank's device, and agreeing that every rank
  *     did; 0 on the root, which keeps the program it compiled
  * @param binaryBytes size of the binary (the payload), in bytes; 0 in a job of one rank whose kernel was ready
  *     before its binary (made afterwards for the cache, or not at all without one: {@code docs/launch-shapes.md})
- * @param cacheFileOperations file system calls this rank made on the caches for this build (0 on ranks
- *     other than the root, except for node-local cache writes)
+ * @param cacheFileOperations file system calls this rank made on the caches during this build (0 on ranks
+ *     other than the root, except for node-local cache writes); the entry the root writes after the build
+ *     returns is counted in {@link MpiBuild#statistics()}, not here
  */
 public record BuildStats(
     int rank,

@@ -17,6 +17,7 @@ import org.mpibuild.internal.protocol.JobCounters;
 import org.mpibuild.internal.protocol.Outcome;
 import org.mpibuild.internal.protocol.ProgramLoader;
 import org.mpibuild.internal.settings.Settings;
+import org.mpibuild.internal.startup.NodeCores;
 import org.mpibuild.internal.startup.Startup;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.spi.Backend;
@@ -81,7 +82,8 @@ public final class MpiBuild implements AutoCloseable {
     this.settings = settings;
     ManifestWriter.Recorder recorder = settings.record() != null && comm.rank() == 0
         ? new ManifestWriter.Recorder(settings.record()) : null;
-    this.protocol = new CollectiveBuild(comm, backend, settings, opened.caches(), counters, opened.targets(), recorder);
+    this.protocol = new CollectiveBuild(comm, backend, settings, opened.caches(), counters, opened.targets(), recorder)
+        .onNode(opened.nodeRanks(), NodeCores.online());
     this.async = new AsyncBuilds.Lazy(protocol, comm, settings.progress());
   }
 

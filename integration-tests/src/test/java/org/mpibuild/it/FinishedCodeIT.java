@@ -58,12 +58,13 @@ class FinishedCodeIT {
   }
 
   /**
-   * The root shares the compile with the next rank ({@code MPI_BUILD_COMPILE_SHARE} is 2 by default): each builds
-   * one kernel's function, the root joins them, and still no rank generates anything.
+   * The root shares the compile with the next rank ({@code MPI_BUILD_COMPILE_SHARE=2}, set because the default
+   * shares only where the node has a core per rank): each builds one kernel's function, the root joins them, and
+   * still no rank generates anything.
    */
   @Test
   void namedShapesGenerateNoCodeOnAnyRankAtTheirFirstLaunch() {
-    Ranks ranks = run(3, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG"));
+    Ranks ranks = run(3, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG", "MPI_BUILD_COMPILE_SHARE", "2"));
     for (int r = 0; r < 3; r++) {
       assertEquals("", ranks.generated().get(r), "rank " + r + " generated work-group functions at its first launch");
     }

@@ -20,7 +20,6 @@ import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.cache.LockFile;
 import org.mpibuild.internal.settings.CacheSettings;
-import org.mpibuild.internal.settings.CoreSettings;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
@@ -50,14 +49,10 @@ final class BinarySource {
     return t;
   });
 
-  /** How many ranks may share a compile (MPI_BUILD_COMPILE_SHARE); 1: none. */
-  private final int shareRanks;
-
   BinarySource(Backend backend, Settings settings, Caches caches) {
     this.backend = backend;
     this.settings = settings;
     this.caches = caches;
-    this.shareRanks = CoreSettings.COMPILE_SHARE.read(settings.source());
   }
 
   /**
@@ -112,7 +107,7 @@ final class BinarySource {
    * of one rank, loading), so a compile may give the program first and the binary later, or no binary at all
    * where nothing keeps it ({@link Backend#compileAlone}): its envelope is then pending, and the cache is filled
    * in the background once the binary is made (close waits for it). With {@code ranks} above 1, that many
-   * ranks wait for this one and may share its compile ({@link SharedCompile}).
+   * ranks (this one included) may share its compile ({@link SharedCompile}).
    */
   Obtained obtainOnRoot(KernelSource request, List<String> rankTargets, boolean load, boolean alone, int ranks) {
     String target = "";
@@ -230,13 +225,12 @@ final class BinarySource {
    */
   private Obtained compileOrShare(KernelSource request, String target, String key, boolean alone, boolean needBinary,
       int ranks) {
-    int sharers = Math.min(ranks, shareRanks);
-    List<String> parts = alone || sharers < 2 ? List.of() : backend.compileParts(request, sharers);
+    List<String> parts = alone || ranks < 2 ? List.of() : backend.compileParts(request, ranks);
     if (parts.size() < 2) {
       return compile(request, target, key, alone, needBinary);
     }
-    if (parts.size() > sharers) {
-      throw new IllegalStateException("the backend " + backend.id() + " split a compile for " + sharers
+    if (parts.size() > ranks) {
+      throw new IllegalStateException("the backend " + backend.id() + " split a compile for " + ranks
           + " ranks into " + parts.size() + " parts");
     }
     return Obtained.announcing(new SharedCompile(this, request, target, key, parts));

@@ -43,9 +43,10 @@ public final class CoreSettings {
   public static final Setting<Integer> BATCH_RANKS = Setting.count("MPI_BUILD_BATCH_RANKS", "mpibuild.batchRanks",
       0, 0, 1 << 24, "`0` (every rank)", "how many ranks compile the misses of a batch build");
   public static final Setting<Integer> COMPILE_SHARE = Setting.count("MPI_BUILD_COMPILE_SHARE",
-      "mpibuild.compileShare", 2, 1, 1 << 16, "`2`", "how many ranks share a compile that the others would wait for "
-      + "(a backend that can split it: PoCL with launch shapes named); each pays the compiler's start-up, so more "
-      + "pays only with a core each; `1`: the root compiles alone");
+      "mpibuild.compileShare", 0, 0, 1 << 16, "`0` (auto)", "how many ranks share a compile that the others would "
+      + "wait for (a backend that can split it: PoCL with launch shapes named); each pays the compiler's start-up, "
+      + "so it pays only where each rank has a core: `0` is 2 unless the node has more ranks than cores, then 1; "
+      + "`1`: the root compiles alone");
   public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
       Settings.Progress.class, Settings.Progress.AUTO, "who makes the MPI calls of async builds: `auto` (a library "
       + "thread under `MPI_THREAD_MULTIPLE`, else the caller), `thread`, `caller`");

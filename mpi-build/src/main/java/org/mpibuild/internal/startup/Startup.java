@@ -24,8 +24,10 @@ import org.slf4j.LoggerFactory;
  * @param backend the open backend
  * @param caches the caches
  * @param targets the job's targets
+ * @param nodeRanks how many ranks of the communicator run on this rank's node
  */
-public record Startup(Communicator comm, Backend backend, Caches caches, JobTargets targets) implements AutoCloseable {
+public record Startup(Communicator comm, Backend backend, Caches caches, JobTargets targets, int nodeRanks)
+    implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Startup.class);
 
   /**
@@ -65,11 +67,12 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
         node.close();
         throw e;
       }
+      int nodeRanks = node.size();
       Caches caches = Caches.of(settings.cache(), node);
       JobTargets targets = JobTargets.gather(comm, b);
       log.debug("mpi-build ready: {} on {}, target {} ({} in the job), cache {}", b.id(), comm.description(),
           b.target(), targets.distinct().size(), settings.cache().enabled() ? settings.cache().dir() : "off");
-      return new Startup(comm, b, caches, targets);
+      return new Startup(comm, b, caches, targets, nodeRanks);
     } catch (RuntimeException e) {
       if (ownsComm) {
         comm.close();

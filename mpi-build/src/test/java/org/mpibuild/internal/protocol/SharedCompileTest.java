@@ -104,6 +104,22 @@ class SharedCompileTest {
   }
 
   @Test
+  void byDefaultRanksShareOnlyWhereTheNodeHasACoreForEach() throws Exception {
+    assertEquals(2, CollectiveBuild.shareRanks(0, 2, 2));
+    assertEquals(2, CollectiveBuild.shareRanks(0, 1, 64));
+    assertEquals(1, CollectiveBuild.shareRanks(0, 16, 2));
+    assertEquals(4, CollectiveBuild.shareRanks(4, 16, 2), "a value set is taken as it is");
+    List<FakeBackend> b = backends(3, 3);
+    Settings settings = sharing(null, null);
+    List<RankResult> results = CollectiveBuildTest.onRanks(new InProcessCommunicator.World(3, 10_000), 3, b::get,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, settings).onNode(3, 2)
+            .run(KernelSource.of(SOURCE), 0));
+    everyRankHasTheWholeBinary(results);
+    assertEquals(1, b.get(0).compiles.get(), "3 ranks on 2 cores: the root compiles alone");
+    assertTrue(b.stream().allMatch(x -> x.partCompiles.get() == 0));
+  }
+
+  @Test
   void asynchronousBuildsDoNotTakeTheOtherRanksCores() throws Exception {
     List<FakeBackend> b = backends(2, 2);
     Settings settings = sharing(null, null);
