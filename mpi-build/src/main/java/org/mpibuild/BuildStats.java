@@ -19,9 +19,8 @@ package org.mpibuild;
  *     did; 0 on the root, which keeps the program it compiled
  * @param binaryBytes size of the binary (the payload), in bytes; 0 in a job of one rank whose kernel was ready
  *     before its binary (made afterwards for the cache, or not at all without one: {@code docs/launch-shapes.md})
- * @param cacheFileOperations file system calls this rank made on the caches during this build (0 on ranks
- *     other than the root, except for node-local cache writes); the entry the root writes after the build
- *     returns is counted in {@link MpiBuild#statistics()}, not here
+ * @param cacheFileOperations file system calls this rank made on the caches for this build (0 on ranks
+ *     other than the root, except for node-local cache writes)
  */
 public record BuildStats(
     int rank,

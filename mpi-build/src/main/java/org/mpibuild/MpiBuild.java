@@ -304,13 +304,8 @@ public final class MpiBuild implements AutoCloseable {
    * @return the job-wide statistics, on every rank
    */
   public JobStatistics statistics() {
-    return call("statistics", true, () -> {
-      // Entries written after their builds returned belong to those builds: their file operations are counted here.
-      opened.caches().awaitStores();
-      counters.addLateFileOperations(opened.caches().takeBackgroundFileOperations());
-      return counters.reduce(comm, settings.collectiveTimeout(), settings.waiting(), opened.caches().untrustedEntries(),
-          opened.caches().trustCheckNanos());
-    });
+    return call("statistics", true, () -> counters.reduce(comm, settings.collectiveTimeout(), settings.waiting(),
+        opened.caches().untrustedEntries(), opened.caches().trustCheckNanos()));
   }
 
   /**
@@ -390,8 +385,7 @@ public final class MpiBuild implements AutoCloseable {
       async.ifStarted(AsyncBuilds::close);
       closed = true;
       try {
-        // a root may still be writing a cache entry (in the background), a job of one rank a binary made after
-        // its kernel
+        // a job of one rank may still be writing a binary made after its kernel into the cache
         opened.caches().awaitFills(settings.compileTimeout().plusSeconds(10));
         kernels.close("its MpiBuild was closed"); // before the context and queue they belong to
       } finally {

@@ -63,6 +63,8 @@ public class FakeBackend implements Backend {
   public final List<String> partsCompiled = java.util.Collections.synchronizedList(new ArrayList<>());
   /** Thrown by this rank's part compiles, if set. */
   public RuntimeException partFailure;
+  /** Thrown by this rank's join of parts, if set. */
+  public RuntimeException joinFailure;
 
   @Override
   public List<String> compileParts(KernelSource request, int ranks) {
@@ -90,6 +92,9 @@ public class FakeBackend implements Backend {
 
   @Override
   public Compilation joinParts(KernelSource request, String buildTarget, List<Compilation> parts) {
+    if (joinFailure != null) {
+      throw joinFailure;
+    }
     ByteArrayOutputStream joined = new ByteArrayOutputStream();
     parts.forEach(p -> joined.writeBytes(p.binary()));
     byte[] binary = joined.toByteArray();

@@ -120,8 +120,7 @@ final class OpenClBackend implements Backend {
       // PoCL puts specialized work-group functions into a binary only when its environment names them, and
       // it reads its environment once per process: the compile runs in a child process.
       PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex);
-      OpenClKernel kernels = (OpenClKernel) load(r.binary(), request.kernelNames());
-      return finished(request, kernels, r.binary(), r.buildLog());
+      return loaded(request, r.binary(), r.buildLog());
     }
     cl_program program = build(request.source(), request.options());
     try {
@@ -159,8 +158,12 @@ final class OpenClBackend implements Backend {
   @Override
   public Compilation joinParts(KernelSource request, String buildTarget, List<Compilation> parts) {
     byte[] binary = PoclBinary.combine(parts.stream().map(Compilation::binary).toList());
-    OpenClKernel kernels = (OpenClKernel) load(binary, request.kernelNames());
-    return finished(request, kernels, binary, parts.get(0).buildLog());
+    return loaded(request, binary, parts.get(0).buildLog());
+  }
+
+  /** A binary made for {@code request} in a compile process, loaded here. */
+  private Compilation loaded(KernelSource request, byte[] binary, String log) {
+    return finished(request, (OpenClKernel) load(binary, request.kernelNames()), binary, log);
   }
 
   /**

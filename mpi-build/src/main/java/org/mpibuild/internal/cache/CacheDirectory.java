@@ -55,10 +55,6 @@ final class CacheDirectory {
   final boolean writable;
   final String writeRefusal;
   private final AtomicLong fileOps = new AtomicLong();
-  /** File system calls made on a cache-fill thread ({@link Caches#inBackground}): counted apart, never in a call's. */
-  private final AtomicLong backgroundOps = new AtomicLong();
-  /** Whether this thread is a cache-fill thread. */
-  static final ThreadLocal<Boolean> FILLING = ThreadLocal.withInitial(() -> false);
   /** Entries refused for want of a trusted signature. */
   final AtomicLong untrusted = new AtomicLong();
   /** Time spent deciding whether entries are trusted. */
@@ -242,13 +238,9 @@ final class CacheDirectory {
     return fileOps.get();
   }
 
-  long backgroundFileOperations() {
-    return backgroundOps.get();
-  }
-
-  /** Counts one file system call: a call's, or a cache-fill thread's. */
+  /** Counts one file system call. */
   void op() {
-    (FILLING.get() ? backgroundOps : fileOps).incrementAndGet();
+    fileOps.incrementAndGet();
   }
 
   Path entryFile(String key) {

@@ -26,8 +26,6 @@ public final class Caches implements AutoCloseable {
   private boolean nodeOpened;
   /** Stores waiting for a binary made after its program ({@link #whenComplete}); close waits for them. */
   private final List<Thread> fills = new ArrayList<>();
-  /** Of those, the stores of a binary already made ({@link #inBackground}): they take milliseconds. */
-  private final List<Thread> stores = new ArrayList<>();
 
   private Caches(CacheSettings settings, Communicator nodeComm) {
     this.settings = settings;
@@ -94,24 +92,9 @@ public final class Caches implements AutoCloseable {
     return (shared == null ? 0 : shared.trustCheckNanos()) + (node == null ? 0 : node.trustCheckNanos());
   }
 
-  /** File system calls made by the calls that use these caches (a build's lookups, locks and stores). */
   public synchronized long fileOperations() {
     return (shared == null ? 0 : shared.fileOperations()) + (node == null ? 0 : node.fileOperations());
   }
-
-  /**
-   * File system calls made by cache-fill threads ({@link #inBackground}) since the last time this was asked: the
-   * entries written after their calls returned. Wait for them first ({@link #awaitFills}) to count them all.
-   */
-  public synchronized long takeBackgroundFileOperations() {
-    long all = (shared == null ? 0 : shared.backgroundFileOperations())
-        + (node == null ? 0 : node.backgroundFileOperations());
-    long taken = all - backgroundTaken;
-    backgroundTaken = all;
-    return taken;
-  }
-
-  private long backgroundTaken;
 
   /**
    * Runs {@code then} with {@code envelope} now, or, for a pending envelope, on a thread of its own with the
@@ -124,16 +107,7 @@ public final class Caches implements AutoCloseable {
       then.accept(envelope);
       return;
     }
-    inBackground(envelope, then, onNoThread);
-  }
-
-  /**
-   * {@link #whenComplete(Envelope, Consumer, AutoCloseable)}, always on a thread of its own: for a store that the
-   * caller's next step (its ready kernel) need not wait for. {@link #awaitFills} waits for it.
-   */
-  public void inBackground(Envelope envelope, Consumer<Envelope> then, AutoCloseable onNoThread) {
     Thread t = new Thread(() -> {
-      CacheDirectory.FILLING.set(true);
       Envelope complete = null;
       try {
         complete = envelope.awaitMade();
@@ -145,7 +119,6 @@ public final class Caches implements AutoCloseable {
         } finally {
           synchronized (this) {
             fills.remove(Thread.currentThread());
-            stores.remove(Thread.currentThread());
           }
         }
       }
@@ -153,16 +126,12 @@ public final class Caches implements AutoCloseable {
     t.setDaemon(true);
     synchronized (this) {
       fills.add(t);
-      if (!envelope.isPending()) {
-        stores.add(t);
-      }
     }
     try {
       t.start();
     } catch (RuntimeException | Error e) {
       synchronized (this) {
         fills.remove(t);
-        stores.remove(t);
       }
       if (onNoThread != null) {
         try {
@@ -178,25 +147,6 @@ public final class Caches implements AutoCloseable {
   /** {@link #whenComplete(Envelope, Consumer, AutoCloseable)} with nothing to close. */
   public void whenComplete(Envelope envelope, Consumer<Envelope> then) {
     whenComplete(envelope, then, null);
-  }
-
-  /**
-   * Waits for the entries being written whose binary is already made (not those of a binary still being made in
-   * the background), so that their file operations can be counted ({@link #takeBackgroundFileOperations}).
-   */
-  public void awaitStores() {
-    List<Thread> pending;
-    synchronized (this) {
-      pending = new ArrayList<>(stores);
-    }
-    for (Thread t : pending) {
-      try {
-        t.join();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-    }
   }
 
   /**
@@ -228,15 +178,10 @@ public final class Caches implements AutoCloseable {
     return settings;
   }
 
-  /** Waits for the entries still being written (at most 10 minutes: {@link #awaitFills}), then closes. */
   @Override
   public void close() {
-    try {
-      awaitFills(Duration.ofMinutes(10));
-    } finally {
-      if (nodeComm != null) {
-        nodeComm.close();
-      }
+    if (nodeComm != null) {
+      nodeComm.close();
     }
   }
 }

@@ -98,14 +98,9 @@ public final class KernelCache {
     return d.trustCheckNanos.get();
   }
 
-  /** How many file system calls this object has made, but for those of cache-fill threads. */
+  /** How many file system calls this object has made. */
   public long fileOperations() {
     return d.fileOperations();
-  }
-
-  /** How many file system calls cache-fill threads made through this object ({@link Caches#inBackground}). */
-  public long backgroundFileOperations() {
-    return d.backgroundFileOperations();
   }
 
   /**

@@ -144,17 +144,18 @@ final class BinarySource {
         }
         Obtained built = compileOrShare(request, target, key, alone, kept(shared), ranks);
         // The entry is written, and the lock released, once the binary is on its way to the other ranks (or,
-        // made later, once it is made), on a thread of its own: the signature and the fsyncs are then off the path
-        // to every rank's ready kernel, the root's included (about 140 ms in a new JVM). Closing waits for it.
+        // made later, once it is made): the fsyncs are then off the path to every rank's ready kernel. A failure
+        // of the library's own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null).
         String entryKey = key;
         LockFile held = lock;
         lock = null;
         return built.then(sent -> {
-          if (sent == null) { // a shared compile that never finished: nothing to keep
-            held.close();
-            return;
+          if (sent == null || sent.status() == Envelope.Status.INTERNAL_ERROR) {
+            try (LockFile ignored = held) { // null where no lock could be taken
+              return;
+            }
           }
-          caches.inBackground(sent, complete -> {
+          caches.whenComplete(sent, complete -> {
             try (LockFile ignored = held) {
               if (complete != null) {
                 shared.store(entryKey, complete);
@@ -260,6 +261,11 @@ final class BinarySource {
     } catch (CompileException | IllegalArgumentException | TimeoutException e) {
       return failed(request, target, key, e);
     }
+  }
+
+  /** {@link #compile} of the whole request, for a root that shares a compile whose parts do not join. */
+  Obtained compileWhole(KernelSource request, String target, String key) {
+    return compile(request, target, key, false, true);
   }
 
   /** What the root sends for a compilation with its binary (which it keeps loaded, if it has a program). */

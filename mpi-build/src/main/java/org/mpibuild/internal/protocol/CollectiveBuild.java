@@ -348,6 +348,7 @@ public final class CollectiveBuild {
       throw e;
     }
     String target = plan.metadata().target();
+    plan.payload().release(); // read: a receiver's lent buffer goes back to the pool
     int size = dist.size();
     int mine = Math.floorMod(dist.rank() - slot.owner, size);
     Envelope part = null;
@@ -370,8 +371,9 @@ public final class CollectiveBuild {
       }
     }
     if (slot.mine) {
+      BinarySource.Obtained result = slot.obtained.sharing().finish(others, owners);
       slot.shareNanos = System.nanoTime() - s0;
-      slot.obtained = slot.obtained.sharing().finish(others, owners).took(slot.obtained.nanos() + slot.shareNanos);
+      slot.obtained = result.took(slot.obtained.nanos() + slot.shareNanos);
     }
     return broadcaster.broadcast(dist, slot.mine ? slot.obtained.envelope() : null, slot.owner, load);
   }

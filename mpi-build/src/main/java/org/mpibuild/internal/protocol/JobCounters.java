@@ -51,11 +51,6 @@ public final class JobCounters {
     v[LOAD_NS] += s.loadNanos();
   }
 
-  /** Adds the file operations of entries written after their builds returned (on cache-fill threads). */
-  public synchronized void addLateFileOperations(long ops) {
-    v[CACHE_FILE_OPS] += ops;
-  }
-
   /** A copy of the counters, indexed by the constants above. */
   public synchronized long[] toArray() {
     return v.clone();

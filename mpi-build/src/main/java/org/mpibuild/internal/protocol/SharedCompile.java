@@ -5,7 +5,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import org.mpibuild.CompileException;
@@ -25,10 +27,10 @@ import org.slf4j.LoggerFactory;
  * each compile one ({@link Backend#compilePart}), and the root joins them ({@link Backend#joinParts}) into the
  * binary it would have made alone, which then goes to every rank as any other.
  *
- * <p>Nothing is lost to a rank whose part fails or arrives corrupt: the root compiles that part itself. A
- * failure of the root's own part (the source does not compile, the compile timed out) is the build's failure,
- * as it would have been alone. What waits for the result (the cache's entry and lock) gets it once it is on its
- * way, or nothing if the compile is abandoned.
+ * <p>Nothing is lost to a rank whose part fails or arrives corrupt: the root compiles that part itself; to parts
+ * that do not join, the root compiles the whole request. A failure of the root's own part (the source does not
+ * compile, the compile timed out) is the build's failure, as it would have been alone. What waits for the result
+ * (the cache's entry and lock) gets it once it is on its way, or nothing if the compile is abandoned.
  */
 final class SharedCompile {
   private static final Logger log = LoggerFactory.getLogger(SharedCompile.class);
@@ -43,6 +45,8 @@ final class SharedCompile {
   private final Envelope plan;
   private final long started = System.nanoTime();
   private final Future<Compilation> rootPart;
+  /** Counted down when the root's part has ended, whichever way. */
+  private final CountDownLatch partEnded = new CountDownLatch(1);
   private final List<Consumer<Envelope>> next = new ArrayList<>();
   private boolean ended;
 
@@ -56,7 +60,13 @@ final class SharedCompile {
     this.parts = List.copyOf(parts);
     this.plan = Envelope.share(Envelope.Metadata.built(backend.id(), target, request.kernelNames(), request.options(),
         "", key, backend.compilerIdentity(target)), Payload.copyOf(encode(this.parts)));
-    this.rootPart = source.submit(() -> backend.compilePart(request, target, this.parts.get(0)));
+    this.rootPart = source.submit(() -> {
+      try {
+        return backend.compilePart(request, target, this.parts.get(0));
+      } finally {
+        partEnded.countDown();
+      }
+    });
   }
 
   /** The announcement every rank receives: the parts, and the target they are built for. */
@@ -76,9 +86,9 @@ final class SharedCompile {
    */
   BinarySource.Obtained finish(List<Envelope> others, List<Integer> owners) {
     BinarySource.Obtained result;
-    List<Compilation> compiled = new ArrayList<>(parts.size());
     try {
-      compiled.add(source.within(rootPart, left()));
+      List<Compilation> compiled = new ArrayList<>(parts.size());
+      compiled.add(withBinary(source.within(rootPart, left())));
       log.debug("shared compile of {}: the root's part took {} ms, the parts of ranks {} are in", request.kernelNames(),
           (System.nanoTime() - started) / 1_000_000, owners);
       for (int k = 1; k < parts.size(); k++) {
@@ -91,9 +101,18 @@ final class SharedCompile {
         log.warn("part {} of {} of the shared compile of {} failed on rank {} ({}); the root compiles it", k + 1,
             parts.size(), request.kernelNames(), owners.get(k - 1), why);
         String part = parts.get(k);
-        compiled.add(source.compileWithin(() -> source.backend().compilePart(request, target, part), left()));
+        compiled.add(withBinary(source.compileWithin(() -> source.backend().compilePart(request, target, part),
+            left())));
       }
-      result = source.built(request, target, key, source.backend().joinParts(request, target, compiled));
+      Compilation joined = null;
+      try {
+        joined = source.backend().joinParts(request, target, compiled);
+      } catch (RuntimeException e) {
+        log.warn("the parts of the shared compile of {} do not join ({}); the root compiles the whole request",
+            request.kernelNames(), RankFailure.describe(e));
+      }
+      result = joined != null ? source.built(request, target, key, withBinary(joined))
+          : source.compileWhole(request, target, key);
     } catch (CompileException | IllegalArgumentException | TimeoutException e) {
       result = source.failed(request, target, key, e);
     } catch (RuntimeException | Error e) {
@@ -103,17 +122,35 @@ final class SharedCompile {
     ended = true;
     Envelope sent = result.envelope();
     List<Consumer<Envelope>> after = List.copyOf(next);
-    return new BinarySource.Obtained(sent, result.program(), true, false, () -> after.forEach(n -> n.accept(sent)), 0,
-        null);
+    return new BinarySource.Obtained(sent, result.program(), result.compiled(), false,
+        () -> after.forEach(n -> n.accept(sent)), 0, null);
   }
 
-  /** Ends a shared compile that will never finish: the root's part is stopped, and what waited gets nothing. */
+  private Compilation withBinary(Compilation c) {
+    if (c.binary() == null) {
+      BinarySource.release(c);
+      throw new IllegalStateException("the backend " + source.backend().id() + " returned no binary for a part");
+    }
+    return c;
+  }
+
+  /**
+   * Ends a shared compile that will never finish: the root's part is stopped (a compile process is killed) and
+   * waited for, so that nothing uses the backend after the call; what waited for a result gets none.
+   */
   void abandon() {
     if (ended) {
       return;
     }
     ended = true;
     rootPart.cancel(true);
+    try {
+      if (!partEnded.await(10, TimeUnit.SECONDS)) {
+        log.warn("the root's part of an abandoned shared compile of {} is still running", request.kernelNames());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     next.forEach(n -> n.accept(null));
   }
 

@@ -141,6 +141,14 @@ class SharedCompileTest {
   }
 
   @Test
+  void partsThatDoNotJoinAreReplacedByTheRootsWholeCompile() throws Exception {
+    List<FakeBackend> b = backends(2, 2);
+    b.get(0).joinFailure = new IllegalArgumentException("PoCL binaries of different programs (test)");
+    everyRankHasTheWholeBinary(job(b, sharing(null, null), SOURCE, 0));
+    assertEquals(1, b.get(0).compiles.get());
+  }
+
+  @Test
   void aSourceThatDoesNotCompileFailsEveryRankWithTheRootsError() throws Exception {
     List<FakeBackend> b = backends(3, 3);
     b.forEach(x -> x.buildLog = "\nnote: the log");
