@@ -116,8 +116,8 @@ public final class CollectiveBuild {
 
   /**
    * This protocol for a rank whose node runs {@code nodeRanks} ranks of the communicator on {@code nodeCores}
-   * online processors: where ranks outnumber cores, a part compiled on another rank only competes with the root's
-   * (measured: no gain in time at 16 ranks on 2 cores, and one more compiler start-up of CPU), so
+   * online processors: where ranks outnumber cores, a part compiled on another rank competes with the root's
+   * (measured at 16 ranks on 2 cores: no clear gain in time, one more compiler start-up of CPU), so
    * {@code MPI_BUILD_COMPILE_SHARE}'s auto shares nothing there.
    */
   public CollectiveBuild onNode(int nodeRanks, int nodeCores) {
