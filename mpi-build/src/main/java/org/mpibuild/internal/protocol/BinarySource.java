@@ -143,26 +143,9 @@ final class BinarySource {
           return hit;
         }
         Obtained built = compileOrShare(request, target, key, alone, kept(shared), ranks);
-        // The entry is written, and the lock released, once the binary is on its way to the other ranks (or,
-        // made later, once it is made): the fsyncs are then off the path to every rank's ready kernel. A failure
-        // of the library's own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null).
-        String entryKey = key;
         LockFile held = lock;
         lock = null;
-        return built.then(sent -> {
-          if (sent == null || sent.status() == Envelope.Status.INTERNAL_ERROR) {
-            try (LockFile ignored = held) { // null where no lock could be taken
-              return;
-            }
-          }
-          caches.whenComplete(sent, complete -> {
-            try (LockFile ignored = held) {
-              if (complete != null) {
-                shared.store(entryKey, complete);
-              }
-            }
-          }, held);
-        });
+        return built.then(storeOnceSent(shared, key, held));
       } finally {
         if (lock != null) {
           lock.close();
@@ -175,6 +158,30 @@ final class BinarySource {
       log.warn("the root failed unexpectedly", e);
       return failed(Envelope.Status.INTERNAL_ERROR, request, target, key, "", RankFailure.describe(e));
     }
+  }
+
+  /**
+   * The entry is written, and the lock released, once the binary is on its way to the other ranks (or, made later,
+   * once it is made): the fsyncs are then off the path to every rank's ready kernel. A failure of the library's
+   * own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null).
+   *
+   * @param held the entry's lock; null where none could be taken
+   */
+  private Consumer<Envelope> storeOnceSent(KernelCache shared, String key, LockFile held) {
+    return sent -> {
+      if (sent == null || sent.status() == Envelope.Status.INTERNAL_ERROR) {
+        try (LockFile ignored = held) {
+          return;
+        }
+      }
+      caches.whenComplete(sent, complete -> {
+        try (LockFile ignored = held) {
+          if (complete != null) {
+            shared.store(key, complete);
+          }
+        }
+      }, held);
+    };
   }
 
   /** A usable entry of {@code cache}, loaded on the root; null on a miss or an entry the device refuses. */

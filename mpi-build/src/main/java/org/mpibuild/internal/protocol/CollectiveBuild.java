@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.mpibuild.BuildStats;
-import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.agreement.RequestAgreement;
@@ -74,14 +73,8 @@ public final class CollectiveBuild {
   private final BinarySource source;
   private final EnvelopeBroadcast broadcaster;
   private final Backoff waiting;
-  /**
-   * How many ranks may share a compile the others would wait for ({@link SharedCompile}; 1: none): not in
-   * asynchronous builds, whose ranks are meant to go on with the program's work meanwhile ({@link #over}); else
-   * {@code MPI_BUILD_COMPILE_SHARE}, whose 0 (auto) is 2 unless the node has more ranks than cores
-   * ({@link #onNode}).
-   */
-  private int shareRanks;
-  private final int shareSetting;
+  /** Whether and with how many ranks this protocol shares a compile ({@link ShareSteps}). */
+  private final ShareSteps sharing;
 
   /** A protocol without cache; gathers the job's targets (collective). */
   public CollectiveBuild(Communicator comm, Backend backend, Settings settings) {
@@ -110,24 +103,14 @@ public final class CollectiveBuild {
     this.source = new BinarySource(backend, settings, caches);
     this.waiting = settings.waiting();
     this.broadcaster = new EnvelopeBroadcast(settings, waiting);
-    this.shareSetting = CoreSettings.COMPILE_SHARE.read(settings.source());
-    this.shareRanks = shareRanks(shareSetting, 1, 1);
+    this.sharing = new ShareSteps(CoreSettings.COMPILE_SHARE.read(settings.source()), comm, source, broadcaster,
+        targets);
   }
 
-  /**
-   * This protocol for a rank whose node runs {@code nodeRanks} ranks of the communicator on {@code nodeCores}
-   * online processors: where ranks outnumber cores, a part compiled on another rank competes with the root's
-   * (measured at 16 ranks on 2 cores: no clear gain in time, one more compiler start-up of CPU), so
-   * {@code MPI_BUILD_COMPILE_SHARE}'s auto shares nothing there.
-   */
+  /** This protocol on a node of {@code nodeRanks} ranks and {@code nodeCores} processors ({@link ShareSteps#onNode}). */
   public CollectiveBuild onNode(int nodeRanks, int nodeCores) {
-    shareRanks = shareRanks(shareSetting, nodeRanks, nodeCores);
+    sharing.onNode(nodeRanks, nodeCores);
     return this;
-  }
-
-  /** {@code MPI_BUILD_COMPILE_SHARE}'s value where it is set (above 0); else 2 with a core per rank, else 1. */
-  static int shareRanks(int setting, int nodeRanks, int nodeCores) {
-    return setting > 0 ? setting : nodeRanks <= nodeCores ? 2 : 1;
   }
 
   /**
@@ -137,7 +120,7 @@ public final class CollectiveBuild {
   public CollectiveBuild over(UnaryOperator<Communicator> wrap) {
     CollectiveBuild async = new CollectiveBuild(wrap.apply(comm), backend, settings, caches, counters,
         targets.over(wrap), recorder);
-    async.shareRanks = 1;
+    async.sharing.off();
     return async;
   }
 
@@ -211,7 +194,7 @@ public final class CollectiveBuild {
     // Alone (one rank, loading), nobody waits for the binary: the program may come first and the binary later.
     boolean alone = load && comm.size() == 1;
     // A single request that every rank loads: the ranks that would wait for the root may share its compile.
-    int sharers = load && !batch && requests.size() == 1 ? Math.min(shareRanks, dist.size()) : 1;
+    int sharers = load && !batch && requests.size() == 1 ? sharing.ranks(dist.size()) : 1;
     try (RootWorker work = new RootWorker(source, rank, targets.buildTargets(), settings.compileTimeout(), requests,
         owners, order, dist.rank(), load, alone, sharers)) {
       List<Slot> slots = new ArrayList<>(requests.size());
@@ -232,49 +215,6 @@ public final class CollectiveBuild {
   }
 
   /**
-   * One request as this rank goes through the call: who obtains it, what this rank obtained (as its owner)
-   * or received, and how long each step took.
-   */
-  private static final class Slot {
-    final int index;
-    final KernelSource request;
-    /** The owner's rank in the distribution communicator, and in the job. */
-    final int owner;
-    final int jobRoot;
-    final boolean mine;
-    BinarySource.Obtained obtained;
-    /** Null if it arrived corrupt; {@link #problem} says why. */
-    Envelope envelope;
-    String problem;
-    long waitNanos;
-    long broadcastNanos;
-    /** On the root of a shared compile: from its plan's broadcast to its result's (counted in the compile). */
-    long shareNanos;
-    LoadedProgram program;
-    long loadNanos;
-
-    Slot(int index, KernelSource request, int owner, int jobRoot, boolean mine) {
-      this.index = index;
-      this.request = request;
-      this.owner = owner;
-      this.jobRoot = jobRoot;
-      this.mine = mine;
-    }
-
-    boolean built() {
-      return envelope != null && envelope.status() == Envelope.Status.OK;
-    }
-
-    boolean compiled() {
-      return mine && obtained.compiled();
-    }
-
-    boolean cacheHit() {
-      return mine && obtained.cacheHit();
-    }
-  }
-
-  /**
    * Broadcasts one request's envelope from its owner, which obtains it first (from its worker), and keeps
    * what arrived; tells the listener, if any.
    */
@@ -289,8 +229,15 @@ public final class CollectiveBuild {
     try {
       received = broadcaster.broadcast(dist, sent, slot.owner, load); // a loaded binary's kernel releases it
       if ((slot.mine ? sent.status() : received.header().status()) == Envelope.Status.SHARE) {
-        received = share(slot, dist, sent, received, load);
-        sent = slot.mine ? slot.obtained.envelope() : null;
+        long s0 = System.nanoTime();
+        BinarySource.Obtained result = sharing.exchange(dist, slot, slot.mine ? sent : received.envelope(),
+            received == null ? null : received.problem());
+        if (slot.mine) {
+          slot.shareNanos = System.nanoTime() - s0;
+          slot.obtained = result.took(slot.obtained.nanos() + slot.shareNanos);
+          sent = slot.obtained.envelope();
+        }
+        received = broadcaster.broadcast(dist, sent, slot.owner, load);
       }
     } finally {
       if (slot.mine) {
@@ -321,61 +268,6 @@ public final class CollectiveBuild {
           .cacheHit(slot.cacheHit()).binaryBytes(arrived.payload().length()).build();
       listener.accept(new Entry(slot.index, slot.request, arrived, null, stats));
     }
-  }
-
-  /**
-   * A compile the root shares ({@link SharedCompile}), after its plan went out: each rank with a part compiles
-   * it, and the parts go out from their owners in order (part k from the k-th rank after the root); the root
-   * joins them, and its result goes out as any other. Returns what arrived of the result (null on the root).
-   * A plan that arrived corrupt leaves this rank unable to keep in step with the others: it ends the job.
-   */
-  private EnvelopeBroadcast.Received share(Slot slot, Communicator dist, Envelope sentPlan,
-      EnvelopeBroadcast.Received receivedPlan, boolean load) {
-    long s0 = System.nanoTime();
-    Envelope plan = slot.mine ? sentPlan : receivedPlan.envelope();
-    List<String> parts;
-    try {
-      if (plan == null) {
-        throw new CorruptBinaryException(receivedPlan.problem());
-      }
-      parts = SharedCompile.parts(plan);
-      if (parts.size() > dist.size()) {
-        throw new CorruptBinaryException("the plan has " + parts.size() + " parts for " + dist.size() + " ranks");
-      }
-    } catch (CorruptBinaryException e) {
-      dist.abort("mpi-build: rank " + comm.rank() + " received a corrupt plan of a shared compile from root "
-          + slot.jobRoot + ": " + e.getMessage(), 3);
-      throw e;
-    }
-    String target = plan.metadata().target();
-    plan.payload().release(); // read: a receiver's lent buffer goes back to the pool
-    int size = dist.size();
-    int mine = Math.floorMod(dist.rank() - slot.owner, size);
-    Envelope part = null;
-    if (mine > 0 && mine < parts.size()) {
-      long p0 = System.nanoTime();
-      part = source.compilePart(slot.request, target, parts.get(mine));
-      log.debug("compiled part {} of {} of the shared compile of {} in {} ms", mine + 1, parts.size(),
-          slot.request.kernelNames(), ms(System.nanoTime() - p0));
-    }
-    List<Envelope> others = new ArrayList<>();
-    List<Integer> owners = new ArrayList<>();
-    for (int k = 1; k < parts.size(); k++) {
-      int owner = (slot.owner + k) % size;
-      EnvelopeBroadcast.Received r = broadcaster.broadcast(dist, k == mine ? part : null, owner, false);
-      if (slot.mine) {
-        log.debug("part {} of {} arrived from rank {} after {} ms", k + 1, parts.size(), targets.jobRank(owner),
-            ms(System.nanoTime() - s0));
-        others.add(r.envelope() != null && r.problem() == null ? r.envelope() : null);
-        owners.add(targets.jobRank(owner));
-      }
-    }
-    if (slot.mine) {
-      BinarySource.Obtained result = slot.obtained.sharing().finish(others, owners);
-      slot.shareNanos = System.nanoTime() - s0;
-      slot.obtained = result.took(slot.obtained.nanos() + slot.shareNanos);
-    }
-    return broadcaster.broadcast(dist, slot.mine ? slot.obtained.envelope() : null, slot.owner, load);
   }
 
   private Envelope.Metadata failureMetadata(String error) {

@@ -59,14 +59,9 @@ public final class Envelope {
   /** Largest error message carried, in UTF-8 bytes, cut the same way. */
   public static final int MAX_ERROR_BYTES = 1 << 20;
 
-  /** Outcome carried by an envelope. */
+  /** Outcome carried by an envelope; {@code SHARE} is none, but a root's plan to share its compile ({@link #share}). */
   public enum Status {
-    OK(0), COMPILE_FAILED(1), INVALID_REQUEST(2), INTERNAL_ERROR(3), COMPILE_TIMED_OUT(4),
-    /**
-     * Not a result: the root missed every cache and shares the compile; the payload is the plan
-     * ({@link #share}), and the envelope with the result follows once the parts are joined.
-     */
-    SHARE(5);
+    OK(0), COMPILE_FAILED(1), INVALID_REQUEST(2), INTERNAL_ERROR(3), COMPILE_TIMED_OUT(4), SHARE(5);
 
     private final int code;
 
@@ -234,10 +229,9 @@ public final class Envelope {
   }
 
   /**
-   * The envelope of a binary that is still being made, or made only if asked for, on the one rank that runs
-   * its program ({@code Backend.compileAlone}): status OK, no payload; {@link #complete} gives the envelope
-   * with the binary. It is never sent with a payload, and never stored: what stores an entry waits for the
-   * complete one ({@link #awaitMade}).
+   * The envelope of a binary still being made, or made only if asked for, on the one rank that runs its program
+   * ({@code Backend.compileAlone}): status OK, no payload, never sent nor stored; {@link #complete} and
+   * {@link #awaitMade} give the envelope with the binary.
    */
   public static Envelope pending(Metadata metadata, Completion completion) {
     Payload empty = Payload.empty();
@@ -255,8 +249,7 @@ public final class Envelope {
   }
 
   /**
-   * This envelope; for a pending one, {@link Completion#complete}: the complete envelope, waited for or made.
-   *
+   * This envelope; for a pending one, the complete one, waited for or made ({@link Completion#complete}).
    * @throws IllegalStateException if the binary cannot be made, saying why
    */
   public Envelope complete() {
@@ -268,10 +261,7 @@ public final class Envelope {
     return new Envelope(Status.OK, metadata, payload, payload.sha256());
   }
 
-  /**
-   * The root's announcement that it shares a compile between ranks: status {@link Status#SHARE}, the plan as
-   * the payload. Never stored, never loaded: the envelope with the joined binary follows.
-   */
+  /** A root's plan to share its compile between ranks (the payload): never stored, never loaded. */
   public static Envelope share(Metadata metadata, Payload plan) {
     return new Envelope(Status.SHARE, metadata, plan, plan.sha256());
   }
@@ -287,7 +277,6 @@ public final class Envelope {
 
   /**
    * Assembles a received envelope and checks the payload against the header's length and digest.
-   *
    * @throws CorruptBinaryException if the payload does not match
    */
   public static Envelope received(Header header, Metadata metadata, Payload payload) {

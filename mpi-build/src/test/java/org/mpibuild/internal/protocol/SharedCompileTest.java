@@ -105,10 +105,10 @@ class SharedCompileTest {
 
   @Test
   void byDefaultRanksShareOnlyWhereTheNodeHasACoreForEach() throws Exception {
-    assertEquals(2, CollectiveBuild.shareRanks(0, 2, 2));
-    assertEquals(2, CollectiveBuild.shareRanks(0, 1, 64));
-    assertEquals(1, CollectiveBuild.shareRanks(0, 16, 2));
-    assertEquals(4, CollectiveBuild.shareRanks(4, 16, 2), "a value set is taken as it is");
+    assertEquals(2, ShareSteps.ranks(0, 2, 2));
+    assertEquals(2, ShareSteps.ranks(0, 1, 64));
+    assertEquals(1, ShareSteps.ranks(0, 16, 2));
+    assertEquals(4, ShareSteps.ranks(4, 16, 2), "a value set is taken as it is");
     List<FakeBackend> b = backends(3, 3);
     Settings settings = sharing(null, null);
     List<RankResult> results = CollectiveBuildTest.onRanks(new InProcessCommunicator.World(3, 10_000), 3, b::get,
