@@ -34,7 +34,8 @@ import org.slf4j.LoggerFactory;
  *       tells every rank whether all asked for the same kernel. Only on a mismatch, an all-gather of the
  *       fingerprints lets every rank name the same differing ranks and throw the same error. A bad value
  *       (an out-of-range root, an empty source) is never used in an MPI call.
- *   <li><b>Compile.</b> The root compiles. Any failure becomes an error envelope instead of an exception,
+ *   <li><b>Compile.</b> The root compiles, or shares its compile with the ranks that would wait for it
+ *       ({@link ShareSteps}). Any failure becomes an error envelope instead of an exception,
  *       so that the root still takes part in the broadcast.
  *   <li><b>Broadcast.</b> A first message of fixed size: the header (status, lengths, digest), then as
  *       much metadata and payload as fit, so that a small kernel travels in one broadcast; then the rest
