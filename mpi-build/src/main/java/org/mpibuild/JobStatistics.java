@@ -11,7 +11,7 @@ import java.util.Locale;
  * @param compiles compiles that really ran, summed over ranks (failed ones included)
  * @param cacheHits builds whose root found the binary in a cache
  * @param cacheMisses builds whose root looked in a cache and had to compile
- * @param bytesBroadcast binary bytes the roots broadcast
+ * @param bytesBroadcast binary bytes the roots broadcast, and the parts of shared compiles their ranks sent
  * @param cacheFileOperations file system calls made on the caches, summed over ranks
  * @param untrustedEntries cache entries refused (and rebuilt) because no trusted key signed them, summed over
  *     ranks

@@ -355,7 +355,7 @@ public final class CollectiveBuild {
           .waitNanos(slot.waitNanos).broadcastNanos(slot.broadcastNanos).loadNanos(slot.loadNanos)
           .binaryBytes(slot.envelope.payload().length()).cacheFileOperations(slot.index == 0 ? fileOps : 0).build();
       if (slot.built()) {
-        counters.add(stats, slot.mine && shared ? slot.envelope.payload().length() : 0);
+        counters.add(stats, (slot.mine && shared ? slot.envelope.payload().length() : 0) + slot.partBytes);
       }
       entries.add(new Entry(slot.index, slot.request, slot.envelope, slot.program, stats));
       log.debug("built {} from rank {}: {} bytes, compile {} ms, broadcast {} ms, load {} ms",

@@ -86,6 +86,7 @@ final class ShareSteps {
     if (mine > 0 && mine < parts.size()) {
       long p0 = System.nanoTime();
       part = source.compilePart(slot.request, target, parts.get(mine));
+      slot.partBytes = part.payload().length();
       log.debug("compiled part {} of {} of the shared compile of {} in {} ms", mine + 1, parts.size(),
           slot.request.kernelNames(), (System.nanoTime() - p0) / 1_000_000);
     }

@@ -23,6 +23,8 @@ final class Slot {
   long broadcastNanos;
   /** On the root of a shared compile: from its plan's broadcast to its result's (counted in the compile). */
   long shareNanos;
+  /** On a rank that compiled a part of a shared compile: the bytes of the part it sent. */
+  long partBytes;
   LoadedProgram program;
   long loadNanos;
 

@@ -77,6 +77,18 @@ class SharedCompileTest {
   }
 
   @Test
+  void thePartsBytesAreCountedWhereTheyWereSent() throws Exception {
+    List<FakeBackend> b = backends(2, 2);
+    Settings settings = sharing(null, null);
+    List<JobCounters> counters = List.of(new JobCounters(), new JobCounters());
+    everyRankHasTheWholeBinary(CollectiveBuildTest.onRanks(new InProcessCommunicator.World(2, 10_000), 2, b::get,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, settings, org.mpibuild.internal.cache.Caches.none(),
+            counters.get(rank)).run(KernelSource.of(SOURCE), 0)));
+    assertEquals(1000, counters.get(0).toArray()[JobCounters.BYTES_BROADCAST], "the root sent the joined binary");
+    assertEquals(500, counters.get(1).toArray()[JobCounters.BYTES_BROADCAST], "rank 1 sent its half");
+  }
+
+  @Test
   void theSettingCapsTheRanksThatSharePartsGoInTurnAfterTheRoot() throws Exception {
     List<FakeBackend> b = backends(5, 8);
     everyRankHasTheWholeBinary(job(b, sharing(3, null), SOURCE, 3));
