@@ -5,11 +5,8 @@ import static org.mpibuild.opencl.PoclSpecialization.EXIT_INVALID_OPTIONS;
 import static org.mpibuild.opencl.PoclSpecialization.EXIT_TOO_MANY_STAND_INS;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -44,7 +41,7 @@ final class PoclCompileProcess {
     try {
       cl_program program = backend.build(Files.readString(dir.resolve("source.cl")), Files.readString(dir.resolve("options")));
       Files.writeString(dir.resolve("build.log"), backend.buildLog(program));
-      Map<String, Set<String>> named = readNamed(dir.resolve("named"));
+      Map<String, Set<String>> named = PoclSpecialization.pairs(Files.readString(dir.resolve("named")));
       List<String> union = List.of(System.getenv("POCL_BINARY_SPECIALIZE_WG").split(","));
       List<String> kernels = OpenClBackend.definedKernels(program);
       if ((long) kernels.size() * (union.size() + 1) > Integer.parseInt(args[3])) {
@@ -75,15 +72,6 @@ final class PoclCompileProcess {
       backend.close();
     }
     System.exit(exit);
-  }
-
-  private static Map<String, Set<String>> readNamed(Path file) throws IOException {
-    Map<String, Set<String>> out = new LinkedHashMap<>();
-    for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
-      int tab = line.indexOf('\t');
-      out.computeIfAbsent(line.substring(0, tab), k -> new LinkedHashSet<>()).add(line.substring(tab + 1));
-    }
-    return out;
   }
 
   /**

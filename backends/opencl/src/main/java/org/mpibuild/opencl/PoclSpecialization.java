@@ -193,7 +193,7 @@ final class PoclSpecialization {
    */
   static List<String> parts(KernelSource request, int ranks) {
     List<String> pairs = new ArrayList<>();
-    perKernel(request.launchShapes()).forEach((kernel, specs) -> specs.forEach(spec -> pairs.add(kernel + '\t' + spec)));
+    perKernel(request.launchShapes()).forEach((kernel, specs) -> specs.forEach(spec -> pairs.add(pair(kernel, spec))));
     int n = Math.min(ranks, pairs.size());
     if (n < 2) {
       return List.of();
@@ -203,7 +203,7 @@ final class PoclSpecialization {
       parts.add(new StringBuilder());
     }
     for (int i = 0; i < pairs.size(); i++) {
-      parts.get(i % n).append(pairs.get(i)).append('\n');
+      parts.get(i % n).append(pairs.get(i));
     }
     return parts.stream().map(StringBuilder::toString).toList();
   }
@@ -216,18 +216,33 @@ final class PoclSpecialization {
    */
   static Result compilePart(KernelSource request, String part, int platformIndex, int deviceIndex) {
     Map<String, Set<String>> all = perKernel(request.launchShapes());
-    Map<String, Set<String>> mine = new LinkedHashMap<>();
-    for (String line : part.split("\n")) {
-      int tab = line.indexOf('\t');
-      String kernel = tab < 0 ? line : line.substring(0, tab);
-      String spec = tab < 0 ? "" : line.substring(tab + 1);
+    Map<String, Set<String>> mine = pairs(part);
+    mine.forEach((kernel, specs) -> specs.forEach(spec -> {
       if (!all.getOrDefault(kernel, Set.of()).contains(spec)) {
-        throw new IllegalArgumentException("part of a shared compile names '" + line.replace('\t', ' ')
+        throw new IllegalArgumentException("part of a shared compile names '" + kernel + " " + spec
             + "', which is not a launch shape of the request");
       }
-      mine.computeIfAbsent(kernel, k -> new LinkedHashSet<>()).add(spec);
-    }
+    }));
     return compile(request, mine, platformIndex, deviceIndex, MAX_STAND_INS, List.of());
+  }
+
+  /** One (kernel, specialization) pair as a part and the compile process's {@code named} file write it. */
+  static String pair(String kernel, String specialization) {
+    return kernel + '\t' + specialization + '\n';
+  }
+
+  /** The pairs of a text of {@link #pair} lines, by kernel, in order. */
+  static Map<String, Set<String>> pairs(String text) {
+    Map<String, Set<String>> out = new LinkedHashMap<>();
+    for (String line : text.split("\n")) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      int tab = line.indexOf('\t');
+      out.computeIfAbsent(tab < 0 ? line : line.substring(0, tab), k -> new LinkedHashSet<>())
+          .add(tab < 0 ? "" : line.substring(tab + 1));
+    }
+    return out;
   }
 
   /** The compile of the (kernel, specialization) pairs {@code perKernel} names. */
@@ -281,7 +296,7 @@ final class PoclSpecialization {
     Files.writeString(dir.resolve("options"), request.options());
     StringBuilder named = new StringBuilder();
     perKernel.forEach((kernel, specs) -> specs.stream().filter(part::contains).forEach(
-        spec -> named.append(kernel).append('\t').append(spec).append('\n')));
+        spec -> named.append(pair(kernel, spec))));
     Files.writeString(dir.resolve("named"), named);
     if (!run(dir, platformIndex, deviceIndex, String.join(",", part), maxStandIns, launcher)) {
       return null;

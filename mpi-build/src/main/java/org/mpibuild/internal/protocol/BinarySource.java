@@ -282,8 +282,13 @@ final class BinarySource {
   }
 
   private Envelope.Metadata metadata(KernelSource request, String target, String key, Compilation c) {
-    List<String> names = c.program() != null ? c.program().kernelNames() : request.kernelNames();
-    return Envelope.Metadata.built(backend.id(), target, names, request.options(), c.buildLog(), key,
+    return metadata(request, target, key, c.program() != null ? c.program().kernelNames() : request.kernelNames(),
+        c.buildLog());
+  }
+
+  /** The metadata of what this source sends for {@code request}, built for {@code target}. */
+  Envelope.Metadata metadata(KernelSource request, String target, String key, List<String> names, String buildLog) {
+    return Envelope.Metadata.built(backend.id(), target, names, request.options(), buildLog, key,
         backend.compilerIdentity(target));
   }
 

@@ -6,6 +6,7 @@ import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.internal.startup.JobTargets;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.EnvelopeBroadcast;
+import org.mpibuild.internal.wire.SharePlan;
 import org.mpibuild.spi.Communicator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -70,7 +71,7 @@ final class ShareSteps {
       if (plan == null) {
         throw new CorruptBinaryException(problem);
       }
-      parts = SharedCompile.parts(plan);
+      parts = SharePlan.parts(plan);
       if (parts.size() > dist.size()) {
         throw new CorruptBinaryException("the plan has " + parts.size() + " parts for " + dist.size() + " ranks");
       }

@@ -1,7 +1,5 @@
 package org.mpibuild.internal.protocol;
 
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,11 +9,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 import org.mpibuild.CompileException;
-import org.mpibuild.CorruptBinaryException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
+import org.mpibuild.internal.wire.SharePlan;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Compilation;
 import org.slf4j.Logger;
@@ -34,8 +32,6 @@ import org.slf4j.LoggerFactory;
  */
 final class SharedCompile {
   private static final Logger log = LoggerFactory.getLogger(SharedCompile.class);
-  /** The most parts a plan may hold: more than any job shares a compile between. */
-  static final int MAX_PARTS = 1 << 16;
 
   private final BinarySource source;
   private final KernelSource request;
@@ -58,8 +54,8 @@ final class SharedCompile {
     this.target = target;
     this.key = key;
     this.parts = List.copyOf(parts);
-    this.plan = Envelope.share(Envelope.Metadata.built(backend.id(), target, request.kernelNames(), request.options(),
-        "", key, backend.compilerIdentity(target)), Payload.copyOf(encode(this.parts)));
+    this.plan = Envelope.share(source.metadata(request, target, key, request.kernelNames(), ""),
+        Payload.copyOf(SharePlan.encode(this.parts)));
     this.rootPart = source.submit(() -> {
       try {
         return backend.compilePart(request, target, this.parts.get(0));
@@ -157,46 +153,5 @@ final class SharedCompile {
   /** What is left of the compile timeout, which the whole shared compile shares. */
   private Duration left() {
     return Duration.ofNanos(Math.max(1, source.compileTimeout().toNanos() - (System.nanoTime() - started)));
-  }
-
-  /** The plan's payload: the number of parts, then each part's UTF-8 length and bytes. */
-  static byte[] encode(List<String> parts) {
-    List<byte[]> encoded = parts.stream().map(p -> p.getBytes(StandardCharsets.UTF_8)).toList();
-    ByteBuffer out = ByteBuffer.allocate(4 + encoded.stream().mapToInt(b -> 4 + b.length).sum());
-    out.putInt(encoded.size());
-    encoded.forEach(b -> out.putInt(b.length).put(b));
-    return out.array();
-  }
-
-  /**
-   * The parts of a plan that arrived whole.
-   *
-   * @throws CorruptBinaryException if the plan does not decode: a count or length beyond what it holds
-   */
-  static List<String> parts(Envelope plan) {
-    ByteBuffer in = ByteBuffer.wrap(plan.payload().toByteArray());
-    try {
-      int count = in.getInt();
-      if (count < 2 || count > MAX_PARTS) {
-        throw new CorruptBinaryException("a shared compile's plan names " + count + " parts");
-      }
-      List<String> out = new ArrayList<>(count);
-      for (int i = 0; i < count; i++) {
-        int length = in.getInt();
-        if (length < 0 || length > in.remaining()) {
-          throw new CorruptBinaryException("part " + i + " of a shared compile's plan claims " + length
-              + " bytes; " + in.remaining() + " are left");
-        }
-        byte[] b = new byte[length];
-        in.get(b);
-        out.add(new String(b, StandardCharsets.UTF_8));
-      }
-      if (in.hasRemaining()) {
-        throw new CorruptBinaryException("a shared compile's plan has " + in.remaining() + " bytes after its parts");
-      }
-      return out;
-    } catch (java.nio.BufferUnderflowException e) {
-      throw new CorruptBinaryException("a shared compile's plan ends early");
-    }
   }
 }

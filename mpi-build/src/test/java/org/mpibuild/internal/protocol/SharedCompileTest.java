@@ -23,6 +23,7 @@ import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.settings.TestSettings;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
+import org.mpibuild.internal.wire.SharePlan;
 import org.mpibuild.testkit.FakeBackend;
 import org.mpibuild.testkit.InProcessCommunicator;
 
@@ -196,17 +197,17 @@ class SharedCompileTest {
   @Test
   void thePlanTravelsWholeAndACorruptOneIsRefused() {
     List<String> parts = List.of("mm_0\t4-4-1-goffs0-smallgrid\n", "mm_1\t8-8-1\nmm_2\t16-16-1\n", "ü");
-    assertEquals(parts, SharedCompile.parts(plan(SharedCompile.encode(parts))));
-    byte[] good = SharedCompile.encode(parts);
+    assertEquals(parts, SharePlan.parts(plan(SharePlan.encode(parts))));
+    byte[] good = SharePlan.encode(parts);
     byte[] cut = java.util.Arrays.copyOf(good, good.length - 1);
-    assertThrows(CorruptBinaryException.class, () -> SharedCompile.parts(plan(cut)));
+    assertThrows(CorruptBinaryException.class, () -> SharePlan.parts(plan(cut)));
     byte[] longer = java.util.Arrays.copyOf(good, good.length + 1);
-    assertThrows(CorruptBinaryException.class, () -> SharedCompile.parts(plan(longer)));
+    assertThrows(CorruptBinaryException.class, () -> SharePlan.parts(plan(longer)));
     byte[] huge = good.clone();
     huge[7] = 0x7f; // the first part's length
-    assertTrue(assertThrows(CorruptBinaryException.class, () -> SharedCompile.parts(plan(huge))).getMessage()
+    assertTrue(assertThrows(CorruptBinaryException.class, () -> SharePlan.parts(plan(huge))).getMessage()
         .contains("part 0"));
-    assertThrows(CorruptBinaryException.class, () -> SharedCompile.parts(plan(SharedCompile.encode(List.of("one")))));
+    assertThrows(CorruptBinaryException.class, () -> SharePlan.parts(plan(SharePlan.encode(List.of("one")))));
   }
 
   @Test
