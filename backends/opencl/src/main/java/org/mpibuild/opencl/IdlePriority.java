@@ -29,6 +29,40 @@ final class IdlePriority {
     return p;
   }
 
+  private static volatile List<String> anyCore;
+
+  /**
+   * {@link #prefix}, on any processor the process's cgroup allows rather than only those it inherits: util-linux's
+   * {@code taskset} with every processor, which the kernel narrows to the cgroup's cpuset (a Slurm job's cores on
+   * the node). A process at the idle priority then takes idle time wherever it is, not only on the one core a
+   * launcher bound the rank to; where {@code taskset} is missing or refused, {@link #prefix} alone.
+   */
+  static List<String> prefixOnAnyCore() {
+    List<String> p = anyCore;
+    if (p == null) {
+      p = onAnyCore(DIRECTORIES, prefix());
+      anyCore = p;
+    }
+    return p;
+  }
+
+  /** {@code idle} after {@code taskset -c 0-4095}, where {@code taskset} is in {@code directories} and works here. */
+  static List<String> onAnyCore(List<String> directories, List<String> idle) {
+    Path taskset = executable(directories, "taskset");
+    Path trueCommand = executable(directories, "true");
+    List<String> everyProcessor = taskset == null ? List.of() : List.of(taskset.toString(), "-c", "0-4095");
+    if (taskset == null || trueCommand == null || !runs(concat(everyProcessor, List.of(trueCommand.toString())))) {
+      return idle;
+    }
+    return concat(everyProcessor, idle);
+  }
+
+  private static List<String> concat(List<String> a, List<String> b) {
+    List<String> out = new java.util.ArrayList<>(a);
+    out.addAll(b);
+    return List.copyOf(out);
+  }
+
   /** What {@link #prefix} finds in {@code directories}: {@code chrt} if it works here, else {@code nice}. */
   static List<String> find(List<String> directories) {
     Path chrt = executable(directories, "chrt");

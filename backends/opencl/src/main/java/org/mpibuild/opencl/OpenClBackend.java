@@ -63,6 +63,8 @@ final class OpenClBackend implements Backend {
   private final int platformIndex;
   private final int deviceIndex;
   private final boolean pocl;
+  /** Whether this backend wants a PoCL compile process started ahead ({@link #prepareCompiles}). */
+  private volatile boolean compilesAhead;
   /**
    * Open until {@link #close()}: then the programs loaded here and the messengers on the queue are closed,
    * and only then are the queue and the context released.
@@ -119,7 +121,7 @@ final class OpenClBackend implements Backend {
     if (pocl && !request.launchShapes().isEmpty()) {
       // PoCL puts specialized work-group functions into a binary only when its environment names them, and
       // it reads its environment once per process: the compile runs in a child process.
-      PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex);
+      PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
       return loaded(request, r.binary(), r.buildLog());
     }
     cl_program program = build(request.source(), request.options());
@@ -150,8 +152,21 @@ final class OpenClBackend implements Backend {
     if (!pocl) {
       throw new IllegalArgumentException("a shared compile's part needs PoCL; this device's platform is " + target);
     }
-    PoclSpecialization.Result r = PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex);
+    PoclSpecialization.Result r = PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex,
+        compilesAhead);
     return new Compilation(null, r.binary(), r.buildLog());
+  }
+
+  /**
+   * On PoCL, a compile process started ahead ({@link SpareCompileProcess}), for the first compile with launch shapes
+   * and again after each: it waits at the idle priority until {@link #close}.
+   */
+  @Override
+  public void prepareCompiles() {
+    if (pocl && !compilesAhead) {
+      compilesAhead = true;
+      SpareCompileProcess.want(platformIndex, deviceIndex);
+    }
   }
 
   /** The parts' binaries joined ({@link PoclBinary#combine}), loaded here as {@link #compile}'s would be. */
@@ -386,6 +401,10 @@ final class OpenClBackend implements Backend {
   @Override
   public void close() {
     OPEN.remove(this);
+    if (compilesAhead) {
+      compilesAhead = false;
+      SpareCompileProcess.unwant(platformIndex, deviceIndex);
+    }
     if (guard.close("its MpiBuild was closed")) {
       clReleaseCommandQueue(queue);
       clReleaseContext(context);

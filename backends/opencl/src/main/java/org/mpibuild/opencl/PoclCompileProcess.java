@@ -4,7 +4,10 @@ import static org.mpibuild.opencl.PoclSpecialization.EXIT_COMPILE_FAILED;
 import static org.mpibuild.opencl.PoclSpecialization.EXIT_INVALID_OPTIONS;
 import static org.mpibuild.opencl.PoclSpecialization.EXIT_TOO_MANY_STAND_INS;
 
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -17,6 +20,7 @@ import java.util.stream.Stream;
 import org.jocl.CL;
 import org.jocl.cl_program;
 import org.mpibuild.CompileException;
+import org.mpibuild.support.BackendSupport;
 
 /**
  * The PoCL compile process that {@link PoclSpecialization} starts: builds a request in a process whose environment
@@ -28,50 +32,132 @@ final class PoclCompileProcess {
 
   /**
    * The child: {@code DIR PLATFORM-INDEX DEVICE-INDEX MAX-STAND-INS}, with {@code POCL_BINARY_SPECIALIZE_WG} set
-   * to the shapes' names. Builds {@code DIR/source.cl} with the options in {@code DIR/options}, writes
-   * {@code DIR/build.log} and {@code DIR/program.bin}, a binary with the work-group functions of the (kernel,
-   * shape) pairs in {@code DIR/named} and no others; exits 10 when the source does not compile, 11 when the
-   * options are invalid (the reason in {@code DIR/error}), 12 when the kernels times the shapes need more
-   * stand-ins than allowed (the number of kernels in {@code DIR/kernels}).
+   * to the shapes' names; or, started ahead, {@code --wait HOME PLATFORM-INDEX DEVICE-INDEX}, which takes the rest
+   * of its request on its standard input ({@link #serve}). Builds {@code DIR/source.cl} with the options in
+   * {@code DIR/options}, writes {@code DIR/build.log} and {@code DIR/program.bin}, a binary with the work-group
+   * functions of the (kernel, shape) pairs in {@code DIR/named} and no others; exits 10 when the source does not
+   * compile, 11 when the options are invalid (the reason in {@code DIR/error}), 12 when the kernels times the shapes
+   * need more stand-ins than allowed (the number of kernels in {@code DIR/kernels}).
    */
   public static void main(String[] args) throws IOException {
-    Path dir = Path.of(args[0]);
+    if (args[0].equals(WAIT)) {
+      System.exit(serve(Path.of(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3])));
+    }
     OpenClBackend backend = OpenClDevices.open(Integer.parseInt(args[1]), Integer.parseInt(args[2]));
-    int exit = 0;
+    int exit;
+    try {
+      exit = compile(backend, Path.of(args[0]), List.of(System.getenv("POCL_BINARY_SPECIALIZE_WG").split(",")),
+          Integer.parseInt(args[3]), false);
+    } finally {
+      backend.close();
+    }
+    System.exit(exit);
+  }
+
+  /** The first argument of a compile process started ahead. */
+  static final String WAIT = "--wait";
+
+  /** The request line's fields, for a compile process started ahead: {@code DIR}, {@code MAX-STAND-INS}, the shapes. */
+  static String request(Path dir, int maxStandIns, String specializations) {
+    return dir + "\t" + maxStandIns + "\t" + specializations + "\n";
+  }
+
+  /**
+   * A compile process started ahead of its request ({@link SpareCompileProcess}): it opens the device and builds a
+   * small program (PoCL's and LLVM's start-up, most of a cold process's compile of a small request), empties its
+   * PoCL cache, then reads one {@link #request} line; it sets {@code POCL_BINARY_SPECIALIZE_WG} to the line's
+   * shapes in its {@link EnvironmentSlot} (PoCL reads the variable at the binary query, after this) and compiles
+   * as a process started for the request would. It exits {@link PoclSpecialization#EXIT_NOT_HERE} (the reason in
+   * {@code DIR/error}) where it cannot name the shapes, or where PoCL built a named function nowhere: the caller
+   * then starts a process of its own. Where its input ends before a request (its parent has gone), it deletes
+   * {@code home}, its own directory, and exits.
+   */
+  private static int serve(Path home, int platformIndex, int deviceIndex) throws IOException {
+    OpenClBackend backend = OpenClDevices.open(platformIndex, deviceIndex);
+    try {
+      Path cache = Path.of(System.getenv("POCL_CACHE_DIR"));
+      CL.clReleaseProgram(backend.build(WARM_UP, ""));
+      BackendSupport.deleteTree(cache);
+      Files.createDirectories(cache);
+      String line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+      if (line == null) {
+        BackendSupport.deleteTree(home);
+        return 0;
+      }
+      String[] fields = line.split("\t", 3);
+      Path dir = Path.of(fields[0]);
+      String problem = EnvironmentSlot.set("POCL_BINARY_SPECIALIZE_WG", fields[2]);
+      if (problem != null) {
+        Files.writeString(dir.resolve("error"), problem);
+        return PoclSpecialization.EXIT_NOT_HERE;
+      }
+      return compile(backend, dir, List.of(fields[2].split(",")), Integer.parseInt(fields[1]), true);
+    } finally {
+      backend.close();
+    }
+  }
+
+  /** What a compile process started ahead builds first: enough of OpenCL C to load PoCL's kernel library. */
+  private static final String WARM_UP = "__kernel void warm_up(__global float* x, float a) {\n"
+      + "  size_t i = get_global_id(0);\n  x[i] = a * sqrt(x[i]) + (float) get_local_size(0);\n}\n";
+
+  /**
+   * The compile of {@code dir}'s request with PoCL's cache where {@code POCL_CACHE_DIR} names it: the process's exit
+   * status. Where {@code check}, a named function missing from the binary exits {@link PoclSpecialization#EXIT_NOT_HERE}.
+   */
+  private static int compile(OpenClBackend backend, Path dir, List<String> union, int maxStandIns, boolean check)
+      throws IOException {
     try {
       cl_program program = backend.build(Files.readString(dir.resolve("source.cl")), Files.readString(dir.resolve("options")));
       Files.writeString(dir.resolve("build.log"), backend.buildLog(program));
       Map<String, Set<String>> named = PoclSpecialization.pairs(Files.readString(dir.resolve("named")));
-      List<String> union = List.of(System.getenv("POCL_BINARY_SPECIALIZE_WG").split(","));
       List<String> kernels = OpenClBackend.definedKernels(program);
-      if ((long) kernels.size() * (union.size() + 1) > Integer.parseInt(args[3])) {
+      if ((long) kernels.size() * (union.size() + 1) > maxStandIns) {
         Files.writeString(dir.resolve("kernels"), Integer.toString(kernels.size()));
         CL.clReleaseProgram(program);
-        backend.close();
-        System.exit(EXIT_TOO_MANY_STAND_INS);
+        return EXIT_TOO_MANY_STAND_INS;
       }
-      cl_program stubs = standIns(backend, dir.resolve("pocl"), kernels, named, union);
+      cl_program stubs = standIns(backend, Path.of(System.getenv("POCL_CACHE_DIR")), kernels, named, union);
       try {
-        byte[] binary = backend.programBinary(program);
-        Files.write(dir.resolve("program.bin"),
-            PoclBinary.keepOnly(binary, (kernel, spec) -> named.getOrDefault(kernel, Set.of()).contains(spec)));
+        byte[] binary = PoclBinary.keepOnly(backend.programBinary(program),
+            (kernel, spec) -> named.getOrDefault(kernel, Set.of()).contains(spec));
+        String missing = check ? missing(binary, named) : null;
+        if (missing != null) {
+          Files.writeString(dir.resolve("error"), "PoCL built no function for " + missing);
+          return PoclSpecialization.EXIT_NOT_HERE;
+        }
+        Files.write(dir.resolve("program.bin"), binary);
       } finally {
         if (stubs != null) {
           CL.clReleaseProgram(stubs);
         }
         CL.clReleaseProgram(program);
       }
+      return 0;
     } catch (CompileException e) {
       Files.writeString(dir.resolve("build.log"), Objects.toString(e.buildLog(), ""));
       Files.writeString(dir.resolve("error"), Objects.toString(e.reason(), e.toString()));
-      exit = EXIT_COMPILE_FAILED;
+      return EXIT_COMPILE_FAILED;
     } catch (IllegalArgumentException e) {
       Files.writeString(dir.resolve("error"), Objects.toString(e.getMessage(), e.toString()));
-      exit = EXIT_INVALID_OPTIONS;
-    } finally {
-      backend.close();
+      return EXIT_INVALID_OPTIONS;
     }
-    System.exit(exit);
+  }
+
+  /** The first named (kernel, shape) pair that {@code binary} has no function of, as "KERNEL SHAPE"; null if none. */
+  static String missing(byte[] binary, Map<String, Set<String>> named) {
+    Map<String, Set<String>> built = new java.util.HashMap<>();
+    for (PoclBinary.KernelRecord k : PoclBinary.parse(binary).kernels()) {
+      k.files().forEach(f -> built.computeIfAbsent(k.name(), x -> new java.util.HashSet<>()).add(f.specialization()));
+    }
+    for (Map.Entry<String, Set<String>> e : named.entrySet()) {
+      for (String spec : e.getValue()) {
+        if (!built.getOrDefault(e.getKey(), Set.of()).contains(spec)) {
+          return e.getKey() + " " + spec;
+        }
+      }
+    }
+    return null;
   }
 
   /**

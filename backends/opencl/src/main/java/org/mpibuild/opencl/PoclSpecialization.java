@@ -58,6 +58,8 @@ final class PoclSpecialization {
   static final int EXIT_COMPILE_FAILED = 10;
   static final int EXIT_INVALID_OPTIONS = 11;
   static final int EXIT_TOO_MANY_STAND_INS = 12;
+  /** A compile process started ahead could not build the request's shapes (the reason in its {@code error}). */
+  static final int EXIT_NOT_HERE = 13;
 
   /** What the child built: the binary and the build log. */
   record Result(byte[] binary, String buildLog) {}
@@ -113,7 +115,16 @@ final class PoclSpecialization {
    *     is killed
    */
   static Result compile(KernelSource request, int platformIndex, int deviceIndex) {
-    return compile(request, platformIndex, deviceIndex, MAX_STAND_INS, List.of());
+    return compile(request, platformIndex, deviceIndex, false);
+  }
+
+  /**
+   * {@link #compile(KernelSource, int, int)}, in the process started ahead for the device where {@code spare} and one
+   * waits ({@link SpareCompileProcess}: for a backend that wanted one).
+   */
+  static Result compile(KernelSource request, int platformIndex, int deviceIndex, boolean spare) {
+    return compile(request, perKernel(request.launchShapes()), platformIndex, deviceIndex, MAX_STAND_INS, List.of(),
+        spare);
   }
 
   /** The binary being made in the background ({@link #later}), if any: one at a time per process. */
@@ -183,7 +194,8 @@ final class PoclSpecialization {
    */
   static Result compile(KernelSource request, int platformIndex, int deviceIndex, int maxStandIns,
       List<String> launcher) {
-    return compile(request, perKernel(request.launchShapes()), platformIndex, deviceIndex, maxStandIns, launcher);
+    return compile(request, perKernel(request.launchShapes()), platformIndex, deviceIndex, maxStandIns, launcher,
+        false);
   }
 
   /**
@@ -214,7 +226,7 @@ final class PoclSpecialization {
    *
    * @throws IllegalArgumentException if {@code part} is not a part of this request
    */
-  static Result compilePart(KernelSource request, String part, int platformIndex, int deviceIndex) {
+  static Result compilePart(KernelSource request, String part, int platformIndex, int deviceIndex, boolean spare) {
     Map<String, Set<String>> all = perKernel(request.launchShapes());
     Map<String, Set<String>> mine = pairs(part);
     mine.forEach((kernel, specs) -> specs.forEach(spec -> {
@@ -223,7 +235,7 @@ final class PoclSpecialization {
             + "', which is not a launch shape of the request");
       }
     }));
-    return compile(request, mine, platformIndex, deviceIndex, MAX_STAND_INS, List.of());
+    return compile(request, mine, platformIndex, deviceIndex, MAX_STAND_INS, List.of(), spare);
   }
 
   /** One (kernel, specialization) pair as a part and the compile process's {@code named} file write it. */
@@ -247,7 +259,7 @@ final class PoclSpecialization {
 
   /** The compile of the (kernel, specialization) pairs {@code perKernel} names. */
   private static Result compile(KernelSource request, Map<String, Set<String>> perKernel, int platformIndex,
-      int deviceIndex, int maxStandIns, List<String> launcher) {
+      int deviceIndex, int maxStandIns, List<String> launcher, boolean spare) {
     Path dir = null;
     try {
       dir = Files.createTempDirectory("mpi-build-pocl", PosixFilePermissions.asFileAttribute(
@@ -255,7 +267,7 @@ final class PoclSpecialization {
       List<String> union = List.copyOf(perKernel.values().stream().flatMap(Set::stream)
           .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
       Result whole = attempt(dir.resolve("all"), request, platformIndex, deviceIndex, union, perKernel, maxStandIns,
-          launcher);
+          launcher, spare);
       if (whole != null) {
         return whole;
       }
@@ -266,7 +278,7 @@ final class PoclSpecialization {
       for (int from = 0; from < union.size(); from += group) {
         List<String> part = union.subList(from, Math.min(union.size(), from + group));
         Result r = attempt(dir.resolve("part-" + from), request, platformIndex, deviceIndex, part, perKernel,
-            Integer.MAX_VALUE, launcher);
+            Integer.MAX_VALUE, launcher, false);
         binaries.add(r.binary());
         log = log == null ? r.buildLog() : log;
       }
@@ -290,7 +302,7 @@ final class PoclSpecialization {
    * wrote the number of kernels to {@code dir/kernels}).
    */
   private static Result attempt(Path dir, KernelSource request, int platformIndex, int deviceIndex, List<String> part,
-      Map<String, Set<String>> perKernel, int maxStandIns, List<String> launcher) throws IOException {
+      Map<String, Set<String>> perKernel, int maxStandIns, List<String> launcher, boolean spare) throws IOException {
     Files.createDirectory(dir);
     Files.writeString(dir.resolve("source.cl"), request.source());
     Files.writeString(dir.resolve("options"), request.options());
@@ -298,7 +310,7 @@ final class PoclSpecialization {
     perKernel.forEach((kernel, specs) -> specs.stream().filter(part::contains).forEach(
         spec -> named.append(pair(kernel, spec))));
     Files.writeString(dir.resolve("named"), named);
-    if (!run(dir, platformIndex, deviceIndex, String.join(",", part), maxStandIns, launcher)) {
+    if (!run(dir, platformIndex, deviceIndex, String.join(",", part), maxStandIns, launcher, spare)) {
       return null;
     }
     return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
@@ -314,11 +326,58 @@ final class PoclSpecialization {
   }
 
   /**
-   * Runs the child in {@code dir}, with PoCL's cache in {@code dir/pocl} and {@code POCL_BINARY_SPECIALIZE_WG}
-   * set to {@code specializations}.
+   * Runs the child in {@code dir}, with {@code POCL_BINARY_SPECIALIZE_WG} set to {@code specializations}: where
+   * {@code ahead}, the compile process started ahead for this device, if one waits ({@link SpareCompileProcess});
+   * else a new one with PoCL's cache in {@code dir/pocl}.
    */
   private static boolean run(Path dir, int platformIndex, int deviceIndex, String specializations, int maxStandIns,
-      List<String> launcher) throws IOException {
+      List<String> launcher, boolean ahead) throws IOException {
+    SpareCompileProcess spare = ahead ? SpareCompileProcess.take(platformIndex, deviceIndex,
+        PoclCompileProcess.request(dir, maxStandIns, specializations)) : null;
+    if (spare != null) {
+      try {
+        int exit = BackendSupport.awaitOrKill(spare.process(), "the PoCL compile process");
+        if (exit == 0 || exit == EXIT_COMPILE_FAILED || exit == EXIT_INVALID_OPTIONS || exit == EXIT_TOO_MANY_STAND_INS) {
+          return outcome(exit, dir, spare.output());
+        }
+        // Anything else (it could not name the shapes, or failed on its own): a process of the request's own does it.
+        SpareCompileProcess.reportFallback(exit, read(dir.resolve("error")), read(spare.output()));
+        Files.deleteIfExists(dir.resolve("error"));
+      } finally {
+        spare.discard();
+      }
+    }
+    List<String> cmd = command(launcher, List.of(dir.toString(), Integer.toString(platformIndex),
+        Integer.toString(deviceIndex), Integer.toString(maxStandIns)));
+    ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
+        .redirectOutput(dir.resolve("output").toFile());
+    environment(pb, dir.resolve("pocl"));
+    pb.environment().put("POCL_BINARY_SPECIALIZE_WG", specializations);
+    Process p = pb.start();
+    p.getOutputStream().close();
+    return outcome(BackendSupport.awaitOrKill(p, "the PoCL compile process"), dir, dir.resolve("output"));
+  }
+
+  /** A compile process's exit as {@link #run} returns it, or its failure thrown ({@code output}: what it printed). */
+  private static boolean outcome(int exit, Path dir, Path output) throws IOException {
+    if (exit == EXIT_COMPILE_FAILED) {
+      throw new CompileException("clBuildProgram failed: " + read(dir.resolve("error")), read(dir.resolve("build.log")));
+    }
+    if (exit == EXIT_INVALID_OPTIONS) {
+      throw new IllegalArgumentException(read(dir.resolve("error")));
+    }
+    if (exit == EXIT_TOO_MANY_STAND_INS) {
+      return false;
+    }
+    if (exit != 0 || !Files.isRegularFile(dir.resolve("program.bin"))) {
+      throw new IllegalStateException("the PoCL compile process (" + PoclCompileProcess.class.getSimpleName()
+          + ") exited with status " + exit + ": " + read(output).strip());
+    }
+    return true;
+  }
+
+  /** A compile process's argument list: {@code launcher}, this JVM's {@code java} with its options, the class, {@code args}. */
+  static List<String> command(List<String> launcher, List<String> args) {
     List<String> cmd = new ArrayList<>(launcher);
     cmd.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
         "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
@@ -333,35 +392,21 @@ final class PoclSpecialization {
         cmd.add("-D" + property + "=" + value);
       }
     }
-    cmd.addAll(List.of("-cp", classPath(), PoclCompileProcess.class.getName(), dir.toString(),
-        Integer.toString(platformIndex), Integer.toString(deviceIndex), Integer.toString(maxStandIns)));
-    ProcessBuilder pb = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-        .redirectOutput(dir.resolve("output").toFile());
+    cmd.addAll(List.of("-cp", classPath(), PoclCompileProcess.class.getName()));
+    cmd.addAll(args);
+    return cmd;
+  }
+
+  /** A compile process's environment: the parent's, less what would disturb it, with PoCL's cache in {@code cache}. */
+  static void environment(ProcessBuilder pb, Path cache) {
     // None of the parent's accidents: options for every JVM (an agent that takes a port, a second collector)
     // would make the child fail or compete; the child's own options above are what it needs.
     JVM_OPTION_VARIABLES.forEach(pb.environment()::remove);
+    pb.environment().remove("POCL_BINARY_SPECIALIZE_WG");
     // PoCL's cache, private to this compile, is where the stand-ins go: it is on, whatever the caller's is.
-    pb.environment().put("POCL_CACHE_DIR", dir.resolve("pocl").toString());
+    pb.environment().put("POCL_CACHE_DIR", cache.toString());
     pb.environment().put("POCL_KERNEL_CACHE", "1");
-    pb.environment().put("POCL_BINARY_SPECIALIZE_WG", specializations);
     chainSignals(pb);
-    Process p = pb.start();
-    p.getOutputStream().close();
-    int exit = BackendSupport.awaitOrKill(p, "the PoCL compile process");
-    if (exit == EXIT_COMPILE_FAILED) {
-      throw new CompileException("clBuildProgram failed: " + read(dir.resolve("error")), read(dir.resolve("build.log")));
-    }
-    if (exit == EXIT_INVALID_OPTIONS) {
-      throw new IllegalArgumentException(read(dir.resolve("error")));
-    }
-    if (exit == EXIT_TOO_MANY_STAND_INS) {
-      return false;
-    }
-    if (exit != 0 || !Files.isRegularFile(dir.resolve("program.bin"))) {
-      throw new IllegalStateException("the PoCL compile process (" + PoclCompileProcess.class.getSimpleName()
-          + ") exited with status " + exit + ": " + read(dir.resolve("output")).strip());
-    }
-    return true;
   }
 
   /**

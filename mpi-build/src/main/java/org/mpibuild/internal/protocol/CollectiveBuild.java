@@ -108,9 +108,16 @@ public final class CollectiveBuild {
         targets);
   }
 
-  /** This protocol on a node of {@code nodeRanks} ranks and {@code nodeCores} processors ({@link ShareSteps#onNode}). */
+  /**
+   * This protocol on a node of {@code nodeRanks} ranks and {@code nodeCores} processors ({@link ShareSteps#onNode});
+   * on the ranks likely to compile, the backend prepares its compiles ({@link Backend#prepareCompiles}).
+   */
   public CollectiveBuild onNode(int nodeRanks, int nodeCores) {
     sharing.onNode(nodeRanks, nodeCores);
+    if (comm.size() > 1 && comm.rank() < sharing.ranks(comm.size())
+        && CoreSettings.COMPILE_AHEAD.read(settings.source()) == 1) {
+      backend.prepareCompiles();
+    }
     return this;
   }
 

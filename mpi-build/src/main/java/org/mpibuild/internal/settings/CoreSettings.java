@@ -47,6 +47,11 @@ public final class CoreSettings {
       + "wait for (a backend that can split it: PoCL with launch shapes named); each pays the compiler's start-up, "
       + "so it pays only where each rank has a core: `0` is 2 unless the node has more ranks than cores, then 1; "
       + "`1`: the root compiles alone");
+  public static final Setting<Integer> COMPILE_AHEAD = Setting.count("MPI_BUILD_COMPILE_AHEAD",
+      "mpibuild.compileAhead", 1, 0, 1, "`1` (on)", "whether the ranks likely to compile (rank 0 and the ranks that "
+      + "share its compiles, in a job of several ranks) have the backend prepare a compile ahead (PoCL: a compile "
+      + "process waiting at the idle priority, one per such rank, about 100 MB, started again after each compile "
+      + "with launch shapes), which takes the compiler's start-up off a cold compile's path; `0`: none");
   public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
       Settings.Progress.class, Settings.Progress.AUTO, "who makes the MPI calls of async builds: `auto` (a library "
       + "thread under `MPI_THREAD_MULTIPLE`, else the caller), `thread`, `caller`");
@@ -110,5 +115,6 @@ public final class CoreSettings {
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
       CACHE_DIR, CACHE_MAX_BYTES, CACHE_SHARED, CACHE_LOCK_STALE, CACHE_LOCK_WAIT, CACHE_NEGATIVE_TTL,
-      NODE_CACHE_DIR, SIGNING_KEY, TRUSTED_KEYS, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, COMPILE_SHARE, PROGRESS, RECORD);
+      NODE_CACHE_DIR, SIGNING_KEY, TRUSTED_KEYS, COMPILE_TIMEOUT, COLLECTIVE_TIMEOUT, SPIN_MICROS, BATCH_RANKS, COMPILE_SHARE, COMPILE_AHEAD, PROGRESS,
+      RECORD);
 }
