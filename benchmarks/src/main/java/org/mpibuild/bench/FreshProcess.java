@@ -30,7 +30,8 @@ final class FreshProcess {
   /**
    * One rank: {@code FreshProcess naive|mpi-build PROGRAM [world]}; prints {@code FRESH ready_ms=... cpu_ms=...}
    * once it has closed everything: its time to ready kernels from its JVM's start, and the CPU time of the rank's
-   * process and of the processes it waited for (mpi-build's compile process). With {@code world} the rank starts
+   * process, of the processes it waited for (mpi-build's compile process) and of those still running (a compile
+   * process started ahead, waiting for a compile this job will not ask for). With {@code world} the rank starts
    * MPI first (mpi.jar), and mpi-build builds on the world communicator.
    */
   public static void main(String[] args) throws Exception {
@@ -61,7 +62,8 @@ final class FreshProcess {
       }
     }
     // one write: under mpirun, a line printed in pieces may be joined with another rank's
-    System.out.print("FRESH ready_ms=" + ready + " cpu_ms=" + Cpu.nanos() / 1_000_000 + System.lineSeparator());
+    System.out.print("FRESH ready_ms=" + ready + " cpu_ms=" + Cpu.nanosWithLiveChildren() / 1_000_000
+        + System.lineSeparator());
     System.out.flush();
     if (world) {
       mpi.MPI.Finalize();

@@ -71,14 +71,39 @@ class FinishedCodeIT {
     assertTrue(ranks.stderr().get(1).contains("compiled part 2 of 2 of the shared compile"), ranks.stderr().get(1));
     assertTrue(ranks.stderr().get(0).contains("part 2 of 2 arrived from rank 1"), ranks.stderr().get(0));
     assertFalse(ranks.stderr().get(2).contains("compiled part"), ranks.stderr().get(2));
+    for (int r = 0; r < 3; r++) {
+      assertFalse(ranks.stderr().get(r).contains("started ahead"), "3 ranks on 2 cores: none started ahead\n"
+          + ranks.stderr().get(r));
+    }
   }
 
+  /**
+   * With the defaults on 2 ranks with a core each, both share the compile, and each one's part goes to its compile
+   * process started ahead (taken, then used where its warm-up got the idle time, else given up for a new process,
+   * never failed), and still no rank generates anything.
+   */
+  @Test
+  void eachRankThatCompilesHasACompileProcessStartedAhead() {
+    Ranks ranks = run(2, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG"));
+    for (int r = 0; r < 2; r++) {
+      String log = ranks.stderr().get(r);
+      assertEquals("", ranks.generated().get(r), "rank " + r + " generated work-group functions at its first launch");
+      assertTrue(log.contains("a PoCL compile process started ahead compiles"), "rank " + r + "\n" + log);
+      assertFalse(log.contains("did not compile"), "rank " + r + "\n" + log);
+      System.out.println("FinishedCodeIT ahead: rank " + r + (log.contains("was not warm") ? " gave it up (not warm)"
+          : " compiled in it"));
+    }
+  }
+
+  /** Sharing and compile processes started ahead off: the root compiles alone, in a process started for it. */
   @Test
   void withSharingOffTheRootCompilesAloneAndNoRankGeneratesCode() {
-    Ranks ranks = run(2, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG", "MPI_BUILD_COMPILE_SHARE", "1"));
+    Ranks ranks = run(2, "shapes", Map.of("MPI_BUILD_LOG_LEVEL", "DEBUG", "MPI_BUILD_COMPILE_SHARE", "1",
+        "MPI_BUILD_COMPILE_AHEAD", "0"));
     for (int r = 0; r < 2; r++) {
       assertEquals("", ranks.generated().get(r), "rank " + r + " generated work-group functions at its first launch");
       assertFalse(ranks.stderr().get(r).contains("shared compile"), ranks.stderr().get(r));
+      assertFalse(ranks.stderr().get(r).contains("started ahead"), ranks.stderr().get(r));
     }
   }
 

@@ -158,10 +158,10 @@ public interface Backend extends AutoCloseable {
 
   /**
    * This rank is likely to compile in a later call (in a job of several ranks: rank 0, which is most programs' root,
-   * and the ranks that share its compiles): the backend may prepare now, in the time the program leaves unused,
-   * what a cold compile would otherwise pay on its path (on PoCL: a compile process started ahead). Called at most
-   * once, when the instance opens, unless {@code MPI_BUILD_COMPILE_AHEAD} is {@code 0}; whatever it starts ends by
-   * {@link #close}. By default nothing.
+   * and the ranks that share its compiles, on a node with a core for each of its ranks): the backend may prepare
+   * now, in the time the program leaves unused, what a cold compile would otherwise pay on its path (on PoCL: a
+   * compile process started ahead). Called at most once, when the instance opens, unless
+   * {@code MPI_BUILD_COMPILE_AHEAD} is {@code 0}; whatever it starts ends by {@link #close}. By default nothing.
    */
   default void prepareCompiles() {}
 

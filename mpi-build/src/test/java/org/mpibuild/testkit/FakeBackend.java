@@ -60,6 +60,13 @@ public class FakeBackend implements Backend {
   public int parts;
   /** Parts compiled on this rank, and the parts of which it was asked ("i/n"). */
   public final AtomicInteger partCompiles = new AtomicInteger();
+  /** How often {@link #prepareCompiles} was called. */
+  public final AtomicInteger prepares = new AtomicInteger();
+
+  @Override
+  public void prepareCompiles() {
+    prepares.incrementAndGet();
+  }
   public final List<String> partsCompiled = java.util.Collections.synchronizedList(new ArrayList<>());
   /** Thrown by this rank's part compiles, if set. */
   public RuntimeException partFailure;

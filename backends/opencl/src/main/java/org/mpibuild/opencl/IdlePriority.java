@@ -32,29 +32,84 @@ final class IdlePriority {
   private static volatile List<String> anyCore;
 
   /**
-   * {@link #prefix}, on any processor the process's cgroup allows rather than only those it inherits: util-linux's
-   * {@code taskset} with every processor, which the kernel narrows to the cgroup's cpuset (a Slurm job's cores on
-   * the node). A process at the idle priority then takes idle time wherever it is, not only on the one core a
-   * launcher bound the rank to; where {@code taskset} is missing or refused, {@link #prefix} alone.
+   * A prefix that runs a command on any processor the process's cgroup allows rather than only those it inherits:
+   * util-linux's {@code taskset} with every processor, which the kernel narrows to the cgroup's cpuset (a Slurm
+   * job's cores on the node); empty where {@code taskset} is missing or refused. Work at the idle priority then
+   * takes idle time wherever it is, not only on the one core a launcher bound the rank to.
    */
-  static List<String> prefixOnAnyCore() {
+  static List<String> anyCore() {
     List<String> p = anyCore;
     if (p == null) {
-      p = onAnyCore(DIRECTORIES, prefix());
+      p = anyCore(DIRECTORIES);
       anyCore = p;
     }
     return p;
   }
 
-  /** {@code idle} after {@code taskset -c 0-4095}, where {@code taskset} is in {@code directories} and works here. */
-  static List<String> onAnyCore(List<String> directories, List<String> idle) {
+  /** {@code taskset -c 0-4095}, where {@code taskset} is in {@code directories} and works here; else empty. */
+  static List<String> anyCore(List<String> directories) {
     Path taskset = executable(directories, "taskset");
     Path trueCommand = executable(directories, "true");
-    List<String> everyProcessor = taskset == null ? List.of() : List.of(taskset.toString(), "-c", "0-4095");
-    if (taskset == null || trueCommand == null || !runs(concat(everyProcessor, List.of(trueCommand.toString())))) {
-      return idle;
+    List<String> every = taskset == null ? List.of() : List.of(taskset.toString(), "-c", "0-4095");
+    return taskset != null && trueCommand != null && runs(concat(every, List.of(trueCommand.toString()))) ? every
+        : List.of();
+  }
+
+  /**
+   * Puts the calling thread alone at the idle priority (Linux keeps the policy and the nice value per thread):
+   * {@code chrt --idle -p 0} on its id where {@link #prefix} found {@code chrt}, else {@code renice -n 19 -p}. An
+   * unprivileged thread cannot come back, so the threads it starts afterwards are idle too; the others are not.
+   *
+   * @return whether it is at the idle priority now
+   */
+  static boolean lowerThisThread() {
+    List<String> p = prefix();
+    if (p.isEmpty()) {
+      return false;
     }
-    return concat(everyProcessor, idle);
+    String tid = threadId();
+    Path renice = executable(DIRECTORIES, "renice");
+    if (tid == null) {
+      return false;
+    }
+    if (p.get(0).endsWith("chrt")) {
+      return runs(List.of(p.get(0), "--idle", "-p", "0", tid));
+    }
+    return renice != null && runs(List.of(renice.toString(), "-n", "19", "-p", tid));
+  }
+
+  /**
+   * Binds the calling thread alone to {@code cpus} (a list as {@code Cpus_allowed_list} writes it) through
+   * {@code taskset -p}; false where that did not work (it then runs where it did).
+   */
+  static boolean bindThisThread(String cpus) {
+    Path taskset = executable(DIRECTORIES, "taskset");
+    String tid = threadId();
+    return taskset != null && tid != null && cpus.matches("[0-9,-]+")
+        && runs(List.of(taskset.toString(), "-p", "-c", cpus, tid));
+  }
+
+  /** The processors the calling thread may run on, as {@code /proc/thread-self/status} lists them; null if unknown. */
+  static String processorsOfThisThread() {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/thread-self/status"))) {
+        if (line.startsWith("Cpus_allowed_list:")) {
+          return line.substring("Cpus_allowed_list:".length()).strip();
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // not Linux 3.17 or later: unknown
+    }
+    return null;
+  }
+
+  /** The calling thread's id in the kernel: the last name of {@code /proc/thread-self}; null where there is none. */
+  private static String threadId() {
+    try {
+      return Files.readSymbolicLink(Path.of("/proc/thread-self")).getFileName().toString();
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
   }
 
   private static List<String> concat(List<String> a, List<String> b) {

@@ -120,7 +120,7 @@ final class OpenClBackend implements Backend {
   public Compilation compile(KernelSource request) {
     if (pocl && !request.launchShapes().isEmpty()) {
       // PoCL puts specialized work-group functions into a binary only when its environment names them, and
-      // it reads its environment once per process: the compile runs in a child process.
+      // it reads its environment once per process: the compile runs in a child process (one started ahead, if any).
       PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
       return loaded(request, r.binary(), r.buildLog());
     }
@@ -152,15 +152,11 @@ final class OpenClBackend implements Backend {
     if (!pocl) {
       throw new IllegalArgumentException("a shared compile's part needs PoCL; this device's platform is " + target);
     }
-    PoclSpecialization.Result r = PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex,
-        compilesAhead);
+    var r = PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex, compilesAhead);
     return new Compilation(null, r.binary(), r.buildLog());
   }
 
-  /**
-   * On PoCL, a compile process started ahead ({@link SpareCompileProcess}), for the first compile with launch shapes
-   * and again after each: it waits at the idle priority until {@link #close}.
-   */
+  /** On PoCL, a compile process started ahead ({@link SpareCompileProcess}) for each compile until {@link #close}. */
   @Override
   public void prepareCompiles() {
     if (pocl && !compilesAhead) {

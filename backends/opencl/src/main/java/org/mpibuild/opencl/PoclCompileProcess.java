@@ -57,45 +57,97 @@ final class PoclCompileProcess {
   /** The first argument of a compile process started ahead. */
   static final String WAIT = "--wait";
 
-  /** The request line's fields, for a compile process started ahead: {@code DIR}, {@code MAX-STAND-INS}, the shapes. */
+  /**
+   * The request line for a compile process started ahead: {@code DIR}, {@code MAX-STAND-INS}, the processors the
+   * compile may run on (those of the calling thread; {@code -} if unknown), the shapes.
+   */
   static String request(Path dir, int maxStandIns, String specializations) {
-    return dir + "\t" + maxStandIns + "\t" + specializations + "\n";
+    String cpus = IdlePriority.processorsOfThisThread();
+    return dir + "\t" + maxStandIns + "\t" + (cpus == null ? "-" : cpus) + "\t" + specializations + "\n";
   }
 
   /**
-   * A compile process started ahead of its request ({@link SpareCompileProcess}): it opens the device and builds a
-   * small program (PoCL's and LLVM's start-up, most of a cold process's compile of a small request), empties its
-   * PoCL cache, then reads one {@link #request} line; it sets {@code POCL_BINARY_SPECIALIZE_WG} to the line's
-   * shapes in its {@link EnvironmentSlot} (PoCL reads the variable at the binary query, after this) and compiles
-   * as a process started for the request would. It exits {@link PoclSpecialization#EXIT_NOT_HERE} (the reason in
-   * {@code DIR/error}) where it cannot name the shapes, or where PoCL built a named function nowhere: the caller
-   * then starts a process of its own. Where its input ends before a request (its parent has gone), it deletes
+   * A compile process started ahead of its request ({@link SpareCompileProcess}). A thread of its own, at the idle
+   * priority ({@link IdlePriority#lowerThisThread}), opens the device and builds a small program (PoCL's and LLVM's
+   * start-up, most of what a new process pays before it compiles), then empties the PoCL cache; meanwhile the main
+   * thread, at the normal priority, reads one {@link #request} line. Once the warm-up is done, the main thread binds
+   * itself where the caller runs, sets {@code POCL_BINARY_SPECIALIZE_WG} to the line's shapes in its
+   * {@link EnvironmentSlot} (PoCL reads the variable at the binary query) and compiles as a process started for the
+   * request would, at the normal priority. It exits {@link PoclSpecialization#EXIT_NOT_WARM} where its warm-up,
+   * unfinished when the request came, gets no idle time ({@link #warmedUp}), {@link PoclSpecialization#EXIT_NOT_HERE}
+   * where it cannot name the shapes or PoCL built a named function nowhere (the reason in {@code DIR/error}): the
+   * caller then starts a process of its own. Where its input ends before a request (its parent has gone), it deletes
    * {@code home}, its own directory, and exits.
    */
   private static int serve(Path home, int platformIndex, int deviceIndex) throws IOException {
-    OpenClBackend backend = OpenClDevices.open(platformIndex, deviceIndex);
+    java.util.concurrent.CompletableFuture<OpenClBackend> warm = new java.util.concurrent.CompletableFuture<>();
+    Thread warmUp = new Thread(() -> {
+      try {
+        IdlePriority.lowerThisThread();
+        OpenClBackend backend = OpenClDevices.open(platformIndex, deviceIndex);
+        CL.clReleaseProgram(backend.build(WARM_UP, ""));
+        Path cache = Path.of(System.getenv("POCL_CACHE_DIR"));
+        BackendSupport.deleteTree(cache);
+        Files.createDirectories(cache);
+        warm.complete(backend);
+      } catch (IOException | RuntimeException | Error e) {
+        warm.completeExceptionally(e);
+      }
+    }, "warm-up");
+    warmUp.setDaemon(true);
+    warmUp.start();
+    String line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+    if (line == null) {
+      BackendSupport.deleteTree(home);
+      return 0;
+    }
+    String[] fields = line.split("\t", 4);
+    Path dir = Path.of(fields[0]);
+    OpenClBackend backend = warmedUp(warm, warmUp);
+    if (backend == null) {
+      Files.writeString(dir.resolve("error"), warm.isDone() ? "its warm-up failed" : "its warm-up found no idle time");
+      return PoclSpecialization.EXIT_NOT_WARM;
+    }
+    String problem = EnvironmentSlot.set("POCL_BINARY_SPECIALIZE_WG", fields[3]);
+    if (problem != null) {
+      Files.writeString(dir.resolve("error"), problem);
+      return PoclSpecialization.EXIT_NOT_HERE;
+    }
     try {
-      Path cache = Path.of(System.getenv("POCL_CACHE_DIR"));
-      CL.clReleaseProgram(backend.build(WARM_UP, ""));
-      BackendSupport.deleteTree(cache);
-      Files.createDirectories(cache);
-      String line = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
-      if (line == null) {
-        BackendSupport.deleteTree(home);
-        return 0;
+      if (!fields[2].equals("-")) {
+        IdlePriority.bindThisThread(fields[2]);
       }
-      String[] fields = line.split("\t", 3);
-      Path dir = Path.of(fields[0]);
-      String problem = EnvironmentSlot.set("POCL_BINARY_SPECIALIZE_WG", fields[2]);
-      if (problem != null) {
-        Files.writeString(dir.resolve("error"), problem);
-        return PoclSpecialization.EXIT_NOT_HERE;
-      }
-      return compile(backend, dir, List.of(fields[2].split(",")), Integer.parseInt(fields[1]), true);
+      return compile(backend, dir, List.of(fields[3].split(",")), Integer.parseInt(fields[1]), true);
     } finally {
       backend.close();
     }
   }
+
+  /**
+   * The warmed-up backend, once the warm-up is done: waited for while it runs (the ranks wait for this compile, so
+   * their cores are idle), given up (null) once it gets less than a fifth of a processor over {@link #STARVED} (the
+   * node has no idle time: the program computes meanwhile, an asynchronous build) or fails.
+   */
+  private static OpenClBackend warmedUp(java.util.concurrent.CompletableFuture<OpenClBackend> warm, Thread warmUp) {
+    java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+    long cpu = threads.getThreadCpuTime(warmUp.getId());
+    while (true) {
+      try {
+        return warm.get(STARVED.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        long now = threads.getThreadCpuTime(warmUp.getId());
+        if (now - cpu < STARVED.toNanos() / 5) {
+          return null;
+        }
+        cpu = now;
+      } catch (InterruptedException | java.util.concurrent.ExecutionException e) {
+        return null;
+      }
+    }
+  }
+
+  /** How long a warm-up that gets too little of a processor is waited for. */
+  private static final java.time.Duration STARVED = java.time.Duration.ofMillis(200);
 
   /** What a compile process started ahead builds first: enough of OpenCL C to load PoCL's kernel library. */
   private static final String WARM_UP = "__kernel void warm_up(__global float* x, float a) {\n"

@@ -60,6 +60,8 @@ final class PoclSpecialization {
   static final int EXIT_TOO_MANY_STAND_INS = 12;
   /** A compile process started ahead could not build the request's shapes (the reason in its {@code error}). */
   static final int EXIT_NOT_HERE = 13;
+  /** A compile process started ahead whose warm-up found no idle time to finish in. */
+  static final int EXIT_NOT_WARM = 14;
 
   /** What the child built: the binary and the build log. */
   record Result(byte[] binary, String buildLog) {}
@@ -422,10 +424,11 @@ final class PoclSpecialization {
     }
   }
 
-  /** The child's class path: where this backend, JOCL and the core are, wherever the parent found them. */
+  /** The child's class path: where this backend, JOCL, the core and slf4j's API are, wherever the parent found them. */
   private static String classPath() {
     Set<String> entries = new LinkedHashSet<>();
-    for (Class<?> c : List.of(PoclSpecialization.class, CL.class, NativeLibraries.class)) {
+    // slf4j's API too: the backend logs (a build that fails logs through PoclCacheRace), with no provider there
+    for (Class<?> c : List.of(PoclSpecialization.class, CL.class, NativeLibraries.class, org.slf4j.Logger.class)) {
       CodeSource where = c.getProtectionDomain().getCodeSource();
       if (where == null || where.getLocation() == null) {
         return System.getProperty("java.class.path");

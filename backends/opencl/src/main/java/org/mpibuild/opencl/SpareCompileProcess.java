@@ -16,10 +16,11 @@ import org.slf4j.LoggerFactory;
 /**
  * A PoCL compile process started ahead of its request, on a rank that is likely to compile, so that a cold compile
  * does not pay a process's start-up on its path: the JVM, PoCL's platform and LLVM's start-up at its first build
- * (about 0.8 s of the 1.5 s a part of the benchmark's four kernels took in a new process). It runs at the idle
- * priority on any core of the job's cpuset ({@link IdlePriority#prefixOnAnyCore}), in the time the program leaves
- * unused on the node, not only on the rank's own core, and compiles when the request comes
- * ({@link PoclCompileProcess}'s {@code --wait}). It serves one request: PoCL 3.1 to 5.0 keep the first value of
+ * (about 0.8 s of CPU here, whatever the request). It warms up at the idle priority on any core of the job's cpuset
+ * ({@link IdlePriority#anyCore}), in the time the program leaves unused on the node, not only on the rank's own
+ * core, and compiles at the normal priority, where the caller runs, when the request comes
+ * ({@link PoclCompileProcess}'s {@code --wait}); where the warm-up is not done then and finds no idle time, a new
+ * process compiles, as without it. It serves one request: PoCL 3.1 to 5.0 keep the first value of
  * {@code POCL_BINARY_SPECIALIZE_WG} for the life of the process, which a process started ahead sets once
  * ({@link EnvironmentSlot}). The next is started when a compile has taken one.
  *
@@ -35,6 +36,8 @@ final class SpareCompileProcess {
   private static int wanted;
   private static int platform = -1;
   private static int device = -1;
+  /** Counts {@link #want} calls: a lingering process ends only if nobody wanted one since its last backend closed. */
+  private static long wants;
   /** The process waiting for a request; null where none is. */
   private static SpareCompileProcess waiting;
   private static boolean exitHook;
@@ -54,6 +57,7 @@ final class SpareCompileProcess {
         return; // one device per JVM has spares: the first's
       }
       wanted++;
+      wants++;
       platform = platformIndex;
       device = deviceIndex;
       startIfWanted();
@@ -71,6 +75,7 @@ final class SpareCompileProcess {
         return;
       }
       SpareCompileProcess spare = waiting;
+      long since = wants;
       Thread linger = new Thread(() -> {
         try {
           Thread.sleep(LINGER.toMillis());
@@ -78,7 +83,7 @@ final class SpareCompileProcess {
           return;
         }
         synchronized (LOCK) {
-          if (wanted > 0 || waiting != spare) {
+          if (wants != since || waiting != spare) {
             return;
           }
           waiting = null;
@@ -126,7 +131,7 @@ final class SpareCompileProcess {
     try {
       home = Files.createTempDirectory("mpi-build-pocl", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
-      ProcessBuilder pb = new ProcessBuilder(PoclSpecialization.command(IdlePriority.prefixOnAnyCore(), List.of(
+      ProcessBuilder pb = new ProcessBuilder(PoclSpecialization.command(IdlePriority.anyCore(), List.of(
           PoclCompileProcess.WAIT, home.toString(), Integer.toString(platform), Integer.toString(device))))
           .directory(home.toFile()).redirectErrorStream(true).redirectOutput(home.resolve("output").toFile());
       PoclSpecialization.environment(pb, home.resolve("pocl"));
@@ -185,6 +190,10 @@ final class SpareCompileProcess {
 
   /** Says why a process started ahead did not compile the request (a process of the request's own then does). */
   static void reportFallback(int exit, String error, String output) {
+    if (exit == PoclSpecialization.EXIT_NOT_WARM) {
+      log.debug("the PoCL compile process started ahead was not warm ({}); a new process compiles", error.strip());
+      return;
+    }
     log.info("the PoCL compile process started ahead did not compile (exit {}{}); a new process does", exit,
         error.isBlank() ? output.isBlank() ? "" : ": " + output.strip() : ": " + error.strip());
   }

@@ -26,6 +26,53 @@ class IdlePriorityTest {
   }
 
   @Test
+  void anyCoreWhereTasksetWorksElseNothing(@TempDir Path dir) throws IOException {
+    assertEquals(List.of(), IdlePriority.anyCore(List.of(dir.toString())), "no taskset");
+    script(dir, "true", 0);
+    script(dir, "taskset", 1); // a system that refuses the affinity
+    assertEquals(List.of(), IdlePriority.anyCore(List.of(dir.toString())), "a taskset that fails is not used");
+    script(dir, "taskset", 0);
+    assertEquals(List.of(dir.resolve("taskset").toString(), "-c", "0-4095"),
+        IdlePriority.anyCore(List.of(dir.toString())));
+  }
+
+  /** A thread that lowers itself is at the idle priority; the thread that started it is not. */
+  @Test
+  void aThreadLowersItselfAloneAndBindsItself() throws Exception {
+    String[] seen = new String[2];
+    boolean[] done = new boolean[2];
+    String cpus = IdlePriority.processorsOfThisThread();
+    Thread t = new Thread(() -> {
+      done[0] = IdlePriority.lowerThisThread();
+      seen[0] = read("/proc/thread-self/sched") + read("/proc/thread-self/stat");
+      done[1] = IdlePriority.bindThisThread(cpus);
+    });
+    t.start();
+    t.join();
+    seen[1] = read("/proc/thread-self/sched") + read("/proc/thread-self/stat");
+    assertTrue(done[0], "this machine has chrt or renice");
+    assertTrue(idle(seen[0]), "the thread that lowered itself:\n" + seen[0]);
+    assertTrue(!idle(seen[1]), "its starter:\n" + seen[1]);
+    assertTrue(cpus != null && !cpus.isEmpty() && done[1], "bound to " + cpus);
+  }
+
+  private static boolean idle(String schedAndStat) {
+    if (schedAndStat.matches("(?s).*policy\\s*:\\s*5\\b.*")) {
+      return true;
+    }
+    String stat = schedAndStat.substring(schedAndStat.lastIndexOf(')') + 2);
+    return stat.split(" ")[16].equals("19");
+  }
+
+  private static String read(String file) {
+    try {
+      return Files.readString(Path.of(file));
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  @Test
   void theChildRunsAtTheIdlePriorityHere() throws Exception {
     List<String> prefix = IdlePriority.prefix();
     assertTrue(!prefix.isEmpty(), "this machine has chrt or nice (util-linux and coreutils are essential in Debian)");

@@ -72,6 +72,11 @@ class ManyShapesTest {
     }
     PoclSpecialization.Result whole = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex());
     assertEquals(expected, functions(whole.binary()));
+    // what a compile process started ahead checks before it hands a binary over
+    java.util.Map<String, java.util.Set<String>> named = PoclSpecialization.perKernel(request.launchShapes());
+    org.junit.jupiter.api.Assertions.assertNull(PoclCompileProcess.missing(whole.binary(), named));
+    assertEquals("k2 4-1-1-goffs0-smallgrid", PoclCompileProcess.missing(
+        PoclBinary.keepOnly(whole.binary(), (kernel, spec) -> !kernel.equals("k2")), named));
     // 4 kernels x (4 shapes + the generic one) = 20 stand-ins; with 8 allowed, one shape per compile process
     PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(), 8, List.of());
     assertEquals(expected, functions(split.binary()));
@@ -113,6 +118,11 @@ class ManyShapesTest {
 
   /** Each kernel of {@code binary}, loaded, launched at its shape, adds its number to every element. */
   static void runsRight(KernelSource request, byte[] binary) {
+    runsRight(backend, request, binary);
+  }
+
+  /** {@link #runsRight(KernelSource, byte[])} on {@code backend}. */
+  static void runsRight(OpenClBackend backend, KernelSource request, byte[] binary) {
     try (OpenClKernel kernels = (OpenClKernel) backend.load(binary, request.kernelNames())) {
       for (int i = 0; i < LOCAL.length; i++) {
         float[] y = new float[64];

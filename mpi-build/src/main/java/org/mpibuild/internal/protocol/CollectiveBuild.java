@@ -110,11 +110,12 @@ public final class CollectiveBuild {
 
   /**
    * This protocol on a node of {@code nodeRanks} ranks and {@code nodeCores} processors ({@link ShareSteps#onNode});
-   * on the ranks likely to compile, the backend prepares its compiles ({@link Backend#prepareCompiles}).
+   * on the ranks likely to compile, where the node has a core for each of its ranks (else a rank's warm-up would find
+   * no idle time), the backend prepares its compiles ({@link Backend#prepareCompiles}).
    */
   public CollectiveBuild onNode(int nodeRanks, int nodeCores) {
     sharing.onNode(nodeRanks, nodeCores);
-    if (comm.size() > 1 && comm.rank() < sharing.ranks(comm.size())
+    if (comm.size() > 1 && nodeRanks <= nodeCores && comm.rank() < sharing.ranks(comm.size())
         && CoreSettings.COMPILE_AHEAD.read(settings.source()) == 1) {
       backend.prepareCompiles();
     }

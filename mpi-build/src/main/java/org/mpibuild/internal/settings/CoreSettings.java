@@ -49,9 +49,10 @@ public final class CoreSettings {
       + "`1`: the root compiles alone");
   public static final Setting<Integer> COMPILE_AHEAD = Setting.count("MPI_BUILD_COMPILE_AHEAD",
       "mpibuild.compileAhead", 1, 0, 1, "`1` (on)", "whether the ranks likely to compile (rank 0 and the ranks that "
-      + "share its compiles, in a job of several ranks) have the backend prepare a compile ahead (PoCL: a compile "
-      + "process waiting at the idle priority, one per such rank, about 100 MB, started again after each compile "
-      + "with launch shapes), which takes the compiler's start-up off a cold compile's path; `0`: none");
+      + "share its compiles, in a job of several ranks, on a node with a core per rank) have the backend prepare a "
+      + "compile ahead (PoCL: a compile process warmed up at the idle priority, one per such rank, about 100 MB, "
+      + "started again after each compile it serves), which takes the compiler's start-up off a cold compile's "
+      + "path; `0`: none");
   public static final Setting<Settings.Progress> PROGRESS = Setting.choice("MPI_BUILD_PROGRESS", "mpibuild.progress",
       Settings.Progress.class, Settings.Progress.AUTO, "who makes the MPI calls of async builds: `auto` (a library "
       + "thread under `MPI_THREAD_MULTIPLE`, else the caller), `thread`, `caller`");

@@ -132,6 +132,40 @@ class SharedCompileTest {
     assertTrue(b.stream().allMatch(x -> x.partCompiles.get() == 0));
   }
 
+  /**
+   * Rank 0 and the ranks that share its compiles prepare a compile ahead, once, when the protocol learns its node;
+   * nobody in a job of one rank (its builds are its own, in its own process), on a node with more ranks than cores,
+   * or where {@code MPI_BUILD_COMPILE_AHEAD} is 0.
+   */
+  @Test
+  void theRanksLikelyToCompilePrepareAheadUnlessTheSettingIsOff() throws Exception {
+    for (String ahead : new String[] {null, "0"}) {
+      Properties p = new Properties();
+      p.setProperty("mpibuild.compileShare", "2");
+      if (ahead != null) {
+        p.setProperty("mpibuild.compileAhead", ahead);
+      }
+      Settings settings = TestSettings.from(p, Map.of());
+      List<FakeBackend> b = backends(3, 3);
+      everyRankHasTheWholeBinary(CollectiveBuildTest.onRanks(new InProcessCommunicator.World(3, 10_000), 3, b::get,
+          (rank, comm, backend) -> new CollectiveBuild(comm, backend, settings).onNode(3, 8)
+              .run(KernelSource.of(SOURCE), 0)));
+      List<Integer> prepared = b.stream().map(x -> x.prepares.get()).toList();
+      assertEquals(ahead == null ? List.of(1, 1, 0) : List.of(0, 0, 0), prepared, "MPI_BUILD_COMPILE_AHEAD=" + ahead);
+    }
+    List<FakeBackend> crowded = backends(3, 3);
+    everyRankHasTheWholeBinary(CollectiveBuildTest.onRanks(new InProcessCommunicator.World(3, 10_000), 3, crowded::get,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, sharing(2, null)).onNode(3, 2)
+            .run(KernelSource.of(SOURCE), 0)));
+    assertEquals(List.of(0, 0, 0), crowded.stream().map(x -> x.prepares.get()).toList(),
+        "3 ranks on 2 cores: no idle time to warm up in");
+    FakeBackend alone = new FakeBackend();
+    CollectiveBuildTest.onRanks(new InProcessCommunicator.World(1, 10_000), 1, r -> alone,
+        (rank, comm, backend) -> new CollectiveBuild(comm, backend, sharing(null, null)).onNode(1, 8)
+            .run(KernelSource.of(SOURCE), 0));
+    assertEquals(0, alone.prepares.get(), "one rank prepares nothing");
+  }
+
   @Test
   void asynchronousBuildsDoNotTakeTheOtherRanksCores() throws Exception {
     List<FakeBackend> b = backends(2, 2);
