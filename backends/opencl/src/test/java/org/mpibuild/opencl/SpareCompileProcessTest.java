@@ -24,10 +24,15 @@ import org.mpibuild.KernelSource;
 class SpareCompileProcessTest {
   static OpenClBackend backend;
 
+  /** A backend that wants one, and its first compile, after which the first is started. */
   @BeforeAll
-  static void open() {
+  static void open() throws Exception {
     backend = OpenClDevices.open("Portable", null);
     backend.prepareCompiles();
+    assertTrue(ProcessHandle.current().children().noneMatch(SpareCompileProcessTest::startedAhead),
+        "none before the first compile");
+    PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex(), backend.deviceIndex(), true);
+    waiting();
   }
 
   @AfterAll
@@ -90,14 +95,18 @@ class SpareCompileProcessTest {
   /** The compile process waiting for a request: this JVM's child with {@code --wait} in its command line. */
   private static ProcessHandle waiting() throws InterruptedException {
     for (int i = 0; i < 100; i++) {
-      List<ProcessHandle> found = ProcessHandle.current().children()
-          .filter(p -> p.info().commandLine().orElse("").contains(" " + PoclCompileProcess.WAIT + " ")).toList();
+      List<ProcessHandle> found = ProcessHandle.current().children().filter(SpareCompileProcessTest::startedAhead)
+          .toList();
       if (found.size() == 1) {
         return found.get(0);
       }
       Thread.sleep(50);
     }
     throw new AssertionError("no single compile process started ahead is waiting");
+  }
+
+  private static boolean startedAhead(ProcessHandle p) {
+    return p.info().commandLine().orElse("").contains(" " + PoclCompileProcess.WAIT + " ");
   }
 
   /** Its directory, the argument after {@code --wait}. */
