@@ -74,20 +74,27 @@ final class SpareCompileProcess {
    * ends before.
    */
   static void replenish(int platformIndex, int deviceIndex) {
-    Thread later = new Thread(() -> {
-      try {
-        Thread.sleep(AFTER.toMillis());
-      } catch (InterruptedException e) {
-        return;
-      }
+    after(AFTER, "mpi-build-pocl-spare-start", () -> {
       synchronized (LOCK) {
         if (platform == platformIndex && device == deviceIndex) {
           startIfWanted();
         }
       }
-    }, "mpi-build-pocl-spare-start");
-    later.setDaemon(true);
-    later.start();
+    });
+  }
+
+  /** Runs {@code task} {@code delay} from now on a daemon thread of its own (nothing, if the JVM ends first). */
+  private static void after(Duration delay, String name, Runnable task) {
+    Thread t = new Thread(() -> {
+      try {
+        Thread.sleep(delay.toMillis());
+      } catch (InterruptedException e) {
+        return;
+      }
+      task.run();
+    }, name);
+    t.setDaemon(true);
+    t.start();
   }
 
   /** How long after a compile the next process is started ahead. */
@@ -105,12 +112,7 @@ final class SpareCompileProcess {
       }
       SpareCompileProcess spare = waiting;
       long since = wants;
-      Thread linger = new Thread(() -> {
-        try {
-          Thread.sleep(LINGER.toMillis());
-        } catch (InterruptedException e) {
-          return;
-        }
+      after(LINGER, "mpi-build-pocl-spare-linger", () -> {
         synchronized (LOCK) {
           if (wants != since || waiting != spare) {
             return;
@@ -118,9 +120,7 @@ final class SpareCompileProcess {
           waiting = null;
         }
         spare.discard();
-      }, "mpi-build-pocl-spare-linger");
-      linger.setDaemon(true);
-      linger.start();
+      });
     }
   }
 
