@@ -102,7 +102,8 @@ final class Comparison {
             System.getProperty("java.class.path"), "org.mpibuild.bench.Bench", jsonl.toString(), phase,
             Integer.toString(mode.reps()), mode.program()),
             Map.of("MPI_BUILD_BENCH_DIR", work.toString(), "MPI_BUILD_BENCH_RUN", salt,
-                "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g"), 3600);
+                // native access, as a user of Java 22+ gives it: mpi-build's PoCL compile then runs in the rank
+                "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g --enable-native-access=ALL-UNNAMED"), 3600);
         cells.addAll(BenchJson.readLines(Files.readString(jsonl)));
       } catch (Exception | AssertionError e) {
         // The job wrote each cell as it measured it: what it finished is kept, paired by repetition.

@@ -24,7 +24,6 @@ import static org.jocl.CL.clReleaseContext;
 import static org.jocl.CL.clReleaseProgram;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -65,6 +64,8 @@ final class OpenClBackend implements Backend {
   private final boolean pocl;
   /** Whether this backend wants a PoCL compile process started ahead ({@link #prepareCompiles}). */
   private volatile boolean compilesAhead;
+  /** Why a compile with launch shapes cannot run in this process ({@link PoclInProcessCompile}); null where it can. */
+  private final String inProcessProblem;
   /**
    * Open until {@link #close()}: then the programs loaded here and the messengers on the queue are closed,
    * and only then are the queue and the context released.
@@ -81,6 +82,7 @@ final class OpenClBackend implements Backend {
     this.platformIndex = platformIndex;
     this.deviceIndex = deviceIndex;
     this.pocl = pocl;
+    this.inProcessProblem = pocl ? PoclInProcessCompile.unavailable(compiler, System.getenv()) : "not PoCL";
     OPEN.add(this);
   }
 
@@ -119,9 +121,10 @@ final class OpenClBackend implements Backend {
   @Override
   public Compilation compile(KernelSource request) {
     if (pocl && !request.launchShapes().isEmpty()) {
-      // PoCL puts specialized work-group functions into a binary only when its environment names them, and
-      // it reads its environment once per process: the compile runs in a child process (one started ahead, if any).
-      PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
+      // PoCL puts specialized work-group functions into a binary only when its environment names them: here where
+      // this process can name them, else in a compile process (one started ahead, if any).
+      PoclSpecialization.Result r = inProcess(request, PoclSpecialization.perKernel(request.launchShapes()));
+      r = r != null ? r : PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
       return loaded(request, r.binary(), r.buildLog());
     }
     cl_program program = build(request.source(), request.options());
@@ -152,14 +155,20 @@ final class OpenClBackend implements Backend {
     if (!pocl) {
       throw new IllegalArgumentException("a shared compile's part needs PoCL; this device's platform is " + target);
     }
-    var r = PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex, compilesAhead);
+    PoclSpecialization.Result r = inProcess(request, PoclSpecialization.part(request, part));
+    r = r != null ? r : PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex, compilesAhead);
     return new Compilation(null, r.binary(), r.buildLog());
   }
 
-  /** On PoCL, a compile process started ahead ({@link SpareCompileProcess}) for each compile until {@link #close}. */
+  /** The binary of {@code named}'s functions made here ({@link PoclInProcessCompile}); null where it cannot be. */
+  private PoclSpecialization.Result inProcess(KernelSource request, Map<String, Set<String>> named) {
+    return inProcessProblem == null ? PoclInProcessCompile.compile(this, request, named) : null;
+  }
+
+  /** On PoCL, unless it compiles here, a compile process started ahead ({@link SpareCompileProcess}) until closed. */
   @Override
   public void prepareCompiles() {
-    if (pocl && !compilesAhead) {
+    if (pocl && !compilesAhead && inProcessProblem != null) {
       compilesAhead = true;
       SpareCompileProcess.want(platformIndex, deviceIndex);
     }
@@ -315,14 +324,8 @@ final class OpenClBackend implements Backend {
   }
 
   static List<String> definedKernels(cl_program program) {
-    String names = programString(program, CL_PROGRAM_KERNEL_NAMES);
-    List<String> out = new ArrayList<>();
-    for (String s : names.split(";")) {
-      if (!s.isBlank()) {
-        out.add(s.trim());
-      }
-    }
-    return out;
+    return Arrays.stream(programString(program, CL_PROGRAM_KERNEL_NAMES).split(";")).map(String::trim)
+        .filter(s -> !s.isEmpty()).toList();
   }
 
   private static String kernelName(cl_kernel k) {
@@ -352,19 +355,17 @@ final class OpenClBackend implements Backend {
     return cString(b);
   }
 
-  /** @throws IllegalStateException if the backend is closed */
+  /** The context, the device and the queue: each throws IllegalStateException if the backend is closed. */
   cl_context context() {
     guard.check();
     return context;
   }
 
-  /** @throws IllegalStateException if the backend is closed */
   cl_device_id device() {
     guard.check();
     return device;
   }
 
-  /** @throws IllegalStateException if the backend is closed */
   cl_command_queue queue() {
     guard.check();
     return queue;

@@ -82,6 +82,27 @@ final class OpenClDevices {
   }
 
   /**
+   * PoCL's kernel cache, where {@code pocl_cache_init_topdir} puts it with the kernel cache on: {@code POCL_CACHE_DIR},
+   * else {@code $XDG_CACHE_HOME/pocl/kcache}, else {@code $HOME/.cache/pocl/kcache}.
+   */
+  static Path poclCacheTop(Map<String, String> env) {
+    String home = env.getOrDefault("HOME", System.getProperty("user.home"));
+    return switch (cacheSetting(env)) {
+      case "POCL_CACHE_DIR" -> Path.of(env.get("POCL_CACHE_DIR"));
+      case "XDG_CACHE_HOME" -> Path.of(env.get("XDG_CACHE_HOME"), "pocl", "kcache");
+      default -> Path.of(home == null ? "/" : home, ".cache", "pocl", "kcache");
+    };
+  }
+
+  /** The variable PoCL's cache directory comes from. */
+  private static String cacheSetting(Map<String, String> env) {
+    String setting = env.get("POCL_CACHE_DIR");
+    String xdg = env.get("XDG_CACHE_HOME");
+    return setting != null && !setting.isEmpty() ? "POCL_CACHE_DIR"
+        : xdg != null && !xdg.isEmpty() ? "XDG_CACHE_HOME" : "HOME";
+  }
+
+  /**
    * Why PoCL would hide its devices for want of a cache directory, or null. PoCL offers no device at all when
    * it cannot create its kernel cache ({@code POCL_CACHE_DIR}, else {@code $XDG_CACHE_HOME/pocl}, else
    * {@code $HOME/.cache/pocl}): {@code pocl_init_devices} ends with {@code CL_DEVICE_NOT_FOUND} when
@@ -89,16 +110,8 @@ final class OpenClDevices {
    * {@code POCL_DEBUG}.
    */
   static String poclCacheProblem(Map<String, String> env) {
-    String setting = env.get("POCL_CACHE_DIR");
-    String xdg = env.get("XDG_CACHE_HOME");
-    String home = env.getOrDefault("HOME", System.getProperty("user.home"));
-    String named = setting != null && !setting.isEmpty() ? "POCL_CACHE_DIR"
-        : xdg != null && !xdg.isEmpty() ? "XDG_CACHE_HOME" : "HOME";
-    Path dir = switch (named) {
-      case "POCL_CACHE_DIR" -> Path.of(setting);
-      case "XDG_CACHE_HOME" -> Path.of(xdg, "pocl");
-      default -> Path.of(home == null ? "/" : home, ".cache", "pocl");
-    };
+    String named = cacheSetting(env);
+    Path dir = named.equals("POCL_CACHE_DIR") ? poclCacheTop(env) : poclCacheTop(env).getParent();
     Path existing = dir;
     while (existing != null && !Files.exists(existing)) {
       existing = existing.getParent();

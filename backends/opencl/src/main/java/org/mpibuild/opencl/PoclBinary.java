@@ -37,6 +37,44 @@ final class PoclBinary {
 
   private PoclBinary() {}
 
+  /** Where the build hash starts: after the magic, the device id, the version, the kernels, the flags, the root entries. */
+  private static final int BUILD_HASH_AT = MAGIC.length + 8 + 4 + 4 + 8 + 4;
+
+  /**
+   * The build hash of {@code binary}: the directory, under PoCL's cache, that a process loading it unpacks it into
+   * ({@code clCreateProgramWithBinary.c}: {@code pocl_binary_set_program_buildhash}).
+   *
+   * @throws IllegalArgumentException if it is not a PoCL binary of a known version
+   */
+  static String buildHash(byte[] binary) {
+    parse(binary);
+    int end = BUILD_HASH_AT;
+    while (end < BUILD_HASH_AT + BUILD_HASH_BYTES - 1 && binary[end] != 0) {
+      end++;
+    }
+    return new String(binary, BUILD_HASH_AT, end - BUILD_HASH_AT, StandardCharsets.US_ASCII);
+  }
+
+  /**
+   * {@code binary} with the build hash {@code hash}, which has the form of a program's in PoCL's kernel cache.
+   *
+   * @throws IllegalArgumentException if it is not a PoCL binary of a known version, or {@code hash} is not of that
+   *     form ({@code XX/} and 37 letters {@code A} to {@code P})
+   */
+  static byte[] withBuildHash(byte[] binary, String hash) {
+    parse(binary);
+    if (!FORM.matcher(hash).matches()) {
+      throw new IllegalArgumentException("build hash '" + hash + "' is not of PoCL's form (XX/ and 37 letters A to P)");
+    }
+    byte[] out = binary.clone();
+    System.arraycopy(hash.getBytes(StandardCharsets.US_ASCII), 0, out, BUILD_HASH_AT, hash.length());
+    out[BUILD_HASH_AT + hash.length()] = 0;
+    return out;
+  }
+
+  /** The form of PoCL's build hash of a program in its kernel cache. */
+  private static final java.util.regex.Pattern FORM = java.util.regex.Pattern.compile("[A-P]{2}/[A-P]{37}");
+
   /** Whether {@code binary} starts as a PoCL binary does. */
   static boolean isPoclBinary(byte[] binary) {
     if (binary.length < MAGIC.length) {

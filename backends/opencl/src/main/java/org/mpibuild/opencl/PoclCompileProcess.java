@@ -232,13 +232,7 @@ final class PoclCompileProcess {
   static cl_program standIns(OpenClBackend backend, Path cache, List<String> kernels,
       Map<String, Set<String>> named, List<String> union) throws IOException {
     Path program = programDirectory(cache, null);
-    OptionalInt machine = StandInLibrary.machine();
-    if (machine.isPresent()) {
-      Path libraries = Files.createDirectory(cache.resolve("stand-ins"));
-      for (String k : kernels) {
-        Files.write(libraries.resolve(k + ".so"), StandInLibrary.write(List.of(k), machine.getAsInt()));
-      }
-      link(program, kernels, named, union, k -> libraries.resolve(k + ".so"));
+    if (linkStandIns(program, Files.createDirectory(cache.resolve("stand-ins")), kernels, named, union)) {
       return null;
     }
     StringBuilder source = new StringBuilder();
@@ -261,6 +255,24 @@ final class PoclCompileProcess {
       return Files.isRegularFile(generic) ? generic : null;
     });
     return stubs;
+  }
+
+  /**
+   * Writes a {@link StandInLibrary} for each kernel into {@code libraries} and links each kernel's functions in
+   * {@code program}, PoCL's directory of the program, that it did not name, generic included, to it; false (nothing
+   * written) on a processor the library is not made for.
+   */
+  static boolean linkStandIns(Path program, Path libraries, List<String> kernels, Map<String, Set<String>> named,
+      List<String> union) throws IOException {
+    OptionalInt machine = StandInLibrary.machine();
+    if (machine.isEmpty()) {
+      return false;
+    }
+    for (String k : kernels) {
+      Files.write(libraries.resolve(k + ".so"), StandInLibrary.write(List.of(k), machine.getAsInt()));
+    }
+    link(program, kernels, named, union, k -> libraries.resolve(k + ".so"));
+    return true;
   }
 
   /** Links each kernel's functions that it did not name, generic included, to its stand-in (none where null). */

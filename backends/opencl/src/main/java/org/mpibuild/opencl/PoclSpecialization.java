@@ -224,6 +224,15 @@ final class PoclSpecialization {
    * @throws IllegalArgumentException if {@code part} is not a part of this request
    */
   static Result compilePart(KernelSource request, String part, int platformIndex, int deviceIndex, boolean spare) {
+    return compile(request, part(request, part), platformIndex, deviceIndex, MAX_STAND_INS, List.of(), spare);
+  }
+
+  /**
+   * The (kernel, specialization) pairs of {@code part}, one of {@link #parts}, by kernel.
+   *
+   * @throws IllegalArgumentException if {@code part} names a pair that is not a launch shape of the request
+   */
+  static Map<String, Set<String>> part(KernelSource request, String part) {
     Map<String, Set<String>> all = perKernel(request.launchShapes());
     Map<String, Set<String>> mine = pairs(part);
     mine.forEach((kernel, specs) -> specs.forEach(spec -> {
@@ -232,7 +241,7 @@ final class PoclSpecialization {
             + "', which is not a launch shape of the request");
       }
     }));
-    return compile(request, mine, platformIndex, deviceIndex, MAX_STAND_INS, List.of(), spare);
+    return mine;
   }
 
   /** One (kernel, specialization) pair as a part and the compile process's {@code named} file write it. */

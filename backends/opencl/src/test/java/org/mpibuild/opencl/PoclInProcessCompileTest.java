@@ -1,0 +1,139 @@
+package org.mpibuild.opencl;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.Map;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mpibuild.KernelSource;
+
+/**
+ * A compile with launch shapes in the rank's own process: where it may run, how it finds its program in PoCL's cache
+ * and names the binary's directory, and, in a JVM of Java 22 or later, the compile itself: the named functions only,
+ * nothing of it left in PoCL's cache, a compile error as a compile process gives it, and PoCL 3.1's first value of
+ * the variable caught by the check of the binary.
+ */
+class PoclInProcessCompileTest {
+  static final String POCL_60 = "OpenCL 3.0 PoCL 6.0+debian  Linux, None+Asserts, RELOC, SPIR-V, LLVM 18.1.8";
+
+  @Test
+  void itRunsOnlyOnPoclSixWithTheVariableFreeTheCacheOnAndTheSettingNotOff() {
+    String old = PoclInProcessCompile.unavailable("OpenCL 3.0 PoCL 3.1+debian  Linux", Map.of());
+    assertTrue(old.contains("before 6.0") && old.contains("PoCL 3.1"), old);
+    assertTrue(PoclInProcessCompile.unavailable("OpenCL 3.0 pocl", Map.of()).contains("before 6.0"));
+    assertEquals("MPI_BUILD_COMPILE_IN_PROCESS=0",
+        PoclInProcessCompile.unavailable(POCL_60, Map.of("MPI_BUILD_COMPILE_IN_PROCESS", "0")));
+    assertTrue(PoclInProcessCompile.unavailable(POCL_60, Map.of("POCL_BINARY_SPECIALIZE_WG", "4-1-1"))
+        .contains("POCL_BINARY_SPECIALIZE_WG is set"));
+    assertTrue(PoclInProcessCompile.unavailable(POCL_60, Map.of("POCL_KERNEL_CACHE", "0")).contains("cache is off"));
+    // what remains is the JVM's: on Java 17 no FFM API, on 22 and later native access
+    assertEquals(NativeEnvironment.unavailable(), PoclInProcessCompile.unavailable(POCL_60, Map.of()));
+    if (Runtime.version().feature() < 22) {
+      assertTrue(NativeEnvironment.unavailable().contains("no FFM API"), NativeEnvironment.unavailable());
+    }
+  }
+
+  @Test
+  void theBinarysDirectoryIsNamedByTheRequestAndTheCompilerInPoclsForm() {
+    KernelSource request = ManyShapesTest.request();
+    String hash = PoclInProcessCompile.buildHash("PoCL 6.0", request);
+    assertTrue(hash.matches("[A-P]{2}/[A-P]{37}"), hash);
+    assertEquals(hash, PoclInProcessCompile.buildHash("PoCL 6.0", ManyShapesTest.request()));
+    assertNotEquals(hash, PoclInProcessCompile.buildHash("PoCL 7.1", request));
+    assertNotEquals(hash, PoclInProcessCompile.buildHash("PoCL 6.0", request.withOptions("-cl-fast-relaxed-math")));
+    assertNotEquals(hash, PoclInProcessCompile.buildHash("PoCL 6.0",
+        KernelSource.of(request.source() + " ").withLaunchShapes(request.launchShapes())));
+  }
+
+  @Test
+  void aBinarysBuildHashIsReadAndReplacedInPlace() {
+    byte[] binary = PoclBinary.withBuildHash(PoclBinaryTest.binary(11, Map.of("k", Map.of("/k/0-0-0/k.so", "code"))),
+        "FG/" + "E".repeat(37));
+    String own = PoclBinary.buildHash(binary);
+    assertEquals("FG/" + "E".repeat(37), own);
+    String other = "AB/" + "C".repeat(37);
+    byte[] renamed = PoclBinary.withBuildHash(binary, other);
+    assertEquals(other, PoclBinary.buildHash(renamed));
+    assertEquals(binary.length, renamed.length);
+    assertArrayEquals(binary, PoclBinary.withBuildHash(renamed, own), "nothing else changed");
+    assertThrows(IllegalArgumentException.class, () -> PoclBinary.withBuildHash(binary, "AB/CD"));
+    assertThrows(IllegalArgumentException.class, () -> PoclBinary.withBuildHash(binary, "ab/" + "c".repeat(37)));
+  }
+
+  /** Only a directory changed since the compile began whose program.bc holds the nonce, and only one. */
+  @Test
+  void theProgramsDirectoryIsTheOneNewDirectoryWithTheNonce(@TempDir Path top) throws Exception {
+    FileTime since = FileTime.fromMillis(System.currentTimeMillis() - 60_000);
+    byte[] nonce = "mpi_build_compile_0123".getBytes(StandardCharsets.US_ASCII);
+    Path ours = program(top, "AB/CDE", "bitcode mpi_build_compile_0123 more");
+    program(top, "AB/XYZ", "bitcode of another program");
+    program(top, "QR/STU", "bitcode mpi_build_compile_9999");
+    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce));
+    Path old = program(top, "OL/DER", "bitcode mpi_build_compile_0123");
+    Files.setLastModifiedTime(old, FileTime.fromMillis(0));
+    Files.setLastModifiedTime(old.getParent(), FileTime.fromMillis(0));
+    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce), "a directory older than the compile");
+    program(top, "ZZ/TWO", "mpi_build_compile_0123");
+    assertNull(PoclInProcessCompile.programDirectory(top, since, nonce), "two: neither is provably ours");
+    assertNull(PoclInProcessCompile.programDirectory(top, since, "mpi_build_compile_none".getBytes(
+        StandardCharsets.US_ASCII)));
+  }
+
+  private static Path program(Path top, String hash, String bitcode) throws Exception {
+    Path dir = Files.createDirectories(top.resolve(hash));
+    Files.writeString(dir.resolve("program.bc"), bitcode);
+    return dir;
+  }
+
+  /** The compile itself, in a JVM of the FFM binding's JDK (ffm.jdk) with native access and a cache of its own. */
+  @Test
+  void inAJvmThatCanSetTheVariableTheCompileLeavesTheNamedFunctionsOnlyAndNothingInTheCache(@TempDir Path cache)
+      throws Exception {
+    String jdk = System.getProperty("ffm.jdk");
+    Path java = jdk == null ? null : Path.of(jdk, "bin", "java");
+    if (java == null || !Files.isExecutable(java)) {
+      String why = "no JDK 22+ named by ffm.jdk (" + jdk + "): the compile in a rank's own process needs one";
+      System.out.println("SKIP " + why);
+      Assumptions.abort(why);
+    }
+    ProcessBuilder pb = new ProcessBuilder(java.toString(), "--enable-native-access=ALL-UNNAMED", "-cp",
+        System.getProperty("java.class.path"), InProcessCompileMain.class.getName()).redirectErrorStream(true);
+    pb.environment().put("POCL_CACHE_DIR", cache.toString());
+    pb.environment().remove("POCL_BINARY_SPECIALIZE_WG");
+    pb.environment().remove("POCL_KERNEL_CACHE"); // the tests' "0": this compile needs PoCL's cache on
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, p.waitFor(), out);
+    assertTrue(out.contains("unavailable null\n"), out);
+    assertTrue(out.contains("functions [k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, k2/4-1-1-goffs0-smallgrid, "
+        + "k3/8-1-1-goffs0-smallgrid]\n"), out);
+    assertTrue(out.contains("hash true\n"), out);
+    assertTrue(out.contains("loaded true\n"), out);
+    assertTrue(out.contains("error true\n"), "a compile error with its build log: " + out);
+    assertEquals(3, out.split("left 0\n", -1).length - 1, "no program of a nonce left, each time: " + out);
+    // PoCL 3.1 to 5.0 keep the variable's first value: the second request's function is missing, and the check
+    // of the binary leaves the compile to a compile process; 6.0 and later build it here
+    boolean firstValueKept = backendVersionBefore6();
+    assertTrue(out.contains(firstValueKept ? "second none\n" : "second [k1/16-1-1-goffs0-smallgrid]\n"), out);
+  }
+
+  private static boolean backendVersionBefore6() {
+    OpenClBackend backend = OpenClDevices.open("Portable", null);
+    try {
+      return PoclInProcessCompile.unavailable(backend.compilerIdentity(), Map.of()) != null
+          && PoclInProcessCompile.unavailable(backend.compilerIdentity(), Map.of()).contains("before 6.0");
+    } finally {
+      backend.close();
+    }
+  }
+}
