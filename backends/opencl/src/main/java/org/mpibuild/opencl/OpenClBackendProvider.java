@@ -39,6 +39,6 @@ public final class OpenClBackendProvider implements BackendProvider {
 
   @Override
   public List<Setting<?>> settings() {
-    return List.of(PLATFORM, DEVICE, QueueCommands.ON_QUEUE);
+    return List.of(PLATFORM, DEVICE, QueueCommands.ON_QUEUE, PoclInProcessCompile.ON);
   }
 }

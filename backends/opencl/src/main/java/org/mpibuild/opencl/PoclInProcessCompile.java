@@ -25,6 +25,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.jocl.cl_program;
 import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Setting;
+import org.mpibuild.spi.SettingSource;
 import org.mpibuild.support.BackendSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,8 +51,12 @@ import org.slf4j.LoggerFactory;
  */
 final class PoclInProcessCompile {
   private static final Logger LOG = LoggerFactory.getLogger(PoclInProcessCompile.class);
-  /** The setting that turns the compile in this process off ({@code 0}); on by default where it can run. */
-  static final String SETTING = "MPI_BUILD_COMPILE_IN_PROCESS";
+  /** Whether a compile with launch shapes may run in the rank's process where it can. */
+  static final Setting<Boolean> ON = Setting.flag("MPI_BUILD_OPENCL_COMPILE_IN_PROCESS",
+      "mpibuild.opencl.compileInProcess", true, "on PoCL 6.0 and later, with Java 22+ and native access enabled "
+          + "(`--enable-native-access=ALL-UNNAMED`), compile a request with launch shapes in the rank's own process, "
+          + "with no compile process to start; used only where it can run, else a compile process does it; `false`: "
+          + "always a compile process");
   /** The first PoCL release that reads its settings at each use. */
   static final int FIRST_MAJOR = 6;
   private static final Pattern POCL_VERSION = Pattern.compile("PoCL (\\d+)\\.(\\d+)");
@@ -61,13 +67,18 @@ final class PoclInProcessCompile {
 
   private PoclInProcessCompile() {}
 
+  /** {@link #unavailable(String, boolean, Map)} with this process's setting and environment. */
+  static String unavailable(String platformVersion) {
+    return unavailable(platformVersion, ON.read(SettingSource.ofProcess()), System.getenv());
+  }
+
   /**
    * Why a compile with launch shapes cannot run in this process on the platform of {@code platformVersion}; null
-   * where it can.
+   * where it can ({@code on}: the setting {@link #ON}).
    */
-  static String unavailable(String platformVersion, Map<String, String> env) {
-    if ("0".equals(env.get(SETTING))) {
-      return SETTING + "=0";
+  static String unavailable(String platformVersion, boolean on, Map<String, String> env) {
+    if (!on) {
+      return ON.variable() + "=false";
     }
     Matcher m = POCL_VERSION.matcher(platformVersion);
     if (!m.find() || Integer.parseInt(m.group(1)) < FIRST_MAJOR) {

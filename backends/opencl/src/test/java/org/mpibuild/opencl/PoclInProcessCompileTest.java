@@ -28,16 +28,15 @@ class PoclInProcessCompileTest {
 
   @Test
   void itRunsOnlyOnPoclSixWithTheVariableFreeTheCacheOnAndTheSettingNotOff() {
-    String old = PoclInProcessCompile.unavailable("OpenCL 3.0 PoCL 3.1+debian  Linux", Map.of());
+    String old = PoclInProcessCompile.unavailable("OpenCL 3.0 PoCL 3.1+debian  Linux", true, Map.of());
     assertTrue(old.contains("before 6.0") && old.contains("PoCL 3.1"), old);
-    assertTrue(PoclInProcessCompile.unavailable("OpenCL 3.0 pocl", Map.of()).contains("before 6.0"));
-    assertEquals("MPI_BUILD_COMPILE_IN_PROCESS=0",
-        PoclInProcessCompile.unavailable(POCL_60, Map.of("MPI_BUILD_COMPILE_IN_PROCESS", "0")));
-    assertTrue(PoclInProcessCompile.unavailable(POCL_60, Map.of("POCL_BINARY_SPECIALIZE_WG", "4-1-1"))
+    assertTrue(PoclInProcessCompile.unavailable("OpenCL 3.0 pocl", true, Map.of()).contains("before 6.0"));
+    assertEquals("MPI_BUILD_OPENCL_COMPILE_IN_PROCESS=false", PoclInProcessCompile.unavailable(POCL_60, false, Map.of()));
+    assertTrue(PoclInProcessCompile.unavailable(POCL_60, true, Map.of("POCL_BINARY_SPECIALIZE_WG", "4-1-1"))
         .contains("POCL_BINARY_SPECIALIZE_WG is set"));
-    assertTrue(PoclInProcessCompile.unavailable(POCL_60, Map.of("POCL_KERNEL_CACHE", "0")).contains("cache is off"));
+    assertTrue(PoclInProcessCompile.unavailable(POCL_60, true, Map.of("POCL_KERNEL_CACHE", "0")).contains("cache is off"));
     // what remains is the JVM's: on Java 17 no FFM API, on 22 and later native access
-    assertEquals(NativeEnvironment.unavailable(), PoclInProcessCompile.unavailable(POCL_60, Map.of()));
+    assertEquals(NativeEnvironment.unavailable(), PoclInProcessCompile.unavailable(POCL_60, true, Map.of()));
     if (Runtime.version().feature() < 22) {
       assertTrue(NativeEnvironment.unavailable().contains("no FFM API"), NativeEnvironment.unavailable());
     }
@@ -130,8 +129,8 @@ class PoclInProcessCompileTest {
   private static boolean backendVersionBefore6() {
     OpenClBackend backend = OpenClDevices.open("Portable", null);
     try {
-      return PoclInProcessCompile.unavailable(backend.compilerIdentity(), Map.of()) != null
-          && PoclInProcessCompile.unavailable(backend.compilerIdentity(), Map.of()).contains("before 6.0");
+      String why = PoclInProcessCompile.unavailable(backend.compilerIdentity(), true, Map.of());
+      return why != null && why.contains("before 6.0");
     } finally {
       backend.close();
     }

@@ -111,7 +111,8 @@ public final class CoreSettings {
       "MPI_BUILD_CUDA_ARCH", "mpibuild.cuda.arch", "MPI_BUILD_CUDA_COMPILERS", "mpibuild.cuda.compilers",
       "MPI_BUILD_NVCC", "mpibuild.cuda.nvcc", "MPI_BUILD_CUDA_DEVICE", "mpibuild.cuda.device",
       "MPI_BUILD_OPENCL_PLATFORM", "mpibuild.opencl.platform", "MPI_BUILD_OPENCL_DEVICE", "mpibuild.opencl.device",
-      "MPI_BUILD_OPENCL_ON_QUEUE", "mpibuild.opencl.onQueue");
+      "MPI_BUILD_OPENCL_ON_QUEUE", "mpibuild.opencl.onQueue", "MPI_BUILD_OPENCL_COMPILE_IN_PROCESS",
+      "mpibuild.opencl.compileInProcess");
 
   /** Every core setting, in the README's order. */
   public static final List<Setting<?>> ALL = List.of(BINDING, MODE, BACKEND, CHUNK_BYTES, MAX_BINARY_BYTES, CACHE,
