@@ -123,7 +123,8 @@ final class OpenClBackend implements Backend {
     if (pocl && !request.launchShapes().isEmpty()) {
       // PoCL puts specialized work-group functions into a binary only when its environment names them: here where
       // this process can name them, else in a compile process (one started ahead, if any).
-      PoclSpecialization.Result r = inProcess(request, PoclSpecialization.perKernel(request.launchShapes()));
+      PoclSpecialization.Result r = inProcessProblem == null
+          ? PoclInProcessCompile.compile(this, request, PoclSpecialization.perKernel(request.launchShapes())) : null;
       r = r != null ? r : PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
       return loaded(request, r.binary(), r.buildLog());
     }
@@ -142,12 +143,13 @@ final class OpenClBackend implements Backend {
 
   /**
    * On PoCL with launch shapes named, the request's (kernel, shape) pairs dealt between the ranks
-   * ({@link PoclSpecialization#parts}): each rank's compile process builds its pairs' functions after the same
-   * front end. Elsewhere none: the compile is not split.
+   * ({@link PoclSpecialization#parts}): each rank builds its pairs' functions after the same front end (built once,
+   * here, where the ranks compile in their own process: {@link PoclInProcessCompile#shareFrontEnd}). Elsewhere none.
    */
   @Override
   public List<String> compileParts(KernelSource request, int ranks) {
-    return pocl && !request.launchShapes().isEmpty() ? PoclSpecialization.parts(request, ranks) : List.of();
+    List<String> parts = pocl && !request.launchShapes().isEmpty() ? PoclSpecialization.parts(request, ranks) : List.of();
+    return inProcessProblem == null ? PoclInProcessCompile.shareFrontEnd(this, request, parts) : parts;
   }
 
   @Override
@@ -155,14 +157,11 @@ final class OpenClBackend implements Backend {
     if (!pocl) {
       throw new IllegalArgumentException("a shared compile's part needs PoCL; this device's platform is " + target);
     }
-    PoclSpecialization.Result r = inProcess(request, PoclSpecialization.part(request, part));
+    Map<String, Set<String>> named = PoclSpecialization.part(request, part);
+    PoclSpecialization.Result r = inProcessProblem == null
+        ? PoclInProcessCompile.compilePart(this, request, part, named) : null;
     r = r != null ? r : PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex, compilesAhead);
     return new Compilation(null, r.binary(), r.buildLog());
-  }
-
-  /** The binary of {@code named}'s functions made here ({@link PoclInProcessCompile}); null where it cannot be. */
-  private PoclSpecialization.Result inProcess(KernelSource request, Map<String, Set<String>> named) {
-    return inProcessProblem == null ? PoclInProcessCompile.compile(this, request, named) : null;
   }
 
   /** On PoCL, unless it compiles here, a compile process started ahead ({@link SpareCompileProcess}) until closed. */
@@ -398,6 +397,7 @@ final class OpenClBackend implements Backend {
   @Override
   public void close() {
     OPEN.remove(this);
+    PoclInProcessCompile.release(this);
     if (compilesAhead) {
       compilesAhead = false;
       SpareCompileProcess.unwant(platformIndex, deviceIndex);

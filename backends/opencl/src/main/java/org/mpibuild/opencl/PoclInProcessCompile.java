@@ -1,5 +1,8 @@
 package org.mpibuild.opencl;
 
+import static org.jocl.CL.CL_SUCCESS;
+import static org.jocl.CL.clBuildProgram;
+import static org.jocl.CL.clCreateProgramWithBinary;
 import static org.jocl.CL.clReleaseProgram;
 
 import java.io.IOException;
@@ -23,6 +26,7 @@ import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.jocl.cl_device_id;
 import org.jocl.cl_program;
 import org.mpibuild.KernelSource;
 import org.mpibuild.spi.Setting;
@@ -106,8 +110,81 @@ final class PoclInProcessCompile {
    * @throws IllegalArgumentException if the options are invalid
    */
   static PoclSpecialization.Result compile(OpenClBackend backend, KernelSource request, Map<String, Set<String>> named) {
+    return compile(backend, request, named, null);
+  }
+
+  /**
+   * Part {@code part} of a shared compile ({@link PoclSpecialization#parts}), as {@link #compile} builds a request:
+   * on the root, from the program {@link #shareFrontEnd} built; on another rank, from the root's front end where
+   * the part carries it (no front end here); else from the source.
+   */
+  static PoclSpecialization.Result compilePart(OpenClBackend backend, KernelSource request, String part,
+      Map<String, Set<String>> named) {
+    Built retained = RETAINED.remove(backend);
+    if (retained != null && retained.part().equals(part)) {
+      return compile(backend, request, named, retained);
+    }
+    if (retained != null) {
+      retained.release();
+    }
+    return compile(backend, request, named, FrontEnd.of(part));
+  }
+
+  /**
+   * The parts of a shared compile, each but the root's (the first) with the root's front end: the request is built
+   * here now, its program kept for the root's part ({@link #compilePart}) and its {@code program.bc} added to the
+   * other parts ({@link FrontEnd}), so that their ranks generate code without a front end of their own. The parts as
+   * they were where it cannot be (said at DEBUG).
+   */
+  static List<String> shareFrontEnd(OpenClBackend backend, KernelSource request, List<String> parts) {
+    if (parts.isEmpty() || !ONE.tryLock()) {
+      return parts;
+    }
+    Path mark = null;
+    try {
+      Path top = OpenClDevices.poclCacheTop(System.getenv());
+      mark = Files.createTempFile(top, ".mpi-build-", ".mark");
+      Built built = Built.fromSource(backend, request, top, Files.getLastModifiedTime(mark), parts.get(0));
+      if (built == null) {
+        return parts;
+      }
+      Built old = RETAINED.put(backend, built);
+      if (old != null) {
+        old.release();
+      }
+      String line = FrontEnd.line(top.relativize(built.dir()).toString(), built.nonce(),
+          Files.readAllBytes(built.dir().resolve("program.bc")));
+      List<String> out = new ArrayList<>(List.of(parts.get(0)));
+      parts.subList(1, parts.size()).forEach(p -> out.add(p + line));
+      return out;
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("front end shared from this process: {}; each part's rank builds its own", e.toString());
+      return parts;
+    } finally {
+      deleteQuietly(mark, null);
+      ONE.unlock();
+    }
+  }
+
+  /** Releases what {@link #shareFrontEnd} kept for {@code backend}, if anything. */
+  static void release(OpenClBackend backend) {
+    Built retained = RETAINED.remove(backend);
+    if (retained != null) {
+      retained.release();
+    }
+  }
+
+  /** The program the root built in {@link #shareFrontEnd}, by backend, until its part is compiled. */
+  private static final Map<OpenClBackend, Built> RETAINED = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** {@link #compile} from {@code built} where it is not null, else from {@code frontEnd}, else from the source. */
+  private static PoclSpecialization.Result compile(OpenClBackend backend, KernelSource request,
+      Map<String, Set<String>> named, Object from) {
     if (!ONE.tryLock()) {
       LOG.debug("compile in this process: another is running; a compile process builds this one");
+      if (from instanceof Built b) {
+        b.release();
+      }
       return null;
     }
     Path mark = null;
@@ -117,66 +194,161 @@ final class PoclInProcessCompile {
       mark = Files.createTempFile(top, ".mpi-build-", ".mark");
       libraries = Files.createTempDirectory("mpi-build-stand-ins", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
-      return compile(backend, request, named, top, Files.getLastModifiedTime(mark), libraries);
+      FileTime since = Files.getLastModifiedTime(mark);
+      Built built = from instanceof Built b ? b : from instanceof FrontEnd f
+          ? Built.fromFrontEnd(backend, request, top, since, f) : Built.fromSource(backend, request, top, since, "");
+      if (built == null) {
+        return null;
+      }
+      try {
+        return finish(backend, request, named, built, libraries);
+      } finally {
+        built.release();
+      }
     } catch (IOException | UncheckedIOException e) {
       LOG.debug("compile in this process: {}; a compile process builds it", e.toString());
       return null;
     } finally {
-      try {
-        if (mark != null) {
-          Files.deleteIfExists(mark);
-        }
-        BackendSupport.deleteTree(libraries);
-      } catch (IOException ignored) {
-        // our own temporary files; nothing else to do
-      }
+      deleteQuietly(mark, libraries);
       ONE.unlock();
     }
   }
 
-  private static PoclSpecialization.Result compile(OpenClBackend backend, KernelSource request,
-      Map<String, Set<String>> named, Path top, FileTime since, Path libraries) throws IOException {
-    String nonce = HexFormat.of().formatHex(bytes(16));
-    cl_program program = backend.build(request.source() + "\n\nvoid mpi_build_compile_" + nonce + "(void) {}\n",
-        request.options());
-    Path dir = null;
+  private static void deleteQuietly(Path file, Path tree) {
     try {
-      dir = programDirectory(top, since, ("mpi_build_compile_" + nonce).getBytes(StandardCharsets.US_ASCII));
-      List<String> kernels = OpenClBackend.definedKernels(program);
-      List<String> union = List.copyOf(named.values().stream().flatMap(Set::stream)
-          .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
-      if (dir == null || (long) kernels.size() * (union.size() + 1) > PoclSpecialization.MAX_STAND_INS
-          || !PoclCompileProcess.linkStandIns(dir, libraries, kernels, named, union)) {
-        LOG.debug("compile in this process: {}; a compile process builds it", dir == null
-            ? "its program's directory was not found in " + top : "no stand-ins for " + kernels.size() + " kernels");
+      if (file != null) {
+        Files.deleteIfExists(file);
+      }
+      BackendSupport.deleteTree(tree);
+    } catch (IOException ignored) {
+      // our own temporary files; nothing else to do
+    }
+  }
+
+  /** The binary of {@code built}'s program with the functions {@code named} names and no others; null if it cannot. */
+  private static PoclSpecialization.Result finish(OpenClBackend backend, KernelSource request,
+      Map<String, Set<String>> named, Built built, Path libraries) throws IOException {
+    List<String> kernels = OpenClBackend.definedKernels(built.program());
+    List<String> union = List.copyOf(named.values().stream().flatMap(Set::stream)
+        .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
+    if ((long) kernels.size() * (union.size() + 1) > PoclSpecialization.MAX_STAND_INS
+        || !PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, named, union)) {
+      LOG.debug("compile in this process: no stand-ins for {} kernels; a compile process builds it", kernels.size());
+      return null;
+    }
+    byte[] binary;
+    NativeEnvironment environment = NativeEnvironment.get();
+    synchronized (NativeEnvironment.LOCK) {
+      environment.set(VARIABLE, String.join(",", union));
+      try {
+        binary = backend.programBinary(built.program());
+      } finally {
+        environment.set(VARIABLE, null);
+      }
+    }
+    if (!built.top().resolve(PoclBinary.buildHash(binary)).equals(built.dir())) {
+      LOG.debug("compile in this process: the binary's build hash {} is not the directory {}; a compile process "
+          + "builds it", PoclBinary.buildHash(binary), built.dir());
+      return null;
+    }
+    byte[] kept = PoclBinary.keepOnly(binary, (k, spec) -> named.getOrDefault(k, Set.of()).contains(spec));
+    String missing = PoclCompileProcess.missing(kept, named);
+    if (missing != null) {
+      LOG.debug("compile in this process: PoCL built no function for {}; a compile process builds it", missing);
+      return null;
+    }
+    LOG.debug("compiled in this process{}: {} kernels, {} named functions", built.fromFrontEnd()
+        ? " from the root's front end" : "", kernels.size(), named.values().stream().mapToInt(Set::size).sum());
+    return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend.compilerIdentity(),
+        request)), built.log());
+  }
+
+  /**
+   * A program built here for a compile, with its directory in PoCL's cache under {@code top} (this build's own,
+   * proven by the nonce), its build log, the part it was built for ({@code ""}: a whole request), and whether it was
+   * built from the root's front end.
+   */
+  private record Built(cl_program program, Path top, Path dir, String nonce, String log, String part,
+      boolean fromFrontEnd) {
+    /** The request's source with a function named by a new nonce, built; null where its directory is not found. */
+    static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part)
+        throws IOException {
+      String nonce = HexFormat.of().formatHex(bytes(16));
+      cl_program program = backend.build(request.source() + "\n\nvoid " + NONCE_FUNCTION + nonce + "(void) {}\n",
+          request.options());
+      return found(program, top, since, nonce, null, backend.buildLog(program), part, false);
+    }
+
+    /**
+     * The root's {@code program.bc} built here (no front end: PoCL takes LLVM bitcode as a binary), with an option of
+     * no use that gives it a directory of its own; null where it does not build or its directory is not found.
+     */
+    static Built fromFrontEnd(OpenClBackend backend, KernelSource request, Path top, FileTime since, FrontEnd f)
+        throws IOException {
+      int[] err = new int[1];
+      cl_device_id[] device = {backend.device()};
+      cl_program program = clCreateProgramWithBinary(backend.context(), 1, device, new long[] {f.bitcode().length},
+          new byte[][] {f.bitcode()}, null, err);
+      if (err[0] != CL_SUCCESS) {
+        LOG.debug("compile in this process: the root's front end does not load ({}); from the source", err[0]);
         return null;
       }
-      byte[] binary;
-      NativeEnvironment environment = NativeEnvironment.get();
-      synchronized (NativeEnvironment.LOCK) {
-        environment.set(VARIABLE, String.join(",", union));
-        try {
-          binary = backend.programBinary(program);
-        } finally {
-          environment.set(VARIABLE, null);
-        }
-      }
-      if (!top.resolve(PoclBinary.buildHash(binary)).equals(dir)) {
-        LOG.debug("compile in this process: the binary's build hash {} is not the directory {}; a compile process "
-            + "builds it", PoclBinary.buildHash(binary), dir);
+      String options = request.options() + " -D MPI_BUILD_PART_" + HexFormat.of().formatHex(bytes(8));
+      if (clBuildProgram(program, 1, device, options.strip(), null, null) != CL_SUCCESS) {
+        clReleaseProgram(program);
+        LOG.debug("compile in this process: the root's front end does not build; from the source");
         return null;
       }
-      byte[] kept = PoclBinary.keepOnly(binary, (k, spec) -> named.getOrDefault(k, Set.of()).contains(spec));
-      String missing = PoclCompileProcess.missing(kept, named);
-      if (missing != null) {
-        LOG.debug("compile in this process: PoCL built no function for {}; a compile process builds it", missing);
+      return found(program, top, since, f.nonce(), top.resolve(f.rootDirectory()), "", "", true);
+    }
+
+    private static Built found(cl_program program, Path top, FileTime since, String nonce, Path not, String log,
+        String part, boolean fromFrontEnd) throws IOException {
+      Path dir = programDirectory(top, since, (NONCE_FUNCTION + nonce).getBytes(StandardCharsets.US_ASCII), not);
+      if (dir == null) {
+        clReleaseProgram(program);
+        LOG.debug("compile in this process: its program's directory was not found in {}; a compile process builds it",
+            top);
         return null;
       }
-      return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend.compilerIdentity(),
-          request)), backend.buildLog(program));
-    } finally {
+      return new Built(program, top, dir, nonce, log, part, fromFrontEnd);
+    }
+
+    /** Releases the program and deletes its directory, stand-ins and all: nothing launches from it. */
+    void release() {
       clReleaseProgram(program);
-      BackendSupport.deleteTree(dir);
+      deleteQuietly(null, dir);
+    }
+  }
+
+  /** The name, less its nonce, of the function of no use a source is built with here. */
+  private static final String NONCE_FUNCTION = "mpi_build_compile_";
+
+  /**
+   * The root's front end as the other parts of a shared compile carry it: a line {@code #front-end}, the root's
+   * directory of the program (so that a rank sharing its PoCL cache tells it from its own), the nonce, and the
+   * program's {@code program.bc} in base64. {@link PoclSpecialization#pairs} skips it.
+   */
+  record FrontEnd(String rootDirectory, String nonce, byte[] bitcode) {
+    static final String PREFIX = "#front-end\t";
+    private static final Pattern LINE = Pattern.compile(
+        "^#front-end\t([A-P]{2}/[A-P]{37})\t([0-9a-f]{32})\t([A-Za-z0-9+/=]+)$", Pattern.MULTILINE);
+
+    static String line(String rootDirectory, String nonce, byte[] bitcode) {
+      return PREFIX + rootDirectory + "\t" + nonce + "\t" + java.util.Base64.getEncoder().encodeToString(bitcode) + "\n";
+    }
+
+    /** The front end {@code part} carries; null where it carries none, or none that reads. */
+    static FrontEnd of(String part) {
+      Matcher m = LINE.matcher(part);
+      if (!m.find()) {
+        return null;
+      }
+      try {
+        return new FrontEnd(m.group(1), m.group(2), java.util.Base64.getDecoder().decode(m.group(3)));
+      } catch (IllegalArgumentException e) {
+        return null;
+      }
     }
   }
 
@@ -188,13 +360,16 @@ final class PoclInProcessCompile {
 
   /**
    * The directory of PoCL's cache ({@code TOP/XX/REST}) changed since {@code since} whose {@code program.bc} holds
-   * {@code nonce}; null where there is not exactly one.
+   * {@code nonce}, other than {@code not} (null: none); null where there is not exactly one.
    */
-  static Path programDirectory(Path top, FileTime since, byte[] nonce) throws IOException {
+  static Path programDirectory(Path top, FileTime since, byte[] nonce, Path not) throws IOException {
     List<Path> found = new ArrayList<>();
     for (Path first : recent(top, since)) {
       for (Path program : recent(first, since)) {
         Path bitcode = program.resolve("program.bc");
+        if (program.equals(not)) {
+          continue;
+        }
         if (Files.isRegularFile(bitcode, LinkOption.NOFOLLOW_LINKS) && contains(Files.readAllBytes(bitcode), nonce)) {
           found.add(program);
         }

@@ -253,7 +253,7 @@ final class PoclSpecialization {
   static Map<String, Set<String>> pairs(String text) {
     Map<String, Set<String>> out = new LinkedHashMap<>();
     for (String line : text.split("\n")) {
-      if (line.isEmpty()) {
+      if (line.isEmpty() || line.startsWith("#")) { // a line of another kind: PoclInProcessCompile.FrontEnd
         continue;
       }
       int tab = line.indexOf('\t');

@@ -16,7 +16,11 @@ import org.mpibuild.LaunchShape;
 public final class InProcessCompileMain {
   private InProcessCompileMain() {}
 
-  public static void main(String[] args) throws IOException {
+  public static void main(String[] args) throws Exception {
+    if (args.length > 0) {
+      shared(args);
+      return;
+    }
     OpenClBackend backend = OpenClDevices.open("Portable", null);
     Path top = Path.of(System.getenv("POCL_CACHE_DIR"));
     System.out.println("unavailable " + NativeEnvironment.unavailable());
@@ -43,6 +47,45 @@ public final class InProcessCompileMain {
         PoclSpecialization.perKernel(other.launchShapes()));
     System.out.println("second " + (second == null ? "none" : ManyShapesTest.functions(second.binary())));
     System.out.println("left " + left(top, hash));
+    backend.close();
+  }
+
+  /**
+   * One rank of a compile shared between 2 ranks, with {@code DIR} for what they exchange: {@code root DIR} shares its
+   * front end (the parts in {@code DIR/parts}), waits for {@code DIR/part-1.bin}, compiles its part, joins and runs
+   * the binary; {@code part DIR} compiles part 1 from the parts and writes {@code DIR/part-1.bin}.
+   */
+  private static void shared(String[] args) throws Exception {
+    OpenClBackend backend = OpenClDevices.open("Portable", null);
+    KernelSource request = ManyShapesTest.request();
+    Path dir = Path.of(args[1]);
+    if (args[0].equals("root")) {
+      java.util.List<String> parts = PoclInProcessCompile.shareFrontEnd(backend, request,
+          PoclSpecialization.parts(request, 2));
+      System.out.println("front end shared " + parts.get(1).contains(PoclInProcessCompile.FrontEnd.PREFIX));
+      Files.writeString(dir.resolve("parts.tmp"), String.join("\0", parts));
+      Files.move(dir.resolve("parts.tmp"), dir.resolve("parts"));
+      Path other = dir.resolve("part-1.bin");
+      for (int i = 0; i < 1200 && !Files.exists(other); i++) {
+        Thread.sleep(50);
+      }
+      PoclSpecialization.Result mine = PoclInProcessCompile.compilePart(backend, request, parts.get(0),
+          PoclSpecialization.part(request, parts.get(0)));
+      org.mpibuild.spi.Compilation joined = backend.joinParts(request, backend.target(), java.util.List.of(
+          new org.mpibuild.spi.Compilation(null, mine.binary(), ""),
+          new org.mpibuild.spi.Compilation(null, Files.readAllBytes(other), "")));
+      System.out.println("joined " + ManyShapesTest.functions(joined.binary()));
+      joined.program().close();
+      ManyShapesTest.runsRight(backend, request, joined.binary());
+      System.out.println("root ran right");
+    } else {
+      java.util.List<String> parts = java.util.List.of(Files.readString(dir.resolve("parts")).split("\0"));
+      PoclSpecialization.Result c = PoclInProcessCompile.compilePart(backend, request, parts.get(1),
+          PoclSpecialization.part(request, parts.get(1)));
+      System.out.println("part 1 " + ManyShapesTest.functions(c.binary()));
+      Files.write(dir.resolve("part-1.tmp"), c.binary());
+      Files.move(dir.resolve("part-1.tmp"), dir.resolve("part-1.bin"));
+    }
     backend.close();
   }
 

@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -77,15 +78,17 @@ class PoclInProcessCompileTest {
     Path ours = program(top, "AB/CDE", "bitcode mpi_build_compile_0123 more");
     program(top, "AB/XYZ", "bitcode of another program");
     program(top, "QR/STU", "bitcode mpi_build_compile_9999");
-    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce));
+    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce, null));
     Path old = program(top, "OL/DER", "bitcode mpi_build_compile_0123");
     Files.setLastModifiedTime(old, FileTime.fromMillis(0));
     Files.setLastModifiedTime(old.getParent(), FileTime.fromMillis(0));
-    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce), "a directory older than the compile");
+    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce, null), "a directory older than the compile");
     program(top, "ZZ/TWO", "mpi_build_compile_0123");
-    assertNull(PoclInProcessCompile.programDirectory(top, since, nonce), "two: neither is provably ours");
+    assertNull(PoclInProcessCompile.programDirectory(top, since, nonce, null), "two: neither is provably ours");
+    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce, top.resolve("ZZ/TWO")),
+        "the other named as not this compile's (the root's, in a cache the ranks share)");
     assertNull(PoclInProcessCompile.programDirectory(top, since, "mpi_build_compile_none".getBytes(
-        StandardCharsets.US_ASCII)));
+        StandardCharsets.US_ASCII), null));
   }
 
   private static Path program(Path top, String hash, String bitcode) throws Exception {
@@ -98,19 +101,7 @@ class PoclInProcessCompileTest {
   @Test
   void inAJvmThatCanSetTheVariableTheCompileLeavesTheNamedFunctionsOnlyAndNothingInTheCache(@TempDir Path cache)
       throws Exception {
-    String jdk = System.getProperty("ffm.jdk");
-    Path java = jdk == null ? null : Path.of(jdk, "bin", "java");
-    if (java == null || !Files.isExecutable(java)) {
-      String why = "no JDK 22+ named by ffm.jdk (" + jdk + "): the compile in a rank's own process needs one";
-      System.out.println("SKIP " + why);
-      Assumptions.abort(why);
-    }
-    ProcessBuilder pb = new ProcessBuilder(java.toString(), "--enable-native-access=ALL-UNNAMED", "-cp",
-        System.getProperty("java.class.path"), InProcessCompileMain.class.getName()).redirectErrorStream(true);
-    pb.environment().put("POCL_CACHE_DIR", cache.toString());
-    pb.environment().remove("POCL_BINARY_SPECIALIZE_WG");
-    pb.environment().remove("POCL_KERNEL_CACHE"); // the tests' "0": this compile needs PoCL's cache on
-    Process p = pb.start();
+    Process p = child(java22(), cache).start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertEquals(0, p.waitFor(), out);
     assertTrue(out.contains("unavailable null\n"), out);
@@ -124,6 +115,77 @@ class PoclInProcessCompileTest {
     // of the binary leaves the compile to a compile process; 6.0 and later build it here
     boolean firstValueKept = backendVersionBefore6();
     assertTrue(out.contains(firstValueKept ? "second none\n" : "second [k1/16-1-1-goffs0-smallgrid]\n"), out);
+  }
+
+  /**
+   * A compile shared between 2 ranks (2 JVMs, one PoCL cache): the root builds the front end once and sends its
+   * program.bc with the other part, whose rank generates its functions from it, no front end of its own, while the
+   * root's program is still in the cache they share; the joined binary holds every named function and runs right.
+   */
+  @Test
+  void theOtherPartIsBuiltFromTheRootsFrontEnd(@TempDir Path cache, @TempDir Path exchange) throws Exception {
+    Path java = java22();
+    if (backendVersionBefore6()) { // where the backend never builds from a front end: PoCL 3.1's query of it crashes
+      String why = "PoCL before 6.0 here: ranks compile in a compile process, and from the source (MatrixIT's trixie and "
+          + "sid cells share a front end)";
+      System.out.println("SKIP " + why);
+      Assumptions.abort(why);
+    }
+    Process root = child(java, cache, "root", exchange.toString()).start();
+    for (int i = 0; i < 1200 && !Files.exists(exchange.resolve("parts")) && root.isAlive(); i++) {
+      Thread.sleep(50);
+    }
+    Process part = child(java, cache, "part", exchange.toString()).start();
+    String partOut = new String(part.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, part.waitFor(), partOut);
+    String rootOut = new String(root.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, root.waitFor(), rootOut);
+    assertTrue(rootOut.contains("front end shared true\n"), rootOut);
+    assertTrue(partOut.contains("compiled in this process from the root's front end"), partOut);
+    assertTrue(partOut.contains("part 1 [k1/2-1-1-goffs0-smallgrid, k3/8-1-1-goffs0-smallgrid]\n"), partOut);
+    assertTrue(rootOut.contains("joined [k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, k2/4-1-1-goffs0-smallgrid, "
+        + "k3/8-1-1-goffs0-smallgrid]\n"), rootOut);
+    assertTrue(rootOut.contains("root ran right\n"), rootOut);
+  }
+
+  @Test
+  void aPartCarriesTheFrontEndOnALineThePairsSkip() {
+    String line = PoclInProcessCompile.FrontEnd.line("AB/" + "C".repeat(37), "0123456789abcdef0123456789abcdef",
+        new byte[] {1, 2, 3, (byte) 0xff});
+    String part = "k1\t2-1-1-goffs0-smallgrid\n" + line;
+    PoclInProcessCompile.FrontEnd f = PoclInProcessCompile.FrontEnd.of(part);
+    assertEquals("AB/" + "C".repeat(37), f.rootDirectory());
+    assertEquals("0123456789abcdef0123456789abcdef", f.nonce());
+    assertArrayEquals(new byte[] {1, 2, 3, (byte) 0xff}, f.bitcode());
+    assertEquals(Map.of("k1", java.util.Set.of("2-1-1-goffs0-smallgrid")), PoclSpecialization.pairs(part));
+    assertNull(PoclInProcessCompile.FrontEnd.of("k1\t2-1-1-goffs0-smallgrid\n"));
+    assertNull(PoclInProcessCompile.FrontEnd.of(line.replace("AB/", "../")), "a directory not of PoCL's form");
+    assertNull(PoclInProcessCompile.FrontEnd.of(line.replace("0123456789abcdef0", "0123456789abcdef/")));
+  }
+
+  /** The FFM binding's JDK (ffm.jdk), or the test is skipped, saying why. */
+  private static Path java22() {
+    String jdk = System.getProperty("ffm.jdk");
+    Path java = jdk == null ? null : Path.of(jdk, "bin", "java");
+    if (java == null || !Files.isExecutable(java)) {
+      String why = "no JDK 22+ named by ffm.jdk (" + jdk + "): the compile in a rank's own process needs one";
+      System.out.println("SKIP " + why);
+      Assumptions.abort(why);
+    }
+    return java;
+  }
+
+  /** A JVM of {@code java} with native access running {@link InProcessCompileMain} with {@code args}, PoCL's cache in {@code cache}. */
+  private static ProcessBuilder child(Path java, Path cache, String... args) {
+    List<String> cmd = new java.util.ArrayList<>(List.of(java.toString(), "--enable-native-access=ALL-UNNAMED",
+        "-Dmpibuild.test.log=DEBUG", "-cp", System.getProperty("java.class.path"),
+        InProcessCompileMain.class.getName()));
+    cmd.addAll(List.of(args));
+    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+    pb.environment().put("POCL_CACHE_DIR", cache.toString());
+    pb.environment().remove("POCL_BINARY_SPECIALIZE_WG");
+    pb.environment().remove("POCL_KERNEL_CACHE"); // the tests' "0": this compile needs PoCL's cache on
+    return pb;
   }
 
   private static boolean backendVersionBefore6() {
