@@ -236,6 +236,11 @@ class MatrixIT {
     long here = lines.stream().filter(l -> l.contains("compiled in this process")).count();
     assertTrue(inProcess ? here > 0 : here == 0, cell + ", PoCL " + pocl + ": " + here + " compile(s) in the ranks' "
         + "own process, expected " + (inProcess ? "some" : "none") + ":\n" + transcript);
+    // and there the 2 ranks share the compile of both shapes, the second rank from the root's front end
+    long fromFrontEnd = lines.stream().filter(l -> l.contains("compiled in this process from the root's front end"))
+        .count();
+    assertTrue(inProcess ? fromFrontEnd > 0 : fromFrontEnd == 0, cell + ", PoCL " + pocl + ": " + fromFrontEnd
+        + " part(s) built from the root's front end:\n" + transcript);
     System.out.println("MatrixIT: " + cell + ": finished code proven on PoCL " + pocl + (inProcess
         ? ", compiled in the ranks' own process" : ", compiled in a compile process"));
   }
