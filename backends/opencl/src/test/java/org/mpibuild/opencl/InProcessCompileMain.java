@@ -33,6 +33,11 @@ public final class InProcessCompileMain {
     System.out.println("left " + left(top, hash));
     ManyShapesTest.runsRight(backend, request, r.binary());
     System.out.println("loaded " + Files.isRegularFile(top.resolve(hash).resolve("program.bc")));
+    // shapes each kernel did not name, but another did: the compile linked them to stand-ins in its own directory;
+    // here they are built for real from program.bc, in this same process
+    ManyShapesTest.runsRight(backend, request, r.binary(), new long[] {2, 4, 8, 1});
+    ManyShapesTest.runsRight(backend, request, r.binary(), new long[] {16, 16, 16, 16});
+    System.out.println("unnamed shapes ran right");
     KernelSource broken = KernelSource.of("__kernel void k0(__global float* y) { y[0] = nothing; }")
         .withLaunchShapes(java.util.List.of(LaunchShape.of("k0", 2).withGlobalSize(64)));
     try {

@@ -109,6 +109,7 @@ class PoclInProcessCompileTest {
         + "k3/8-1-1-goffs0-smallgrid]\n"), out);
     assertTrue(out.contains("hash true\n"), out);
     assertTrue(out.contains("loaded true\n"), out);
+    assertTrue(out.contains("unnamed shapes ran right\n"), out);
     assertTrue(out.contains("error true\n"), "a compile error with its build log: " + out);
     assertEquals(3, out.split("left 0\n", -1).length - 1, "no program of a nonce left, each time: " + out);
     // PoCL 3.1 to 5.0 keep the variable's first value: the second request's function is missing, and the check
