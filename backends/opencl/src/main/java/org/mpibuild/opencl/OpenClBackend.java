@@ -82,7 +82,7 @@ final class OpenClBackend implements Backend {
     this.platformIndex = platformIndex;
     this.deviceIndex = deviceIndex;
     this.pocl = pocl;
-    this.inProcessProblem = pocl ? PoclInProcessCompile.unavailable(compiler) : "not PoCL";
+    this.inProcessProblem = pocl ? PoclInProcessCompile.prepare(compiler) : "not PoCL";
     OPEN.add(this);
   }
 

@@ -55,6 +55,12 @@ final class PoclBinary {
     return new String(binary, BUILD_HASH_AT, end - BUILD_HASH_AT, StandardCharsets.US_ASCII);
   }
 
+  /** The device id of {@code binary}'s header: PoCL's hash of the device's build hash (target triple, processor). */
+  static long deviceId(byte[] binary) {
+    parse(binary);
+    return ByteBuffer.wrap(binary, MAGIC.length, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
+  }
+
   /**
    * {@code binary} with the build hash {@code hash}, which has the form of a program's in PoCL's kernel cache.
    *

@@ -8,16 +8,13 @@ import static org.jocl.CL.clReleaseProgram;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
-import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -71,10 +68,27 @@ final class PoclInProcessCompile {
 
   private PoclInProcessCompile() {}
 
-  /** {@link #unavailable(String, boolean, Map)} with this process's setting and environment. */
-  static String unavailable(String platformVersion) {
-    return unavailable(platformVersion, ON.read(SettingSource.ofProcess()), System.getenv());
+  /**
+   * {@link #unavailable(String, boolean, Map)} with this process's setting and environment; where it can run, the
+   * variable is added to the environment now, empty (PoCL's default: no specialization), once per process, so that
+   * a compile only changes its value: glibc before 2.40 moves the array of variables when one is added (or added
+   * again after its removal), which a PoCL thread reading its settings at a launch meanwhile could read freed.
+   */
+  static String prepare(String platformVersion) {
+    String why = unavailable(platformVersion, ON.read(SettingSource.ofProcess()), System.getenv());
+    if (why == null) {
+      synchronized (NativeEnvironment.LOCK) {
+        if (!added) {
+          NativeEnvironment.get().set(VARIABLE, "");
+          added = true;
+        }
+      }
+    }
+    return why;
   }
+
+  /** Whether {@link #prepare} added the variable (guarded by {@link NativeEnvironment#LOCK}). */
+  private static boolean added;
 
   /**
    * Why a compile with launch shapes cannot run in this process on the platform of {@code platformVersion}; null
@@ -121,7 +135,8 @@ final class PoclInProcessCompile {
   static PoclSpecialization.Result compilePart(OpenClBackend backend, KernelSource request, String part,
       Map<String, Set<String>> named) {
     Built retained = RETAINED.remove(backend);
-    if (retained != null && retained.part().equals(part)) {
+    if (retained != null && retained.part().equals(part) && retained.source().equals(request.source())
+        && retained.options().equals(request.options())) {
       return compile(backend, request, named, retained);
     }
     if (retained != null) {
@@ -137,7 +152,8 @@ final class PoclInProcessCompile {
    * they were where it cannot be (said at DEBUG).
    */
   static List<String> shareFrontEnd(OpenClBackend backend, KernelSource request, List<String> parts) {
-    if (parts.isEmpty() || !ONE.tryLock()) {
+    // 2 parts only: then the one other rank with the root's nonce in a cache it shares is the root, told by name
+    if (parts.size() != 2 || !ONE.tryLock()) {
       return parts;
     }
     Path mark = null;
@@ -154,9 +170,7 @@ final class PoclInProcessCompile {
       }
       String line = FrontEnd.line(top.relativize(built.dir()).toString(), built.nonce(),
           Files.readAllBytes(built.dir().resolve("program.bc")));
-      List<String> out = new ArrayList<>(List.of(parts.get(0)));
-      parts.subList(1, parts.size()).forEach(p -> out.add(p + line));
-      return out;
+      return List.of(parts.get(0), parts.get(1) + line);
     } catch (IOException | RuntimeException e) {
       LOG.debug("front end shared from this process: {}; each part's rank builds its own", e.toString());
       return parts;
@@ -189,26 +203,32 @@ final class PoclInProcessCompile {
     }
     Path mark = null;
     Path libraries = null;
+    Built built = from instanceof Built b ? b : null;
     try {
       Path top = OpenClDevices.poclCacheTop(System.getenv());
       mark = Files.createTempFile(top, ".mpi-build-", ".mark");
-      libraries = Files.createTempDirectory("mpi-build-stand-ins", PosixFilePermissions.asFileAttribute(
+      // PoCL loads them, so under its cache, where it loads its own code from (a temporary directory may be noexec)
+      libraries = Files.createTempDirectory(top, ".mpi-build-stand-ins-", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
       FileTime since = Files.getLastModifiedTime(mark);
-      Built built = from instanceof Built b ? b : from instanceof FrontEnd f
-          ? Built.fromFrontEnd(backend, request, top, since, f) : Built.fromSource(backend, request, top, since, "");
       if (built == null) {
-        return null;
+        built = from instanceof FrontEnd f ? Built.fromFrontEnd(backend, request, top, since, f)
+            : Built.fromSource(backend, request, top, since, ""); // a compile error or invalid options: thrown
       }
-      try {
-        return finish(backend, request, named, built, libraries);
-      } finally {
-        built.release();
+      return built == null ? null : finish(backend, request, named, built, libraries);
+    } catch (IOException | UncheckedIOException | IllegalStateException e) {
+      LOG.debug("compile in this process: {}; a compile process builds it", e.toString());
+      return null;
+    } catch (IllegalArgumentException e) {
+      if (built == null) {
+        throw e; // the options, as the compiler refused them
       }
-    } catch (IOException | UncheckedIOException e) {
       LOG.debug("compile in this process: {}; a compile process builds it", e.toString());
       return null;
     } finally {
+      if (built != null) {
+        built.release();
+      }
       deleteQuietly(mark, libraries);
       ONE.unlock();
     }
@@ -243,7 +263,7 @@ final class PoclInProcessCompile {
       try {
         binary = backend.programBinary(built.program());
       } finally {
-        environment.set(VARIABLE, null);
+        environment.set(VARIABLE, ""); // not removed: see prepare
       }
     }
     if (!built.top().resolve(PoclBinary.buildHash(binary)).equals(built.dir())) {
@@ -259,8 +279,8 @@ final class PoclInProcessCompile {
     }
     LOG.debug("compiled in this process{}: {} kernels, {} named functions", built.fromFrontEnd()
         ? " from the root's front end" : "", kernels.size(), named.values().stream().mapToInt(Set::size).sum());
-    return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend.compilerIdentity(),
-        request)), built.log());
+    return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend, kept, request)),
+        built.log());
   }
 
   /**
@@ -268,15 +288,16 @@ final class PoclInProcessCompile {
    * proven by the nonce), its build log, the part it was built for ({@code ""}: a whole request), and whether it was
    * built from the root's front end.
    */
-  private record Built(cl_program program, Path top, Path dir, String nonce, String log, String part,
-      boolean fromFrontEnd) {
+  private record Built(cl_program program, Path top, Path dir, String nonce, String log, String part, String source,
+      String options, boolean fromFrontEnd) {
     /** The request's source with a function named by a new nonce, built; null where its directory is not found. */
     static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part)
         throws IOException {
       String nonce = HexFormat.of().formatHex(bytes(16));
-      cl_program program = backend.build(request.source() + "\n\nvoid " + NONCE_FUNCTION + nonce + "(void) {}\n",
+      String function = "void " + NONCE_FUNCTION + nonce + "(void)"; // declared first: no warning to make an error
+      cl_program program = backend.build(request.source() + "\n\n" + function + ";\n" + function + " {}\n",
           request.options());
-      return found(program, top, since, nonce, null, backend.buildLog(program), part, false);
+      return found(program, request, top, since, nonce, null, backend.buildLog(program), part, false);
     }
 
     /**
@@ -299,19 +320,25 @@ final class PoclInProcessCompile {
         LOG.debug("compile in this process: the root's front end does not build; from the source");
         return null;
       }
-      return found(program, top, since, f.nonce(), top.resolve(f.rootDirectory()), "", "", true);
+      return found(program, request, top, since, f.nonce(), top.resolve(f.rootDirectory()), "", "", true);
     }
 
-    private static Built found(cl_program program, Path top, FileTime since, String nonce, Path not, String log,
-        String part, boolean fromFrontEnd) throws IOException {
-      Path dir = programDirectory(top, since, (NONCE_FUNCTION + nonce).getBytes(StandardCharsets.US_ASCII), not);
+    private static Built found(cl_program program, KernelSource request, Path top, FileTime since, String nonce,
+        Path not, String log, String part, boolean fromFrontEnd) throws IOException {
+      Path dir;
+      try {
+        dir = PoclProgramDirectory.find(top, since, (NONCE_FUNCTION + nonce).getBytes(StandardCharsets.US_ASCII), not);
+      } catch (IOException | RuntimeException e) {
+        clReleaseProgram(program);
+        throw e;
+      }
       if (dir == null) {
         clReleaseProgram(program);
         LOG.debug("compile in this process: its program's directory was not found in {}; a compile process builds it",
             top);
         return null;
       }
-      return new Built(program, top, dir, nonce, log, part, fromFrontEnd);
+      return new Built(program, top, dir, nonce, log, part, request.source(), request.options(), fromFrontEnd);
     }
 
     /** Releases the program and deletes its directory, stand-ins and all: nothing launches from it. */
@@ -359,64 +386,25 @@ final class PoclInProcessCompile {
   }
 
   /**
-   * The directory of PoCL's cache ({@code TOP/XX/REST}) changed since {@code since} whose {@code program.bc} holds
-   * {@code nonce}, other than {@code not} (null: none); null where there is not exactly one.
-   */
-  static Path programDirectory(Path top, FileTime since, byte[] nonce, Path not) throws IOException {
-    List<Path> found = new ArrayList<>();
-    for (Path first : recent(top, since)) {
-      for (Path program : recent(first, since)) {
-        Path bitcode = program.resolve("program.bc");
-        if (program.equals(not)) {
-          continue;
-        }
-        if (Files.isRegularFile(bitcode, LinkOption.NOFOLLOW_LINKS) && contains(Files.readAllBytes(bitcode), nonce)) {
-          found.add(program);
-        }
-      }
-    }
-    return found.size() == 1 ? found.get(0) : null;
-  }
-
-  private static List<Path> recent(Path dir, FileTime since) throws IOException {
-    List<Path> out = new ArrayList<>();
-    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
-      for (Path p : entries) {
-        if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
-            && Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).compareTo(since) >= 0) {
-          out.add(p);
-        }
-      }
-    }
-    return out;
-  }
-
-  static boolean contains(byte[] data, byte[] part) {
-    outer:
-    for (int i = 0; i + part.length <= data.length; i++) {
-      for (int j = 0; j < part.length; j++) {
-        if (data[i + j] != part[j]) {
-          continue outer;
-        }
-      }
-      return true;
-    }
-    return false;
-  }
-
-  /**
    * The build hash for a binary of {@code request} made in this process, in PoCL's form ({@code XX/} and 37 more of
-   * the letters {@code A} to {@code P}, one per half byte of a SHA-1): of the compiler's identity (PoCL's version,
-   * the device, the driver), the options and the source, so that it changes wherever PoCL's own would.
+   * the letters {@code A} to {@code P}, one per half byte of a SHA-1): of {@code compiler} (PoCL's version and
+   * driver, the device by name and by the binary's device id, PoCL's hash of its target triple and processor), the
+   * options and the source, so that it changes wherever PoCL's own would: a process that loads the binary keeps
+   * whatever files that directory already holds.
    */
-  static String buildHash(String compilerIdentity, KernelSource request) {
+  static String buildHash(OpenClBackend backend, byte[] binary, KernelSource request) {
+    return buildHash(backend.compilerIdentity() + "\0" + backend.target() + "\0" + PoclBinary.deviceId(binary), request);
+  }
+
+  /** {@link #buildHash(OpenClBackend, byte[], KernelSource)} of the compiler so described. */
+  static String buildHash(String compiler, KernelSource request) {
     MessageDigest sha1;
     try {
       sha1 = MessageDigest.getInstance("SHA-1");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("no SHA-1 in this JVM", e);
     }
-    for (String part : List.of("mpi-build compile in process", compilerIdentity, request.options(), request.source())) {
+    for (String part : List.of("mpi-build compile in process", compiler, request.options(), request.source())) {
       sha1.update(part.getBytes(StandardCharsets.UTF_8));
       sha1.update((byte) 0);
     }

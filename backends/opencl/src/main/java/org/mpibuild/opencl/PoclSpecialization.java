@@ -379,7 +379,7 @@ final class PoclSpecialization {
   /** A compile process's exit as {@link #run} returns it, or its failure thrown ({@code output}: what it printed). */
   private static boolean outcome(int exit, Path dir, Path output) throws IOException {
     if (exit == EXIT_COMPILE_FAILED) {
-      throw new CompileException("clBuildProgram failed: " + read(dir.resolve("error")), read(dir.resolve("build.log")));
+      throw new CompileException(read(dir.resolve("error")), read(dir.resolve("build.log"))); // "clBuildProgram failed: ..."
     }
     if (exit == EXIT_INVALID_OPTIONS) {
       throw new IllegalArgumentException(read(dir.resolve("error")));

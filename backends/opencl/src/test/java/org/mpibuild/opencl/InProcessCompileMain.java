@@ -29,7 +29,7 @@ public final class InProcessCompileMain {
         PoclSpecialization.perKernel(request.launchShapes()));
     System.out.println("functions " + ManyShapesTest.functions(r.binary()));
     String hash = PoclBinary.buildHash(r.binary());
-    System.out.println("hash " + hash.equals(PoclInProcessCompile.buildHash(backend.compilerIdentity(), request)));
+    System.out.println("hash " + hash.equals(PoclInProcessCompile.buildHash(backend, r.binary(), request)));
     System.out.println("left " + left(top, hash));
     ManyShapesTest.runsRight(backend, request, r.binary());
     System.out.println("loaded " + Files.isRegularFile(top.resolve(hash).resolve("program.bc")));
@@ -100,7 +100,7 @@ public final class InProcessCompileMain {
       return files.filter(f -> f.getFileName().toString().equals("program.bc"))
           .filter(f -> !f.getParent().equals(top.resolve(loaded))).filter(f -> {
         try {
-          return PoclInProcessCompile.contains(Files.readAllBytes(f),
+          return PoclProgramDirectory.contains(Files.readAllBytes(f),
               "mpi_build_compile_".getBytes(StandardCharsets.US_ASCII));
         } catch (IOException e) {
           throw new java.io.UncheckedIOException(e);

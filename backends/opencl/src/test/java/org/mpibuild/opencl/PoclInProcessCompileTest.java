@@ -66,6 +66,7 @@ class PoclInProcessCompileTest {
     assertEquals(other, PoclBinary.buildHash(renamed));
     assertEquals(binary.length, renamed.length);
     assertArrayEquals(binary, PoclBinary.withBuildHash(renamed, own), "nothing else changed");
+    assertEquals(0x1234_5678_9abcL, PoclBinary.deviceId(binary));
     assertThrows(IllegalArgumentException.class, () -> PoclBinary.withBuildHash(binary, "AB/CD"));
     assertThrows(IllegalArgumentException.class, () -> PoclBinary.withBuildHash(binary, "ab/" + "c".repeat(37)));
   }
@@ -78,16 +79,16 @@ class PoclInProcessCompileTest {
     Path ours = program(top, "AB/CDE", "bitcode mpi_build_compile_0123 more");
     program(top, "AB/XYZ", "bitcode of another program");
     program(top, "QR/STU", "bitcode mpi_build_compile_9999");
-    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce, null));
+    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, null));
     Path old = program(top, "OL/DER", "bitcode mpi_build_compile_0123");
     Files.setLastModifiedTime(old, FileTime.fromMillis(0));
     Files.setLastModifiedTime(old.getParent(), FileTime.fromMillis(0));
-    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce, null), "a directory older than the compile");
+    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, null), "a directory older than the compile");
     program(top, "ZZ/TWO", "mpi_build_compile_0123");
-    assertNull(PoclInProcessCompile.programDirectory(top, since, nonce, null), "two: neither is provably ours");
-    assertEquals(ours, PoclInProcessCompile.programDirectory(top, since, nonce, top.resolve("ZZ/TWO")),
+    assertNull(PoclProgramDirectory.find(top, since, nonce, null), "two: neither is provably ours");
+    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, top.resolve("ZZ/TWO")),
         "the other named as not this compile's (the root's, in a cache the ranks share)");
-    assertNull(PoclInProcessCompile.programDirectory(top, since, "mpi_build_compile_none".getBytes(
+    assertNull(PoclProgramDirectory.find(top, since, "mpi_build_compile_none".getBytes(
         StandardCharsets.US_ASCII), null));
   }
 

@@ -1,0 +1,72 @@
+package org.mpibuild.opencl;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A program's directory in PoCL's kernel cache, found by what only its build can hold ({@link PoclInProcessCompile}):
+ * a nonce in its {@code program.bc}. PoCL does not say where it put a program; the cache is {@code TOP/XX/REST},
+ * {@code XX/REST} the program's build hash.
+ */
+final class PoclProgramDirectory {
+  private PoclProgramDirectory() {}
+
+  /**
+   * The directory of PoCL's cache ({@code TOP/XX/REST}) changed since {@code since} whose {@code program.bc} holds
+   * {@code nonce}, other than {@code not} (null: none); null where there is not exactly one.
+   */
+  static Path find(Path top, FileTime since, byte[] nonce, Path not) throws IOException {
+    List<Path> found = new ArrayList<>();
+    for (Path first : recent(top, since)) {
+      for (Path program : recent(first, since)) {
+        Path bitcode = program.resolve("program.bc");
+        try {
+          if (!program.equals(not) && Files.isRegularFile(bitcode, LinkOption.NOFOLLOW_LINKS)
+              && contains(Files.readAllBytes(bitcode), nonce)) {
+            found.add(program);
+          }
+        } catch (NoSuchFileException e) {
+          // deleted meanwhile by the process that built it: not this build's, whose directory stays
+        }
+      }
+    }
+    return found.size() == 1 ? found.get(0) : null;
+  }
+
+  private static List<Path> recent(Path dir, FileTime since) throws IOException {
+    List<Path> out = new ArrayList<>();
+    try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
+      for (Path p : entries) {
+        try {
+          if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
+              && Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).compareTo(since) >= 0) {
+            out.add(p);
+          }
+        } catch (NoSuchFileException e) {
+          // deleted meanwhile: not this build's
+        }
+      }
+    }
+    return out;
+  }
+
+  static boolean contains(byte[] data, byte[] part) {
+    outer:
+    for (int i = 0; i + part.length <= data.length; i++) {
+      for (int j = 0; j < part.length; j++) {
+        if (data[i + j] != part[j]) {
+          continue outer;
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+}
