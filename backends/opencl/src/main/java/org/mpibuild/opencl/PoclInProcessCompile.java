@@ -78,9 +78,13 @@ final class PoclInProcessCompile {
     String why = unavailable(platformVersion, ON.read(SettingSource.ofProcess()), System.getenv());
     if (why == null) {
       synchronized (NativeEnvironment.LOCK) {
-        if (!added) {
-          NativeEnvironment.get().set(VARIABLE, "");
-          added = true;
+        try {
+          if (!added) {
+            NativeEnvironment.get().set(VARIABLE, "");
+            added = true;
+          }
+        } catch (IllegalStateException e) {
+          return e.getMessage();
         }
       }
     }
