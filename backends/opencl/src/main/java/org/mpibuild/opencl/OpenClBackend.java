@@ -82,7 +82,7 @@ final class OpenClBackend implements Backend {
     this.platformIndex = platformIndex;
     this.deviceIndex = deviceIndex;
     this.pocl = pocl;
-    this.inProcessProblem = pocl ? PoclInProcessCompile.prepare(compiler) : "not PoCL";
+    this.inProcessProblem = pocl ? PoclInProcessCompile.unavailable(compiler) : "not PoCL";
     OPEN.add(this);
   }
 
@@ -160,7 +160,7 @@ final class OpenClBackend implements Backend {
     Map<String, Set<String>> named = PoclSpecialization.part(request, part);
     PoclSpecialization.Result r = inProcessProblem == null
         ? PoclInProcessCompile.compilePart(this, request, part, named) : null;
-    r = r != null ? r : PoclSpecialization.compilePart(request, part, platformIndex, deviceIndex, compilesAhead);
+    r = r != null ? r : PoclSpecialization.compilePart(request, named, platformIndex, deviceIndex, compilesAhead);
     return new Compilation(null, r.binary(), r.buildLog());
   }
 

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.BiPredicate;
 
 /**
@@ -47,7 +48,7 @@ final class PoclBinary {
    * @throws IllegalArgumentException if it is not a PoCL binary of a known version
    */
   static String buildHash(byte[] binary) {
-    parse(binary);
+    version(binary);
     int end = BUILD_HASH_AT;
     while (end < BUILD_HASH_AT + BUILD_HASH_BYTES - 1 && binary[end] != 0) {
       end++;
@@ -57,7 +58,7 @@ final class PoclBinary {
 
   /** The device id of {@code binary}'s header: PoCL's hash of the device's build hash (target triple, processor). */
   static long deviceId(byte[] binary) {
-    parse(binary);
+    version(binary);
     return ByteBuffer.wrap(binary, MAGIC.length, 8).order(ByteOrder.LITTLE_ENDIAN).getLong();
   }
 
@@ -68,7 +69,7 @@ final class PoclBinary {
    *     form ({@code XX/} and 37 letters {@code A} to {@code P})
    */
   static byte[] withBuildHash(byte[] binary, String hash) {
-    parse(binary);
+    version(binary);
     if (!FORM.matcher(hash).matches()) {
       throw new IllegalArgumentException("build hash '" + hash + "' is not of PoCL's form (XX/ and 37 letters A to P)");
     }
@@ -144,6 +145,11 @@ final class PoclBinary {
     return new Parsed(p.head(), kernels).toBytes();
   }
 
+  /** {@link #keepOnly} the work-group functions of the (kernel, specialization) pairs {@code named} names. */
+  static byte[] keepNamed(byte[] binary, Map<String, Set<String>> named) {
+    return keepOnly(binary, (kernel, spec) -> named.getOrDefault(kernel, Set.of()).contains(spec));
+  }
+
   /**
    * One binary of a program from several binaries of it (the same program built in several processes, each
    * with some of its work-group functions): the first's header, program entries and metadata, and every
@@ -185,19 +191,8 @@ final class PoclBinary {
    * @throws IllegalArgumentException if it is not a PoCL binary of a known version, or its sizes do not add up
    */
   static Parsed parse(byte[] binary) {
-    ByteBuffer in = ByteBuffer.wrap(binary).order(ByteOrder.LITTLE_ENDIAN);
-    if (!isPoclBinary(binary)) {
-      throw new IllegalArgumentException("not a PoCL program binary (" + binary.length + " bytes, no 'poclbin' magic)");
-    }
-    if (binary.length < MAGIC.length + 8 + 4 + 4 + 8 + 4 + BUILD_HASH_BYTES) {
-      throw new IllegalArgumentException("PoCL program binary of " + binary.length + " bytes ends inside its header");
-    }
-    in.position(MAGIC.length + 8);
-    int version = in.getInt();
-    if (version < 9 || version > 11) {
-      throw new IllegalArgumentException("PoCL program binary of format version " + version
-          + ": only versions 9 to 11 (PoCL 3.1 to 7.1) are known");
-    }
+    int version = version(binary);
+    ByteBuffer in = ByteBuffer.wrap(binary).order(ByteOrder.LITTLE_ENDIAN).position(MAGIC.length + 8 + 4);
     int kernelCount = in.getInt();
     long flags = in.getLong();
     int rootEntries = in.getInt();
@@ -221,6 +216,26 @@ final class PoclBinary {
           + (binary.length - in.position()) + " bytes after its last kernel record");
     }
     return new Parsed(head, kernels);
+  }
+
+  /**
+   * The format version of {@code binary}, whose header it checks: the magic, a header's length, a known version.
+   *
+   * @throws IllegalArgumentException if it is not a PoCL binary of a known version
+   */
+  private static int version(byte[] binary) {
+    if (!isPoclBinary(binary)) {
+      throw new IllegalArgumentException("not a PoCL program binary (" + binary.length + " bytes, no 'poclbin' magic)");
+    }
+    if (binary.length < BUILD_HASH_AT + BUILD_HASH_BYTES) {
+      throw new IllegalArgumentException("PoCL program binary of " + binary.length + " bytes ends inside its header");
+    }
+    int version = ByteBuffer.wrap(binary, MAGIC.length + 8, 4).order(ByteOrder.LITTLE_ENDIAN).getInt();
+    if (version < 9 || version > 11) {
+      throw new IllegalArgumentException("PoCL program binary of format version " + version
+          + ": only versions 9 to 11 (PoCL 3.1 to 7.1) are known");
+    }
+    return version;
   }
 
   /** Kernel record {@code k}, read from {@code in} at its start: its metadata and its files. */

@@ -171,8 +171,7 @@ final class PoclCompileProcess {
       }
       cl_program stubs = standIns(backend, Path.of(System.getenv("POCL_CACHE_DIR")), kernels, named, union);
       try {
-        byte[] binary = PoclBinary.keepOnly(backend.programBinary(program),
-            (kernel, spec) -> named.getOrDefault(kernel, Set.of()).contains(spec));
+        byte[] binary = PoclBinary.keepNamed(backend.programBinary(program), named);
         String missing = check ? missing(binary, named) : null;
         if (missing != null) {
           Files.writeString(dir.resolve("error"), "PoCL built no function for " + missing);

@@ -16,7 +16,6 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.HexFormat;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -68,31 +67,10 @@ final class PoclInProcessCompile {
 
   private PoclInProcessCompile() {}
 
-  /**
-   * {@link #unavailable(String, boolean, Map)} with this process's setting and environment; where it can run, the
-   * variable is added to the environment now, empty (PoCL's default: no specialization), once per process, so that
-   * a compile only changes its value: glibc before 2.40 moves the array of variables when one is added (or added
-   * again after its removal), which a PoCL thread reading its settings at a launch meanwhile could read freed.
-   */
-  static String prepare(String platformVersion) {
-    String why = unavailable(platformVersion, ON.read(SettingSource.ofProcess()), System.getenv());
-    if (why == null) {
-      synchronized (NativeEnvironment.LOCK) {
-        try {
-          if (!added) {
-            NativeEnvironment.get().set(VARIABLE, "");
-            added = true;
-          }
-        } catch (IllegalStateException e) {
-          return e.getMessage();
-        }
-      }
-    }
-    return why;
+  /** {@link #unavailable(String, boolean, Map)} with this process's setting and environment. */
+  static String unavailable(String platformVersion) {
+    return unavailable(platformVersion, ON.read(SettingSource.ofProcess()), System.getenv());
   }
-
-  /** Whether {@link #prepare} added the variable (guarded by {@link NativeEnvironment#LOCK}). */
-  private static boolean added;
 
   /**
    * Why a compile with launch shapes cannot run in this process on the platform of {@code platformVersion}; null
@@ -139,8 +117,7 @@ final class PoclInProcessCompile {
   static PoclSpecialization.Result compilePart(OpenClBackend backend, KernelSource request, String part,
       Map<String, Set<String>> named) {
     Built retained = RETAINED.remove(backend);
-    if (retained != null && retained.part().equals(part) && retained.source().equals(request.source())
-        && retained.options().equals(request.options())) {
+    if (retained != null && retained.part().equals(part) && retained.request().equals(request)) {
       return compile(backend, request, named, retained);
     }
     if (retained != null) {
@@ -253,8 +230,7 @@ final class PoclInProcessCompile {
   private static PoclSpecialization.Result finish(OpenClBackend backend, KernelSource request,
       Map<String, Set<String>> named, Built built, Path libraries) throws IOException {
     List<String> kernels = OpenClBackend.definedKernels(built.program());
-    List<String> union = List.copyOf(named.values().stream().flatMap(Set::stream)
-        .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
+    List<String> union = PoclSpecialization.union(named);
     if ((long) kernels.size() * (union.size() + 1) > PoclSpecialization.MAX_STAND_INS
         || !PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, named, union)) {
       LOG.debug("compile in this process: no stand-ins for {} kernels; a compile process builds it", kernels.size());
@@ -267,15 +243,16 @@ final class PoclInProcessCompile {
       try {
         binary = backend.programBinary(built.program());
       } finally {
-        environment.set(VARIABLE, ""); // not removed: see prepare
+        environment.set(VARIABLE, ""); // PoCL's default; never removed, so added once (NativeEnvironment)
       }
     }
-    if (!built.top().resolve(PoclBinary.buildHash(binary)).equals(built.dir())) {
+    String hash = PoclBinary.buildHash(binary);
+    if (!built.top().resolve(hash).equals(built.dir())) {
       LOG.debug("compile in this process: the binary's build hash {} is not the directory {}; a compile process "
-          + "builds it", PoclBinary.buildHash(binary), built.dir());
+          + "builds it", hash, built.dir());
       return null;
     }
-    byte[] kept = PoclBinary.keepOnly(binary, (k, spec) -> named.getOrDefault(k, Set.of()).contains(spec));
+    byte[] kept = PoclBinary.keepNamed(binary, named);
     String missing = PoclCompileProcess.missing(kept, named);
     if (missing != null) {
       LOG.debug("compile in this process: PoCL built no function for {}; a compile process builds it", missing);
@@ -289,11 +266,11 @@ final class PoclInProcessCompile {
 
   /**
    * A program built here for a compile, with its directory in PoCL's cache under {@code top} (this build's own,
-   * proven by the nonce), its build log, the part it was built for ({@code ""}: a whole request), and whether it was
-   * built from the root's front end.
+   * proven by the nonce), its build log, the part and request it was built for ({@code ""}: a whole request), and
+   * whether it was built from the root's front end.
    */
-  private record Built(cl_program program, Path top, Path dir, String nonce, String log, String part, String source,
-      String options, boolean fromFrontEnd) {
+  private record Built(cl_program program, Path top, Path dir, String nonce, String log, String part,
+      KernelSource request, boolean fromFrontEnd) {
     /** The request's source with a function named by a new nonce, built; null where its directory is not found. */
     static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part)
         throws IOException {
@@ -342,7 +319,7 @@ final class PoclInProcessCompile {
             top);
         return null;
       }
-      return new Built(program, top, dir, nonce, log, part, request.source(), request.options(), fromFrontEnd);
+      return new Built(program, top, dir, nonce, log, part, request, fromFrontEnd);
     }
 
     /** Releases the program and deletes its directory, stand-ins and all: nothing launches from it. */

@@ -218,13 +218,12 @@ final class PoclSpecialization {
   }
 
   /**
-   * {@link #compile(KernelSource, int, int)} of one part of {@link #parts}: a binary with that part's named functions
-   * and no others.
-   *
-   * @throws IllegalArgumentException if {@code part} is not a part of this request
+   * {@link #compile(KernelSource, int, int)} of one part of {@link #parts}, its pairs as {@link #part} reads them: a
+   * binary with that part's named functions and no others.
    */
-  static Result compilePart(KernelSource request, String part, int platformIndex, int deviceIndex, boolean spare) {
-    return compile(request, part(request, part), platformIndex, deviceIndex, MAX_STAND_INS, List.of(), spare);
+  static Result compilePart(KernelSource request, Map<String, Set<String>> part, int platformIndex, int deviceIndex,
+      boolean spare) {
+    return compile(request, part, platformIndex, deviceIndex, MAX_STAND_INS, List.of(), spare);
   }
 
   /**
@@ -270,8 +269,7 @@ final class PoclSpecialization {
     try {
       dir = Files.createTempDirectory("mpi-build-pocl", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
-      List<String> union = List.copyOf(perKernel.values().stream().flatMap(Set::stream)
-          .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
+      List<String> union = union(perKernel);
       Result whole = attempt(dir.resolve("all"), request, platformIndex, deviceIndex, union, perKernel, maxStandIns,
           launcher, spare);
       if (whole != null) {
@@ -320,6 +318,12 @@ final class PoclSpecialization {
       return null;
     }
     return new Result(Files.readAllBytes(dir.resolve("program.bin")), read(dir.resolve("build.log")));
+  }
+
+  /** Every specialization {@code perKernel} names, each once, in order: what PoCL is asked to build for every kernel. */
+  static List<String> union(Map<String, Set<String>> perKernel) {
+    return List.copyOf(perKernel.values().stream().flatMap(Set::stream)
+        .collect(java.util.stream.Collectors.toCollection(LinkedHashSet::new)));
   }
 
   /** The specialization names of each kernel's own shapes. */

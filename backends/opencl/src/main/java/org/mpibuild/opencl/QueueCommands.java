@@ -138,19 +138,9 @@ interface QueueCommands {
     private Loader() {}
 
     private static Choice load() {
-      if (Runtime.version().feature() < 22) {
-        return new Choice(null, "on the progress thread: Java " + Runtime.version().feature()
-            + " has no FFM API to run them on the queue (Java 22 or later does)");
-      }
-      try {
-        Object o = Class.forName("org.mpibuild.opencl.NativeQueueCommands").getMethod("open").invoke(null);
-        if (o instanceof String why) {
-          return new Choice(null, "on the progress thread: " + why);
-        }
-        return new Choice((QueueCommands) o, "on the device's queue (native kernels through the FFM API)");
-      } catch (ReflectiveOperationException | LinkageError e) {
-        return new Choice(null, "on the progress thread: the FFM queue commands did not load: " + e);
-      }
+      Object o = Java22Classes.open("NativeQueueCommands");
+      return o instanceof QueueCommands c ? new Choice(c, "on the device's queue (native kernels through the FFM API)")
+          : new Choice(null, "on the progress thread: " + o);
     }
   }
 }

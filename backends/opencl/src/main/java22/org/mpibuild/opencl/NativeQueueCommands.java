@@ -89,11 +89,9 @@ final class NativeQueueCommands implements QueueCommands {
    */
   public static synchronized Object open() {
     if (instance == null) {
-      Module module = NativeQueueCommands.class.getModule();
-      if (!module.isNativeAccessEnabled()) {
-        String name = module.isNamed() ? module.getName() : "ALL-UNNAMED";
-        instance = "native access is not enabled for " + (module.isNamed() ? name : "the class path")
-            + " (java --enable-native-access=" + name + ")";
+      String problem = NativeAccess.problem(NativeQueueCommands.class);
+      if (problem != null) {
+        instance = problem;
       } else {
         try {
           instance = new NativeQueueCommands();
