@@ -17,7 +17,8 @@ import java.util.Arrays;
  * the slot then reads as the new variable; nothing is allocated or moved. Linux only: anywhere a piece is missing
  * (no {@code /proc}, no slot, a value longer than the slot), {@link #set} says why and changes nothing.
  *
- * <p>One use per process: the slot is gone once it is written.
+ * <p>The slot serves one variable at a time: {@link #restore} writes the slot back where {@link #set} wrote, and the
+ * variable is gone from the C environment again (the C library finds variables by their entries' text).
  */
 final class EnvironmentSlot {
   /** The slot's name in the environment of the process that is started with one. */
@@ -25,7 +26,16 @@ final class EnvironmentSlot {
   /** The slot's value: the longest {@code NAME=VALUE} it can hold, less its terminating zero. */
   static final int CAPACITY = 16_384;
 
+  /** Where {@link #set} last wrote, in this process's memory, until {@link #restore}; -1 where the slot is whole. */
+  private static long written = -1;
+
   private EnvironmentSlot() {}
+
+  /** Whether this process was started with a slot (as {@code bin/mpi-build-rank} starts a rank). */
+  static boolean present(java.util.Map<String, String> env) {
+    String value = env.get(NAME);
+    return value != null && value.length() == CAPACITY && value.chars().allMatch(c -> c == '.');
+  }
 
   /** The filler the slot's variable is started with. */
   static String filler() {
@@ -37,7 +47,7 @@ final class EnvironmentSlot {
    *
    * @return null once it is set; else why it could not be (nothing changed)
    */
-  static String set(String name, String value) {
+  static synchronized String set(String name, String value) {
     byte[] entry = (name + "=" + value + "\0").getBytes(StandardCharsets.UTF_8);
     if (name.isEmpty() || name.indexOf('=') >= 0 || (name + value).indexOf('\0') >= 0) {
       return "'" + name + "' with its value is no environment variable";
@@ -48,23 +58,52 @@ final class EnvironmentSlot {
     try {
       long[] bounds = bounds(Files.readString(Path.of("/proc/self/stat"), StandardCharsets.ISO_8859_1));
       try (RandomAccessFile memory = new RandomAccessFile("/proc/self/mem", "rw")) {
-        byte[] block = new byte[Math.toIntExact(bounds[1] - bounds[0])];
-        memory.seek(bounds[0]);
-        memory.readFully(block);
-        int at = find(block);
+        long at = written;
         if (at < 0) {
-          return "this process's environment has no slot " + NAME + " of " + CAPACITY + " characters";
+          byte[] block = new byte[Math.toIntExact(bounds[1] - bounds[0])];
+          memory.seek(bounds[0]);
+          memory.readFully(block);
+          int found = find(block);
+          if (found < 0) {
+            return "this process's environment has no slot " + NAME + " of " + CAPACITY + " characters";
+          }
+          at = bounds[0] + found;
         }
-        memory.seek(bounds[0] + at);
-        memory.write(entry);
-        byte[] written = new byte[entry.length];
-        memory.seek(bounds[0] + at);
-        memory.readFully(written);
-        return Arrays.equals(written, entry) ? null : "the environment block did not keep what was written";
+        String problem = write(memory, at, entry);
+        written = problem == null ? at : written;
+        return problem;
       }
     } catch (IOException | RuntimeException e) {
       return "cannot write this process's environment block: " + e;
     }
+  }
+
+  /**
+   * Writes the slot back where {@link #set} wrote: the variable set there is gone from the C environment.
+   *
+   * @return null once it is back, or where nothing was set; else why not
+   */
+  static synchronized String restore() {
+    if (written < 0) {
+      return null;
+    }
+    try (RandomAccessFile memory = new RandomAccessFile("/proc/self/mem", "rw")) {
+      String problem = write(memory, written, (NAME + "=" + filler() + "\0").getBytes(StandardCharsets.US_ASCII));
+      written = problem == null ? -1 : written;
+      return problem;
+    } catch (IOException | RuntimeException e) {
+      return "cannot write this process's environment block: " + e;
+    }
+  }
+
+  /** Writes {@code entry} at {@code at} and reads it back; null if it was kept. */
+  private static String write(RandomAccessFile memory, long at, byte[] entry) throws IOException {
+    memory.seek(at);
+    memory.write(entry);
+    byte[] back = new byte[entry.length];
+    memory.seek(at);
+    memory.readFully(back);
+    return Arrays.equals(back, entry) ? null : "the environment block did not keep what was written";
   }
 
   /**

@@ -1,25 +1,41 @@
 package org.mpibuild.opencl;
 
+import java.util.Map;
+
 /**
- * This process's C environment, changed through the C library's {@code setenv}, for a library that reads a variable
- * with {@code getenv} each time it needs it (PoCL 6.0 and later). Java calls it through its FFM API, from Java 22 on,
- * where the JVM allows native access: the implementation, {@code NativeSetenv}, is compiled for Java 22 and loaded
- * only there ({@link Java22Classes}).
+ * This process's C environment, changed after the process started, for a library that reads a variable with
+ * {@code getenv} (PoCL). Two ways, the first that this process has:
+ * <ul>
+ *   <li>the C library's {@code setenv}, through Java's FFM API, from Java 22 on, where the JVM allows native access:
+ *       the implementation, {@code NativeSetenv}, is compiled for Java 22 and loaded only there
+ *       ({@link Java22Classes});</li>
+ *   <li>an environment slot the process was started with ({@link EnvironmentSlot}: {@code bin/mpi-build-rank} gives
+ *       each rank one), written in place through {@code /proc/self/mem}, on any Java.</li>
+ * </ul>
  *
  * <p>{@code setenv} is not thread-safe against a concurrent {@code getenv} in every C library (glibc before 2.40
  * moves the array of variables when one is added, while another thread may read it): callers hold {@link #LOCK}
- * around a change and the library call that reads it, and never remove the variable, so that it is added once.
+ * around a change and the library call that reads it, and {@link #reset} never removes a variable that
+ * {@code setenv} added, so that it is added once.
  */
 interface NativeEnvironment {
   /** Held around a change of the environment and the library call that reads it. */
   Object LOCK = new Object();
 
   /**
-   * {@code setenv(name, value, 1)}.
+   * Sets {@code name} to {@code value}.
    *
-   * @throws IllegalStateException if the C library refused
+   * @throws IllegalStateException if it could not be set (nothing changed)
    */
   void set(String name, String value);
+
+  /**
+   * Takes {@code name} back to what a library reads as unset where its default is the empty string: empty through
+   * {@code setenv}, gone through the slot.
+   *
+   * @throws IllegalStateException if it could not be
+   */
+  void reset(String name);
 
   /** This JVM's, or null where there is none ({@link #unavailable} says why). */
   static NativeEnvironment get() {
@@ -31,9 +47,40 @@ interface NativeEnvironment {
     return Loader.CHOICE instanceof String why ? why : null;
   }
 
-  /** Loads the Java 22 implementation once, where it can run. */
+  /** The environment slot's way. */
+  NativeEnvironment SLOT = new NativeEnvironment() {
+    @Override
+    public void set(String name, String value) {
+      String problem = EnvironmentSlot.set(name, value);
+      if (problem != null) {
+        throw new IllegalStateException(problem);
+      }
+    }
+
+    @Override
+    public void reset(String name) {
+      String problem = EnvironmentSlot.restore();
+      if (problem != null) {
+        throw new IllegalStateException(problem);
+      }
+    }
+  };
+
+  /**
+   * {@code setenv}, an instance or why there is none, where it is one; else the slot where {@code env} has one; else
+   * why neither.
+   */
+  static Object choose(Object setenv, Map<String, String> env) {
+    if (setenv instanceof NativeEnvironment || EnvironmentSlot.present(env)) {
+      return setenv instanceof NativeEnvironment ? setenv : SLOT;
+    }
+    return setenv + "; and this process was started with no environment slot " + EnvironmentSlot.NAME
+        + " (bin/mpi-build-rank gives each rank one)";
+  }
+
+  /** Chooses once. */
   final class Loader {
-    static final Object CHOICE = Java22Classes.open("NativeSetenv");
+    static final Object CHOICE = choose(Java22Classes.open("NativeSetenv"), System.getenv());
 
     private Loader() {}
   }

@@ -164,10 +164,10 @@ final class OpenClBackend implements Backend {
     return new Compilation(null, r.binary(), r.buildLog());
   }
 
-  /** On PoCL, unless it compiles here, a compile process started ahead ({@link SpareCompileProcess}) until closed. */
+  /** On PoCL, unless every compile runs here, a compile process started ahead ({@link SpareCompileProcess}). */
   @Override
   public void prepareCompiles() {
-    if (pocl && !compilesAhead && inProcessProblem != null) {
+    if (pocl && !compilesAhead && (inProcessProblem != null || PoclInProcessCompile.keepsFirstValue(compiler))) {
       compilesAhead = true;
       SpareCompileProcess.want(platformIndex, deviceIndex);
     }

@@ -33,11 +33,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A compile with launch shapes named in the rank's own process, where nothing stands in the way: no JVM, PoCL or
- * LLVM to start, as a rank that compiles for itself pays nothing of the kind. It needs PoCL 6.0 or later, which reads
- * {@code POCL_BINARY_SPECIALIZE_WG} with {@code getenv} at each binary query (3.1 to 5.0 keep a variable's first
- * value for the life of the process: {@code pocl_runtime_config.c}, {@code find_env}), and a way to set it
- * ({@link NativeEnvironment}: Java 22 or later, native access enabled). Elsewhere, or where any step below finds
- * something it did not expect, {@link #compile} returns null and a compile process does the work, as before.
+ * LLVM to start, as a rank that compiles for itself pays nothing of the kind. It needs a way to set
+ * {@code POCL_BINARY_SPECIALIZE_WG}, which PoCL reads at the binary query ({@link NativeEnvironment}: Java 22 or later
+ * with native access, or the environment slot {@code bin/mpi-build-rank} starts each rank with). PoCL 6.0 and later
+ * read it with {@code getenv} at each query; 3.1 to 5.0 keep the first value they find for the life of the process
+ * ({@code pocl_runtime_config.c}, {@code find_env}; a variable not set is not kept), so there only the process's first
+ * compile with launch shapes runs here, and the later ones in compile processes. Elsewhere, or where any step below
+ * finds something it did not expect, {@link #compile} returns null and a compile process does the work, as before.
  *
  * <p>The request is built with a function of no use appended to its source, {@code void mpi_build_compile_NONCE(void)},
  * NONCE random: its program has a directory in PoCL's cache that no other build shares (the program's hash covers the
@@ -53,12 +55,19 @@ final class PoclInProcessCompile {
   private static final Logger LOG = LoggerFactory.getLogger(PoclInProcessCompile.class);
   /** Whether a compile with launch shapes may run in the rank's process where it can. */
   static final Setting<Boolean> ON = Setting.flag("MPI_BUILD_OPENCL_COMPILE_IN_PROCESS",
-      "mpibuild.opencl.compileInProcess", true, "on PoCL 6.0 and later, with Java 22+ and native access enabled "
-          + "(`--enable-native-access=ALL-UNNAMED`), compile a request with launch shapes in the rank's own process, "
-          + "with no compile process to start; used only where it can run, else a compile process does it; `false`: "
-          + "always a compile process");
+      "mpibuild.opencl.compileInProcess", true, "compile a request with launch shapes in the rank's own process, "
+          + "with no compile process to start, where it can set PoCL's variables: Java 22+ with native access "
+          + "(`--enable-native-access=ALL-UNNAMED`), or a rank started by `bin/mpi-build-rank` (an environment slot); "
+          + "on PoCL before 6.0, the process's first such compile only; elsewhere a compile process does it; "
+          + "`false`: always a compile process");
   /** The first PoCL release that reads its settings at each use. */
   static final int FIRST_MAJOR = 6;
+  /**
+   * Set at the first binary query with the variable set in this process: PoCL before {@link #FIRST_MAJOR} keeps
+   * the value it read then, so no later compile may run here.
+   */
+  private static final java.util.concurrent.atomic.AtomicBoolean FIRST_VALUE_TAKEN =
+      new java.util.concurrent.atomic.AtomicBoolean();
   private static final Pattern POCL_VERSION = Pattern.compile("PoCL (\\d+)\\.(\\d+)");
   private static final String VARIABLE = "POCL_BINARY_SPECIALIZE_WG";
   /** One compile at a time here: a second, meanwhile, goes to a compile process. */
@@ -80,10 +89,8 @@ final class PoclInProcessCompile {
     if (!on) {
       return ON.variable() + "=false";
     }
-    Matcher m = POCL_VERSION.matcher(platformVersion);
-    if (!m.find() || Integer.parseInt(m.group(1)) < FIRST_MAJOR) {
-      return "PoCL before " + FIRST_MAJOR + ".0 keeps the first value of " + VARIABLE + " for the life of the "
-          + "process (platform version '" + platformVersion + "')";
+    if (!POCL_VERSION.matcher(platformVersion).find()) {
+      return "the platform version '" + platformVersion + "' names no PoCL release";
     }
     if (env.containsKey(VARIABLE)) {
       return VARIABLE + " is set in this process's environment";
@@ -95,6 +102,20 @@ final class PoclInProcessCompile {
       return "no stand-in library for this processor (" + System.getProperty("os.arch") + ")";
     }
     return NativeEnvironment.unavailable();
+  }
+
+  /**
+   * Whether the PoCL of {@code platformVersion} keeps the first value it reads of a variable for the life of the
+   * process (before 6.0): then only a process's first compile runs here.
+   */
+  static boolean keepsFirstValue(String platformVersion) {
+    Matcher m = POCL_VERSION.matcher(platformVersion);
+    return !m.find() || Integer.parseInt(m.group(1)) < FIRST_MAJOR;
+  }
+
+  /** Whether a compile may still run here on {@code backend}'s PoCL: always from 6.0, the first only before. */
+  static boolean open(OpenClBackend backend) {
+    return !keepsFirstValue(backend.compilerIdentity()) || !FIRST_VALUE_TAKEN.get();
   }
 
   /**
@@ -123,7 +144,8 @@ final class PoclInProcessCompile {
     if (retained != null) {
       retained.release();
     }
-    return compile(backend, request, named, FrontEnd.of(part));
+    // PoCL before 6.0 crashes at the binary query of a program built from bitcode (observed on 3.1)
+    return compile(backend, request, named, keepsFirstValue(backend.compilerIdentity()) ? null : FrontEnd.of(part));
   }
 
   /**
@@ -133,8 +155,9 @@ final class PoclInProcessCompile {
    * they were where it cannot be (said at DEBUG).
    */
   static List<String> shareFrontEnd(OpenClBackend backend, KernelSource request, List<String> parts) {
-    // 2 parts only: then the one other rank with the root's nonce in a cache it shares is the root, told by name
-    if (parts.size() != 2 || !ONE.tryLock()) {
+    // 2 parts only: then the one other rank with the root's nonce in a cache it shares is the root, told by name;
+    // not before PoCL 6.0, whose binary query crashes on a program built from bitcode (observed on 3.1)
+    if (parts.size() != 2 || keepsFirstValue(backend.compilerIdentity()) || !ONE.tryLock()) {
       return parts;
     }
     Path mark = null;
@@ -175,8 +198,9 @@ final class PoclInProcessCompile {
   /** {@link #compile} from {@code built} where it is not null, else from {@code frontEnd}, else from the source. */
   private static PoclSpecialization.Result compile(OpenClBackend backend, KernelSource request,
       Map<String, Set<String>> named, Object from) {
-    if (!ONE.tryLock()) {
-      LOG.debug("compile in this process: another is running; a compile process builds this one");
+    if (!open(backend) || !ONE.tryLock()) {
+      LOG.debug("compile in this process: {}; a compile process builds this one", open(backend)
+          ? "another is running" : "PoCL before 6.0 keeps the value of " + VARIABLE + " this process's first one set");
       if (from instanceof Built b) {
         b.release();
       }
@@ -239,11 +263,15 @@ final class PoclInProcessCompile {
     byte[] binary;
     NativeEnvironment environment = NativeEnvironment.get();
     synchronized (NativeEnvironment.LOCK) {
+      if (keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE_TAKEN.getAndSet(true)) {
+        LOG.debug("compile in this process: PoCL before 6.0 read {} before; a compile process builds it", VARIABLE);
+        return null;
+      }
       environment.set(VARIABLE, String.join(",", union));
       try {
         binary = backend.programBinary(built.program());
       } finally {
-        environment.set(VARIABLE, ""); // PoCL's default; never removed, so added once (NativeEnvironment)
+        environment.reset(VARIABLE);
       }
     }
     String hash = PoclBinary.buildHash(binary);
@@ -260,6 +288,9 @@ final class PoclInProcessCompile {
     }
     LOG.debug("compiled in this process{}: {} kernels, {} named functions", built.fromFrontEnd()
         ? " from the root's front end" : "", kernels.size(), named.values().stream().mapToInt(Set::size).sum());
+    if (keepsFirstValue(backend.compilerIdentity())) { // the next compile is a compile process's: one started ahead
+      SpareCompileProcess.replenish(backend.platformIndex(), backend.deviceIndex());
+    }
     return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend, kept, request)),
         built.log());
   }

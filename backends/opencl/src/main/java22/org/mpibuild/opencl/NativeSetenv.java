@@ -31,6 +31,12 @@ final class NativeSetenv implements NativeEnvironment {
     return problem != null ? problem : new NativeSetenv();
   }
 
+  /** Empty, never removed: so that it is added once ({@link NativeEnvironment}). */
+  @Override
+  public void reset(String name) {
+    set(name, "");
+  }
+
   @Override
   public void set(String name, String value) {
     try (Arena arena = Arena.ofConfined()) {

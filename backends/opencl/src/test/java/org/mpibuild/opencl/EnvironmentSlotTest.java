@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -35,13 +36,20 @@ class EnvironmentSlotTest {
     assertEquals(-1, EnvironmentSlot.find(bytes("HOME=/root\0")));
   }
 
-  /** A child JVM with the slot sets a variable; /proc/self/environ, the block getenv reads, then holds it. */
+  /**
+   * A child JVM with the slot sets a variable; /proc/self/environ, the block getenv reads, then holds it; set again,
+   * it holds the new value; restored, the slot is back and the variable gone, and the slot serves again.
+   */
   @Test
   void aProcessWithTheSlotGetsTheVariableAndOneWithoutSaysWhy() throws Exception {
     String with = child(Map.of(EnvironmentSlot.NAME, EnvironmentSlot.filler()));
     assertTrue(with.contains("set: ok"), with);
     assertTrue(with.contains("\nMPI_BUILD_SLOT_TEST=4-4-1-goffs0,8-8-1\n"), with);
-    assertTrue(!with.contains(EnvironmentSlot.NAME), "the slot is gone: " + with);
+    assertTrue(!with.substring(0, with.indexOf("\nagain: ")).contains(EnvironmentSlot.NAME + "="), "slot gone: " + with);
+    assertTrue(with.contains("\nagain: ok [MPI_BUILD_SLOT_TEST=16-1-1]\n"), with);
+    assertTrue(with.contains("\nrestored: ok [" + EnvironmentSlot.NAME + "=(filler)]\n"), with);
+    assertTrue(with.contains("\nonce more: ok [MPI_BUILD_SLOT_OTHER=2-2-2]\n"), with);
+    assertTrue(with.contains("\nrestored: ok\n"), with);
     String without = child(Map.of());
     assertTrue(without.contains("set: this process's environment has no slot"), without);
     assertTrue(!without.contains("MPI_BUILD_SLOT_TEST"), without);
@@ -66,9 +74,30 @@ class EnvironmentSlotTest {
     public static void main(String[] args) throws Exception {
       String problem = EnvironmentSlot.set("MPI_BUILD_SLOT_TEST", "4-4-1-goffs0,8-8-1");
       System.out.println("set: " + (problem == null ? "ok" : problem));
-      for (String entry : Files.readString(Path.of("/proc/self/environ"), StandardCharsets.UTF_8).split("\0")) {
+      for (String entry : environ()) {
         System.out.println(entry);
       }
+      if (problem == null) {
+        System.out.println("again: " + ok(EnvironmentSlot.set("MPI_BUILD_SLOT_TEST", "16-1-1")) + " " + ours());
+        System.out.println("restored: " + ok(EnvironmentSlot.restore()) + " " + ours());
+        System.out.println("once more: " + ok(EnvironmentSlot.set("MPI_BUILD_SLOT_OTHER", "2-2-2")) + " " + ours());
+        System.out.println("restored: " + ok(EnvironmentSlot.restore()));
+      }
+    }
+
+    private static List<String> environ() throws java.io.IOException {
+      return List.of(Files.readString(Path.of("/proc/self/environ"), StandardCharsets.UTF_8).split("\0"));
+    }
+
+    private static String ok(String problem) {
+      return problem == null ? "ok" : problem;
+    }
+
+    /** The block's entries of the test's variables and the slot's, its filler so named. */
+    private static List<String> ours() throws java.io.IOException {
+      return environ().stream().filter(e -> e.startsWith("MPI_BUILD_SLOT_") || e.startsWith(EnvironmentSlot.NAME + "="))
+          .map(e -> e.equals(EnvironmentSlot.NAME + "=" + EnvironmentSlot.filler()) ? EnvironmentSlot.NAME + "=(filler)" : e)
+          .toList();
     }
   }
 

@@ -92,11 +92,13 @@ public final class CoreSettings {
   /**
    * Names that look like settings but are not the library's, on purpose: read by the launch scripts
    * ({@code bin/mpi-build}, {@code bin/mpi-build-rank}), provisioning, the examples, the benchmarks or the
-   * tests, never by the library. Never reported as misspelt ({@link SettingNames}).
+   * tests, never by the library; and the environment slot {@code bin/mpi-build-rank} starts each rank with, which
+   * the OpenCL backend writes PoCL's variables into. Never reported as misspelt ({@link SettingNames}).
    */
   public static final Set<String> NOT_SETTINGS = Set.of("MPI_BUILD_HOME", "MPI_BUILD_JAVA", "MPI_BUILD_JAVA_OPTS",
       "MPI_BUILD_MPI_JAR", "MPI_BUILD_MPIRUN", "MPI_BUILD_OMPI_LIBDIR", "MPI_BUILD_FFM_JDK", "MPI_BUILD_LOG_LEVEL",
-      "MPI_BUILD_POCL_CACHE_ROOT", "MPI_BUILD_STATS_JSON", "MPI_BUILD_GPG_KEY", "MPI_BUILD_BASE_IMAGE");
+      "MPI_BUILD_POCL_CACHE_ROOT", "MPI_BUILD_STATS_JSON", "MPI_BUILD_GPG_KEY", "MPI_BUILD_BASE_IMAGE",
+      "MPI_BUILD_ENVIRONMENT_SLOT");
 
   /** Prefixes of such names: provisioning's switches, the benchmarks' and the integration tests' own. */
   public static final List<String> NOT_SETTING_PREFIXES = List.of("MPI_BUILD_PROVISION_", "MPI_BUILD_BENCH_",
