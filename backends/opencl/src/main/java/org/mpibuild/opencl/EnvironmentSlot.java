@@ -15,7 +15,7 @@ import java.util.Arrays;
  * gave the process (its bounds are fields 50 and 51 of {@code /proc/self/stat}, {@code env_start} and
  * {@code env_end}; the bytes are written through {@code /proc/self/mem}). The C environment's entry that pointed at
  * the slot then reads as the new variable; nothing is allocated or moved. Linux only: anywhere a piece is missing
- * (no {@code /proc}, no slot, a value longer than the slot), {@link #set} says why and changes nothing.
+ * (no {@code /proc}, no slot, a value longer than the slot), {@link #set} says why and leaves the slot whole.
  *
  * <p>The slot serves one variable at a time: {@link #restore} writes the slot back where {@link #set} wrote, and the
  * variable is gone from the C environment again (the C library finds variables by their entries' text).
@@ -43,9 +43,10 @@ final class EnvironmentSlot {
   }
 
   /**
-   * Makes {@code name=value} a variable of this process's C environment, in the slot's place.
+   * Makes {@code name=value} a variable of this process's C environment, in the slot's place (where an earlier
+   * {@code set} left another variable there, in its place).
    *
-   * @return null once it is set; else why it could not be (nothing changed)
+   * @return null once it is set; else why it could not be, the slot then whole again (or why it is not either)
    */
   static synchronized String set(String name, String value) {
     byte[] entry = (name + "=" + value + "\0").getBytes(StandardCharsets.UTF_8);
@@ -53,29 +54,25 @@ final class EnvironmentSlot {
       return "'" + name + "' with its value is no environment variable";
     }
     if (entry.length > NAME.length() + 1 + CAPACITY + 1) {
-      return name + "'s value of " + value.length() + " characters does not fit the slot of " + CAPACITY;
+      return name + "'s value of " + entry.length + " bytes does not fit the slot of " + CAPACITY;
     }
-    try {
-      long[] bounds = bounds(Files.readString(Path.of("/proc/self/stat"), StandardCharsets.ISO_8859_1));
-      try (RandomAccessFile memory = new RandomAccessFile("/proc/self/mem", "rw")) {
-        long at = written;
-        if (at < 0) {
-          byte[] block = new byte[Math.toIntExact(bounds[1] - bounds[0])];
-          memory.seek(bounds[0]);
-          memory.readFully(block);
-          int found = find(block);
-          if (found < 0) {
-            return "this process's environment has no slot " + NAME + " of " + CAPACITY + " characters";
-          }
-          at = bounds[0] + found;
-        }
-        String problem = write(memory, at, entry);
-        written = problem == null ? at : written;
-        return problem;
+    try (RandomAccessFile memory = new RandomAccessFile("/proc/self/mem", "rw")) {
+      long at = written >= 0 ? written : locate(memory);
+      if (at < 0) {
+        return "this process's environment has no slot " + NAME + " of " + CAPACITY + " characters";
       }
+      written = at; // from here on the slot's bytes may change: restore() puts them back
+      String problem = write(memory, at, entry);
+      return problem == null ? null : undone(problem);
     } catch (IOException | RuntimeException e) {
-      return "cannot write this process's environment block: " + e;
+      return undone("cannot write this process's environment block: " + e);
     }
+  }
+
+  /** {@code problem}, after the slot was written back where a failed {@link #set} may have changed it. */
+  private static String undone(String problem) {
+    String back = restore();
+    return back == null ? problem : problem + "; and the slot is not whole again: " + back;
   }
 
   /**
@@ -88,12 +85,48 @@ final class EnvironmentSlot {
       return null;
     }
     try (RandomAccessFile memory = new RandomAccessFile("/proc/self/mem", "rw")) {
-      String problem = write(memory, written, (NAME + "=" + filler() + "\0").getBytes(StandardCharsets.US_ASCII));
+      String problem = write(memory, written, slot());
       written = problem == null ? -1 : written;
       return problem;
     } catch (IOException | RuntimeException e) {
       return "cannot write this process's environment block: " + e;
     }
+  }
+
+  /**
+   * Why this process cannot use a slot: none in {@code env}, or one that cannot be written in place (no
+   * {@code /proc}, a kernel or security module that forbids writing {@code /proc/self/mem}), tried by writing the
+   * slot's own bytes over it; null where it can.
+   */
+  static synchronized String problem(java.util.Map<String, String> env) {
+    if (!present(env)) {
+      return "this process was started with no environment slot " + NAME + " (bin/mpi-build-rank gives each rank one)";
+    }
+    if (written >= 0) {
+      return null;
+    }
+    try (RandomAccessFile memory = new RandomAccessFile("/proc/self/mem", "rw")) {
+      long at = locate(memory);
+      return at < 0 ? "this process's environment has no slot " + NAME + " of " + CAPACITY + " characters"
+          : write(memory, at, slot());
+    } catch (IOException | RuntimeException e) {
+      return "cannot write this process's environment block: " + e;
+    }
+  }
+
+  /** Where the slot's entry starts in this process's memory; -1 where the environment block has none. */
+  private static long locate(RandomAccessFile memory) throws IOException {
+    long[] bounds = bounds(Files.readString(Path.of("/proc/self/stat"), StandardCharsets.ISO_8859_1));
+    byte[] block = new byte[Math.toIntExact(bounds[1] - bounds[0])];
+    memory.seek(bounds[0]);
+    memory.readFully(block);
+    int found = find(block);
+    return found < 0 ? -1 : bounds[0] + found;
+  }
+
+  /** The slot's whole entry, {@code NAME=FILLER} and its terminating zero. */
+  private static byte[] slot() {
+    return (NAME + "=" + filler() + "\0").getBytes(StandardCharsets.US_ASCII);
   }
 
   /** Writes {@code entry} at {@code at} and reads it back; null if it was kept. */
@@ -128,7 +161,7 @@ final class EnvironmentSlot {
 
   /** Where in {@code block} the slot's entry starts, whole, at the start of an entry; -1 if nowhere. */
   static int find(byte[] block) {
-    byte[] slot = (NAME + "=" + filler() + "\0").getBytes(StandardCharsets.US_ASCII);
+    byte[] slot = slot();
     for (int at = 0; at + slot.length <= block.length; at++) {
       if ((at == 0 || block[at - 1] == 0) && Arrays.equals(block, at, at + slot.length, slot, 0, slot.length)) {
         return at;

@@ -1,6 +1,6 @@
 package org.mpibuild.opencl;
 
-import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * This process's C environment, changed after the process started, for a library that reads a variable with
@@ -57,6 +57,7 @@ interface NativeEnvironment {
       }
     }
 
+    /** The slot back, whatever variable it holds: it holds one at a time. */
     @Override
     public void reset(String name) {
       String problem = EnvironmentSlot.restore();
@@ -67,20 +68,21 @@ interface NativeEnvironment {
   };
 
   /**
-   * {@code setenv}, an instance or why there is none, where it is one; else the slot where {@code env} has one; else
-   * why neither.
+   * {@code setenv}, an instance or why there is none, where it is one; else the slot, where {@code slotProblem} gives
+   * none (it is asked only then); else why neither.
    */
-  static Object choose(Object setenv, Map<String, String> env) {
-    if (setenv instanceof NativeEnvironment || EnvironmentSlot.present(env)) {
-      return setenv instanceof NativeEnvironment ? setenv : SLOT;
+  static Object choose(Object setenv, Supplier<String> slotProblem) {
+    if (setenv instanceof NativeEnvironment) {
+      return setenv;
     }
-    return setenv + "; and this process was started with no environment slot " + EnvironmentSlot.NAME
-        + " (bin/mpi-build-rank gives each rank one)";
+    String slot = slotProblem.get();
+    return slot == null ? SLOT : setenv + "; and " + slot;
   }
 
   /** Chooses once. */
   final class Loader {
-    static final Object CHOICE = choose(Java22Classes.open("NativeSetenv"), System.getenv());
+    static final Object CHOICE = choose(Java22Classes.open("NativeSetenv"),
+        () -> EnvironmentSlot.problem(System.getenv()));
 
     private Loader() {}
   }

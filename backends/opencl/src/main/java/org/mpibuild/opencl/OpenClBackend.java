@@ -66,10 +66,7 @@ final class OpenClBackend implements Backend {
   private volatile boolean compilesAhead;
   /** Why a compile with launch shapes cannot run in this process ({@link PoclInProcessCompile}); null where it can. */
   private final String inProcessProblem;
-  /**
-   * Open until {@link #close()}: then the programs loaded here and the messengers on the queue are closed,
-   * and only then are the queue and the context released.
-   */
+  /** Open until {@link #close()}: then the programs and messengers here close, then the queue and context. */
   private final UseGuard guard = new UseGuard("OpenCL context and command queue");
 
   OpenClBackend(cl_device_id device, cl_context context, cl_command_queue queue, String target,
@@ -131,8 +128,7 @@ final class OpenClBackend implements Backend {
     cl_program program = build(request.source(), request.options());
     try {
       String log = buildLog(program);
-      // Asking for the binary makes PoCL generate the machine code of every kernel now, so that the
-      // kernels are ready to launch here and the binary is ready to load elsewhere.
+      // Asking for the binary makes PoCL generate every kernel's code now: ready to launch here, to load elsewhere
       byte[] binary = programBinary(program);
       return finished(request, createKernels(program, request.kernelNames()), binary, log);
     } catch (RuntimeException e) {
@@ -331,17 +327,20 @@ final class OpenClBackend implements Backend {
     return infoString("clGetKernelInfo", (n, v, r) -> clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, n, v, r));
   }
 
+  /** The program's binary, made under {@link NativeEnvironment#LOCK}: PoCL reads its variables at the query. */
   byte[] programBinary(cl_program program) {
-    long[] sizes = new long[1];
-    check(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, Sizeof.size_t, Pointer.to(sizes), null),
-        "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
-    if (sizes[0] <= 0 || sizes[0] > Integer.MAX_VALUE - 8) {
-      throw new IllegalStateException("the OpenCL driver reports a program binary of " + sizes[0] + " bytes");
+    synchronized (NativeEnvironment.LOCK) {
+      long[] sizes = new long[1];
+      check(clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, Sizeof.size_t, Pointer.to(sizes), null),
+          "clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)");
+      if (sizes[0] <= 0 || sizes[0] > Integer.MAX_VALUE - 8) {
+        throw new IllegalStateException("the OpenCL driver reports a program binary of " + sizes[0] + " bytes");
+      }
+      byte[] binary = new byte[(int) sizes[0]];
+      check(clGetProgramInfo(program, CL_PROGRAM_BINARIES, Sizeof.POINTER, Pointer.to(Pointer.to(binary)), null),
+          "clGetProgramInfo(CL_PROGRAM_BINARIES)");
+      return binary;
     }
-    byte[] binary = new byte[(int) sizes[0]];
-    check(clGetProgramInfo(program, CL_PROGRAM_BINARIES, Sizeof.POINTER, Pointer.to(Pointer.to(binary)), null),
-        "clGetProgramInfo(CL_PROGRAM_BINARIES)");
-    return binary;
   }
 
   String buildLog(cl_program program) {
@@ -375,12 +374,7 @@ final class OpenClBackend implements Backend {
     return guard;
   }
 
-  /**
-   * Returns the open backend whose command queue {@code queue} is, if any.
-   *
-   * @param queue a command queue
-   * @return its backend, or null for a queue the program made itself
-   */
+  /** The open backend whose command queue {@code queue} is; null for a queue the program made itself. */
   static OpenClBackend owning(cl_command_queue queue) {
     for (OpenClBackend b : OPEN) {
       if (b.queue.equals(queue)) {

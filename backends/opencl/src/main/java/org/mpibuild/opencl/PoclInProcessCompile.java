@@ -19,6 +19,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -66,8 +67,9 @@ final class PoclInProcessCompile {
    * Set at the first binary query with the variable set in this process: PoCL before {@link #FIRST_MAJOR} keeps
    * the value it read then, so no later compile may run here.
    */
-  private static final java.util.concurrent.atomic.AtomicBoolean FIRST_VALUE_TAKEN =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  private static final AtomicBoolean FIRST_VALUE_TAKEN = new AtomicBoolean();
+  /** Set where the variable could not be taken back after a query: then no more compiles run here. */
+  private static final AtomicBoolean VARIABLE_LEFT_SET = new AtomicBoolean();
   private static final Pattern POCL_VERSION = Pattern.compile("PoCL (\\d+)\\.(\\d+)");
   private static final String VARIABLE = "POCL_BINARY_SPECIALIZE_WG";
   /** One compile at a time here: a second, meanwhile, goes to a compile process. */
@@ -113,9 +115,13 @@ final class PoclInProcessCompile {
     return !m.find() || Integer.parseInt(m.group(1)) < FIRST_MAJOR;
   }
 
-  /** Whether a compile may still run here on {@code backend}'s PoCL: always from 6.0, the first only before. */
-  static boolean open(OpenClBackend backend) {
-    return !keepsFirstValue(backend.compilerIdentity()) || !FIRST_VALUE_TAKEN.get();
+  /** Why no more compiles may run here on {@code backend}'s PoCL (before 6.0: after the first); null where they may. */
+  static String closed(OpenClBackend backend) {
+    if (VARIABLE_LEFT_SET.get()) {
+      return VARIABLE + " could not be taken back after a query";
+    }
+    return keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE_TAKEN.get()
+        ? "PoCL before 6.0 keeps the value of " + VARIABLE + " that the first compile here set" : null;
   }
 
   /**
@@ -198,9 +204,10 @@ final class PoclInProcessCompile {
   /** {@link #compile} from {@code built} where it is not null, else from {@code frontEnd}, else from the source. */
   private static PoclSpecialization.Result compile(OpenClBackend backend, KernelSource request,
       Map<String, Set<String>> named, Object from) {
-    if (!open(backend) || !ONE.tryLock()) {
-      LOG.debug("compile in this process: {}; a compile process builds this one", open(backend)
-          ? "another is running" : "PoCL before 6.0 keeps the value of " + VARIABLE + " this process's first one set");
+    String closed = closed(backend);
+    if (closed != null || !ONE.tryLock()) {
+      LOG.debug("compile in this process: {}; a compile process builds this one",
+          closed != null ? closed : "another is running");
       if (from instanceof Built b) {
         b.release();
       }
@@ -262,16 +269,17 @@ final class PoclInProcessCompile {
     }
     byte[] binary;
     NativeEnvironment environment = NativeEnvironment.get();
-    synchronized (NativeEnvironment.LOCK) {
-      if (keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE_TAKEN.getAndSet(true)) {
-        LOG.debug("compile in this process: PoCL before 6.0 read {} before; a compile process builds it", VARIABLE);
+    synchronized (NativeEnvironment.LOCK) { // every binary query of this process holds it (OpenClBackend)
+      if (closed(backend) != null) {
+        LOG.debug("compile in this process: {}; a compile process builds it", closed(backend));
         return null;
       }
-      environment.set(VARIABLE, String.join(",", union));
+      environment.set(VARIABLE, String.join(",", union)); // else nothing set: thrown, and a compile process builds it
+      FIRST_VALUE_TAKEN.set(true);
       try {
         binary = backend.programBinary(built.program());
       } finally {
-        environment.reset(VARIABLE);
+        takeBack(environment);
       }
     }
     String hash = PoclBinary.buildHash(binary);
@@ -293,6 +301,17 @@ final class PoclInProcessCompile {
     }
     return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend, kept, request)),
         built.log());
+  }
+
+  /** The variable back to PoCL's default; where it cannot be, no more compiles here (a WARN line says why). */
+  private static void takeBack(NativeEnvironment environment) {
+    try {
+      environment.reset(VARIABLE);
+    } catch (IllegalStateException e) {
+      VARIABLE_LEFT_SET.set(true);
+      LOG.warn("{} could not be taken back after a compile in this process ({}); the next compiles run in compile "
+          + "processes", VARIABLE, e.getMessage());
+    }
   }
 
   /**

@@ -43,6 +43,7 @@ class EnvironmentSlotTest {
   @Test
   void aProcessWithTheSlotGetsTheVariableAndOneWithoutSaysWhy() throws Exception {
     String with = child(Map.of(EnvironmentSlot.NAME, EnvironmentSlot.filler()));
+    assertTrue(with.contains("usable: ok\n"), "its own bytes written over it: " + with);
     assertTrue(with.contains("set: ok"), with);
     assertTrue(with.contains("\nMPI_BUILD_SLOT_TEST=4-4-1-goffs0,8-8-1\n"), with);
     assertTrue(!with.substring(0, with.indexOf("\nagain: ")).contains(EnvironmentSlot.NAME + "="), "slot gone: " + with);
@@ -51,6 +52,7 @@ class EnvironmentSlotTest {
     assertTrue(with.contains("\nonce more: ok [MPI_BUILD_SLOT_OTHER=2-2-2]\n"), with);
     assertTrue(with.contains("\nrestored: ok\n"), with);
     String without = child(Map.of());
+    assertTrue(without.contains("usable: this process was started with no environment slot"), without);
     assertTrue(without.contains("set: this process's environment has no slot"), without);
     assertTrue(!without.contains("MPI_BUILD_SLOT_TEST"), without);
     // the slot's whole entry is NAME=FILLER: a name and value longer than that do not fit
@@ -72,6 +74,7 @@ class EnvironmentSlotTest {
   /** Sets the variable and prints what it set and its environment block, one variable a line. */
   public static final class Child {
     public static void main(String[] args) throws Exception {
+      System.out.println("usable: " + ok(EnvironmentSlot.problem(System.getenv())));
       String problem = EnvironmentSlot.set("MPI_BUILD_SLOT_TEST", "4-4-1-goffs0,8-8-1");
       System.out.println("set: " + (problem == null ? "ok" : problem));
       for (String entry : environ()) {

@@ -10,8 +10,8 @@ import org.mpibuild.KernelSource;
 import org.mpibuild.LaunchShape;
 
 /**
- * What {@link PoclInProcessCompileTest} runs in a JVM of Java 22 or later with native access, PoCL's cache in
- * {@code POCL_CACHE_DIR}: compiles in its own process and prints what it finds, one fact per line.
+ * What {@link PoclInProcessCompileTest} runs in a JVM that can set PoCL's variable (Java 22 or later with native
+ * access, or an environment slot), PoCL's cache in {@code POCL_CACHE_DIR}: compiles in its own process and prints what it finds, one fact per line.
  */
 public final class InProcessCompileMain {
   private InProcessCompileMain() {}
@@ -38,6 +38,7 @@ public final class InProcessCompileMain {
     PoclSpecialization.Result r = PoclInProcessCompile.compile(backend, request,
         PoclSpecialization.perKernel(request.launchShapes()));
     System.out.println("functions " + ManyShapesTest.functions(r.binary()));
+    System.out.println("closed " + PoclInProcessCompile.closed(backend));
     String hash = PoclBinary.buildHash(r.binary());
     System.out.println("hash " + hash.equals(PoclInProcessCompile.buildHash(backend, r.binary(), request)));
     System.out.println("left " + left(top, hash));

@@ -54,14 +54,16 @@ class PoclInProcessCompileTest {
       @Override
       public void reset(String name) {}
     };
-    Map<String, String> slot = Map.of(EnvironmentSlot.NAME, EnvironmentSlot.filler());
-    assertSame(setenv, NativeEnvironment.choose(setenv, slot));
-    assertSame(NativeEnvironment.SLOT, NativeEnvironment.choose("Java 17 has no FFM API", slot));
-    Object neither = NativeEnvironment.choose("Java 17 has no FFM API", Map.of());
-    assertTrue(neither instanceof String why && why.startsWith("Java 17 has no FFM API; ")
-        && why.contains("no environment slot MPI_BUILD_ENVIRONMENT_SLOT"), neither.toString());
-    Object cut = NativeEnvironment.choose("no FFM", Map.of(EnvironmentSlot.NAME, EnvironmentSlot.filler().substring(1)));
-    assertTrue(cut instanceof String, "a slot cut short is none: " + cut);
+    assertSame(setenv, NativeEnvironment.choose(setenv, () -> {
+      throw new AssertionError("the slot is not tried where setenv is there");
+    }));
+    assertSame(NativeEnvironment.SLOT, NativeEnvironment.choose("Java 17 has no FFM API", () -> null));
+    Object neither = NativeEnvironment.choose("Java 17 has no FFM API", () -> "no slot here");
+    assertEquals("Java 17 has no FFM API; and no slot here", neither);
+    // a slot is usable only where the process was started with one, whole
+    assertTrue(EnvironmentSlot.problem(Map.of()).contains("no environment slot MPI_BUILD_ENVIRONMENT_SLOT"));
+    String cut = EnvironmentSlot.problem(Map.of(EnvironmentSlot.NAME, EnvironmentSlot.filler().substring(1)));
+    assertTrue(cut != null && cut.contains("no environment slot"), "a slot cut short is none: " + cut);
   }
 
   @Test
@@ -131,8 +133,8 @@ class PoclInProcessCompileTest {
   /**
    * The same compile in a JVM of this test's Java without the option for native access, started with an environment
    * slot as bin/mpi-build-rank starts a rank: on Java 17 (surefire's default run) the variable is written into the
-   * slot; on Java 22 and later (the ffm profile's run), which allow native access without the option, by setenv, the
-   * way preferred where both are.
+   * slot; on Java 22 and later (where Maven runs on one), which allow native access without the option, by setenv,
+   * the way preferred where both are.
    */
   @Test
   void inAJvmStartedWithTheSlotTheSameCompileRunsThroughTheSlot(@TempDir Path cache) throws Exception {
@@ -158,6 +160,8 @@ class PoclInProcessCompileTest {
     // PoCL 3.1 to 5.0 keep the variable's first value: the second request goes to a compile process; 6.0 and later
     // build it here
     boolean firstValueKept = backendVersionBefore6();
+    assertTrue(out.contains(firstValueKept ? "closed PoCL before 6.0 keeps the value of POCL_BINARY_SPECIALIZE_WG that "
+        + "the first compile here set\n" : "closed null\n"), out);
     assertTrue(out.contains(firstValueKept ? "second none\n" : "second [k1/16-1-1-goffs0-smallgrid]\n"), out);
   }
 
