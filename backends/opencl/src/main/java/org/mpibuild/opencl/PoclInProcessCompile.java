@@ -223,11 +223,12 @@ final class PoclInProcessCompile {
       libraries = Files.createTempDirectory(top, ".mpi-build-stand-ins-", PosixFilePermissions.asFileAttribute(
           PosixFilePermissions.fromString("rwx------")));
       FileTime since = Files.getLastModifiedTime(mark);
+      long start = System.nanoTime();
       if (built == null) {
         built = from instanceof FrontEnd f ? Built.fromFrontEnd(backend, request, top, since, f)
             : Built.fromSource(backend, request, top, since, ""); // a compile error or invalid options: thrown
       }
-      return built == null ? null : finish(backend, request, named, built, libraries);
+      return built == null ? null : finish(backend, request, named, built, libraries, start);
     } catch (IOException | UncheckedIOException | IllegalStateException e) {
       LOG.debug("compile in this process: {}; a compile process builds it", e.toString());
       return null;
@@ -259,7 +260,8 @@ final class PoclInProcessCompile {
 
   /** The binary of {@code built}'s program with the functions {@code named} names and no others; null if it cannot. */
   private static PoclSpecialization.Result finish(OpenClBackend backend, KernelSource request,
-      Map<String, Set<String>> named, Built built, Path libraries) throws IOException {
+      Map<String, Set<String>> named, Built built, Path libraries, long start) throws IOException {
+    long built_ = System.nanoTime();
     List<String> kernels = OpenClBackend.definedKernels(built.program());
     List<String> union = PoclSpecialization.union(named);
     if ((long) kernels.size() * (union.size() + 1) > PoclSpecialization.MAX_STAND_INS
@@ -268,6 +270,7 @@ final class PoclInProcessCompile {
       return null;
     }
     byte[] binary;
+    long query;
     NativeEnvironment environment = NativeEnvironment.get();
     synchronized (NativeEnvironment.LOCK) { // every binary query of this process holds it (OpenClBackend)
       if (closed(backend) != null) {
@@ -277,7 +280,9 @@ final class PoclInProcessCompile {
       environment.set(VARIABLE, String.join(",", union)); // else nothing set: thrown, and a compile process builds it
       FIRST_VALUE_TAKEN.set(true);
       try {
+        query = System.nanoTime();
         binary = backend.programBinary(built.program());
+        query = System.nanoTime() - query;
       } finally {
         takeBack(environment);
       }
@@ -294,8 +299,10 @@ final class PoclInProcessCompile {
       LOG.debug("compile in this process: PoCL built no function for {}; a compile process builds it", missing);
       return null;
     }
-    LOG.debug("compiled in this process{}: {} kernels, {} named functions", built.fromFrontEnd()
-        ? " from the root's front end" : "", kernels.size(), named.values().stream().mapToInt(Set::size).sum());
+    LOG.debug("compiled in this process{}: {} kernels, {} named functions (build {} ms, stand-ins {} ms, binary {} ms)",
+        built.fromFrontEnd() ? " from the root's front end" : "", kernels.size(),
+        named.values().stream().mapToInt(Set::size).sum(), (built_ - start) / 1_000_000,
+        (System.nanoTime() - built_ - query) / 1_000_000, query / 1_000_000);
     if (keepsFirstValue(backend.compilerIdentity())) { // the next compile is a compile process's: one started ahead
       SpareCompileProcess.replenish(backend.platformIndex(), backend.deviceIndex());
     }
