@@ -55,6 +55,8 @@ final class CacheDirectory {
   final boolean writable;
   final String writeRefusal;
   private final AtomicLong fileOps = new AtomicLong();
+  /** Set on a thread whose file operations are not a build's: a store after the build ({@link Caches#whenComplete}). */
+  static final ThreadLocal<Boolean> UNCOUNTED = ThreadLocal.withInitial(() -> false);
   /** Entries refused for want of a trusted signature. */
   final AtomicLong untrusted = new AtomicLong();
   /** Time spent deciding whether entries are trusted. */
@@ -238,9 +240,11 @@ final class CacheDirectory {
     return fileOps.get();
   }
 
-  /** Counts one file system call. */
+  /** Counts one file system call, unless this thread's are not counted ({@link #UNCOUNTED}). */
   void op() {
-    fileOps.incrementAndGet();
+    if (!UNCOUNTED.get()) {
+      fileOps.incrementAndGet();
+    }
   }
 
   Path entryFile(String key) {

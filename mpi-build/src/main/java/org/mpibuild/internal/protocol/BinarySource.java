@@ -117,6 +117,7 @@ final class BinarySource {
       if (!caches.enabled()) {
         return compileOrShare(request, target, "", alone, false, ranks);
       }
+      Caches.awaitStores(); // this process reads what it wrote
       KernelCache shared = caches.shared();
       try {
         key = CacheKey.of(request, backend.id(), backend.compilerIdentity(target), target);
@@ -162,7 +163,8 @@ final class BinarySource {
 
   /**
    * The entry is written, and the lock released, once the binary is on its way to the other ranks (or, made later,
-   * once it is made): the fsyncs are then off the path to every rank's ready kernel. A failure of the library's
+   * once it is made), on a thread of its own ({@link Caches#whenComplete}): the fsyncs are then off the path to
+   * every rank's ready kernel, the root's included. A failure of the library's
    * own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null).
    *
    * @param held the entry's lock; null where none could be taken

@@ -147,11 +147,13 @@ class CollectiveCacheTest {
     int[] nodes = {0, 0, 1, 1};
     List<RankResult> results = job(4, nodes, cache, backends(4), KernelSource.of(SOURCE));
     allOk(results);
+    // during the build only the root touches a cache (its lookups); the stores come after, on threads of their own
     for (RankResult r : results) {
       int rank = r.outcome().stats().rank();
       long ops = r.outcome().stats().cacheFileOperations();
-      assertEquals(rank == 0 || rank == 2, ops > 0, "rank " + rank + " made " + ops + " cache operations");
+      assertEquals(rank == 0, ops > 0, "rank " + rank + " made " + ops + " cache operations during the build");
     }
+    assertTrue(Files.list(tmp.resolve("node/entries")).anyMatch(Files::isRegularFile), "the node-local entry");
     // The next job finds the kernel in the node-local cache even if the shared one lost it.
     Files.walk(tmp.resolve("shared/entries")).filter(Files::isRegularFile).forEach(f -> f.toFile().delete());
     List<FakeBackend> next = backends(4);
