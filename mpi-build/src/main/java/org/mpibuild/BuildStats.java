@@ -19,8 +19,8 @@ package org.mpibuild;
  *     did; 0 on the root, which keeps the program it compiled
  * @param binaryBytes size of the binary (the payload), in bytes; 0 in a job of one rank whose kernel was ready
  *     before its binary (made afterwards for the cache, or not at all without one: {@code docs/launch-shapes.md})
- * @param cacheFileOperations file system calls this rank made on the caches for this build (0 on ranks
- *     other than the root, except for node-local cache writes)
+ * @param cacheFileOperations file system calls this rank made on the caches during this build (0 on ranks other
+ *     than the root); the entry's write, which comes after the build on a thread of its own, is not counted
  */
 public record BuildStats(
     int rank,

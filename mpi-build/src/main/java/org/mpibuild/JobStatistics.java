@@ -12,7 +12,8 @@ import java.util.Locale;
  * @param cacheHits builds whose root found the binary in a cache
  * @param cacheMisses builds whose root looked in a cache and had to compile
  * @param bytesBroadcast binary bytes the roots broadcast, and the parts of shared compiles their ranks sent
- * @param cacheFileOperations file system calls made on the caches, summed over ranks
+ * @param cacheFileOperations file system calls made on the caches during the builds, summed over ranks (the
+ *     entries' writes, after the builds, not counted)
  * @param untrustedEntries cache entries refused (and rebuilt) because no trusted key signed them, summed over
  *     ranks
  * @param trustCheckNanos time spent deciding whether cache entries are trusted (reading the signing key,
