@@ -55,8 +55,8 @@ final class CacheDirectory {
   final boolean writable;
   final String writeRefusal;
   private final AtomicLong fileOps = new AtomicLong();
-  /** Set on a thread whose file operations are not a build's: a store after the build ({@link Caches#whenComplete}). */
-  static final ThreadLocal<Boolean> UNCOUNTED = ThreadLocal.withInitial(() -> false);
+  /** Set on the thread that writes entries after their builds ({@link CacheStores}): its file operations are no build's. */
+  static final ThreadLocal<Boolean> AFTER_BUILD = ThreadLocal.withInitial(() -> false);
   /** Entries refused for want of a trusted signature. */
   final AtomicLong untrusted = new AtomicLong();
   /** Time spent deciding whether entries are trusted. */
@@ -240,9 +240,9 @@ final class CacheDirectory {
     return fileOps.get();
   }
 
-  /** Counts one file system call, unless this thread's are not counted ({@link #UNCOUNTED}). */
+  /** Counts one file system call, unless it is made after a build ({@link #AFTER_BUILD}). */
   void op() {
-    if (!UNCOUNTED.get()) {
+    if (!AFTER_BUILD.get()) {
       fileOps.incrementAndGet();
     }
   }

@@ -3,8 +3,7 @@ package org.mpibuild.internal.cache;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.mpibuild.internal.settings.CacheSettings;
@@ -26,12 +25,10 @@ public final class Caches implements AutoCloseable {
   private KernelCache node;
   private boolean sharedOpened;
   private boolean nodeOpened;
-  /** Stores under way or waiting for a binary made after its program ({@link #whenComplete}). */
+  /** Stores waiting for a binary made after its program ({@link #whenComplete}); close waits for them. */
   private final List<Thread> fills = new ArrayList<>();
-  /** Stores of complete envelopes under way in this process: a lookup and a close wait for them. */
-  private static final Set<Thread> STORES = ConcurrentHashMap.newKeySet();
-  /** How long a lookup or a close waits for a store under way (a store takes milliseconds; a hung disk, longer). */
-  private static final Duration STORE_WAIT = Duration.ofSeconds(60);
+  /** Entries of complete envelopes queued to be written ({@link CacheStores}); close waits for them. */
+  private final List<Future<?>> writes = new ArrayList<>();
 
   private Caches(CacheSettings settings, Communicator nodeComm) {
     this.settings = settings;
@@ -103,19 +100,24 @@ public final class Caches implements AutoCloseable {
   }
 
   /**
-   * Runs {@code then} on a thread of its own, with {@code envelope} at once or, for a pending envelope, with the
-   * complete envelope once its binary is made ({@link Envelope#awaitMade}; null if it could not be: nothing is
-   * cached then, and the program already runs). So an entry's signature, writes and fsyncs (0.13 s for a 170 KB
-   * binary here) are off the path to the caller's ready kernel, and to the collective calls the other ranks wait
-   * in. A store of a complete envelope is waited for by this process's next lookup ({@link #awaitStores}) and by
-   * {@link #close}, and the JVM's exit waits for it (its thread is no daemon); {@link #awaitFills} waits for every
-   * one. Its file operations are not counted in a build's ({@link #fileOperations}). If no thread can start,
-   * {@code onNoThread} (a lock held for the entry) is closed and the error thrown.
+   * Runs {@code then}, which writes the entry of {@code key}: with a complete {@code envelope}, on the thread that
+   * writes this process's entries ({@link CacheStores}: off the path to every rank's ready kernel; this process's
+   * next lookup of the key and {@link #close} wait for it), or here where no thread can; with a pending one, on a
+   * thread of its own with the complete envelope once its binary is made ({@link Envelope#awaitMade}; null if it
+   * could not be: nothing is cached then, and the program already runs). {@link #awaitFills} waits for both. If no
+   * thread can start for a pending envelope, {@code onNoThread} (a lock held for the entry) is closed and the error
+   * thrown.
    */
-  public void whenComplete(Envelope envelope, Consumer<Envelope> then, AutoCloseable onNoThread) {
-    boolean pending = envelope.isPending();
+  public void whenComplete(Envelope envelope, String key, Consumer<Envelope> then, AutoCloseable onNoThread) {
+    if (!envelope.isPending()) {
+      Future<?> write = CacheStores.submit(key, () -> then.accept(envelope));
+      synchronized (this) {
+        writes.removeIf(Future::isDone);
+        writes.add(write);
+      }
+      return;
+    }
     Thread t = new Thread(() -> {
-      CacheDirectory.UNCOUNTED.set(true);
       Envelope complete = null;
       try {
         complete = envelope.awaitMade();
@@ -128,16 +130,12 @@ public final class Caches implements AutoCloseable {
           synchronized (this) {
             fills.remove(Thread.currentThread());
           }
-          STORES.remove(Thread.currentThread());
         }
       }
     }, "mpi-build-cache-fill");
-    t.setDaemon(pending);
+    t.setDaemon(true);
     synchronized (this) {
       fills.add(t);
-    }
-    if (!pending) {
-      STORES.add(t);
     }
     try {
       t.start();
@@ -145,7 +143,6 @@ public final class Caches implements AutoCloseable {
       synchronized (this) {
         fills.remove(t);
       }
-      STORES.remove(t);
       if (onNoThread != null) {
         try {
           onNoThread.close();
@@ -157,9 +154,9 @@ public final class Caches implements AutoCloseable {
     }
   }
 
-  /** {@link #whenComplete(Envelope, Consumer, AutoCloseable)} with nothing to close. */
-  public void whenComplete(Envelope envelope, Consumer<Envelope> then) {
-    whenComplete(envelope, then, null);
+  /** {@link #whenComplete(Envelope, String, Consumer, AutoCloseable)} with nothing to close. */
+  public void whenComplete(Envelope envelope, String key, Consumer<Envelope> then) {
+    whenComplete(envelope, key, then, null);
   }
 
   /**
@@ -168,6 +165,7 @@ public final class Caches implements AutoCloseable {
    */
   public void awaitFills(Duration limit) {
     long deadline = System.nanoTime() + limit.toNanos();
+    awaitWrites(deadline);
     List<Thread> pending;
     synchronized (this) {
       pending = new ArrayList<>(fills);
@@ -191,30 +189,22 @@ public final class Caches implements AutoCloseable {
     return settings;
   }
 
-  /**
-   * Waits for this process's stores of complete envelopes under way ({@link #whenComplete}), so that a lookup finds
-   * what this process wrote; one that outlasts {@link #STORE_WAIT} is left, with a warning.
-   */
-  public static void awaitStores() {
-    long deadline = System.nanoTime() + STORE_WAIT.toNanos();
-    for (Thread t : STORES) {
-      try {
-        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-      if (t.isAlive()) {
-        log.warn("a cache entry was still being written after {} s; going on without it", STORE_WAIT.toSeconds());
-        return;
-      }
+  /** Waits until {@code deadline} for the entries this instance queued to be written ({@link CacheStores}). */
+  private void awaitWrites(long deadline) {
+    List<Future<?>> queued;
+    synchronized (this) {
+      queued = new ArrayList<>(writes);
+      writes.clear();
+    }
+    for (Future<?> write : queued) {
+      CacheStores.waitFor(write, deadline);
     }
   }
 
-  /** Waits for the stores under way ({@link #awaitStores}), then closes the node's communicator. */
+  /** Waits for the entries this instance queued to be written, then closes the node's communicator. */
   @Override
   public void close() {
-    awaitStores();
+    awaitWrites(System.nanoTime() + CacheStores.WAIT.toNanos());
     if (nodeComm != null) {
       nodeComm.close();
     }

@@ -16,6 +16,7 @@ import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
 import org.mpibuild.internal.agreement.RankFailure;
 import org.mpibuild.internal.cache.CacheKey;
+import org.mpibuild.internal.cache.CacheStores;
 import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.cache.LockFile;
@@ -117,7 +118,6 @@ final class BinarySource {
       if (!caches.enabled()) {
         return compileOrShare(request, target, "", alone, false, ranks);
       }
-      Caches.awaitStores(); // this process reads what it wrote
       KernelCache shared = caches.shared();
       try {
         key = CacheKey.of(request, backend.id(), backend.compilerIdentity(target), target);
@@ -127,6 +127,7 @@ final class BinarySource {
         }
         return compileOrShare(request, target, "", alone, false, ranks);
       }
+      CacheStores.await(key); // this process reads what it wrote
       Obtained hit = fromCache(caches.node(), key, load);
       if (hit == null) {
         hit = fromCache(shared, key, load);
@@ -163,8 +164,8 @@ final class BinarySource {
 
   /**
    * The entry is written, and the lock released, once the binary is on its way to the other ranks (or, made later,
-   * once it is made), on a thread of its own ({@link Caches#whenComplete}): the fsyncs are then off the path to
-   * every rank's ready kernel, the root's included. A failure of the library's
+   * once it is made), on the thread that writes entries ({@link Caches#whenComplete}): the fsyncs are then off the
+   * path to every rank's ready kernel, the root's included. A failure of the library's
    * own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null).
    *
    * @param held the entry's lock; null where none could be taken
@@ -176,7 +177,7 @@ final class BinarySource {
           return;
         }
       }
-      caches.whenComplete(sent, complete -> {
+      caches.whenComplete(sent, key, complete -> {
         try (LockFile ignored = held) {
           if (complete != null) {
             shared.store(key, complete);

@@ -381,7 +381,8 @@ public final class CollectiveBuild {
     if (node == null || caches.nodeComm() == null || key.isEmpty() || caches.nodeComm().rank() != 0) {
       return;
     }
-    caches.whenComplete(envelope, complete -> {
+    // written after this call returns: a payload lent by the broadcast's pool may be reused by then
+    caches.whenComplete(envelope.detached(), key, complete -> {
       if (complete != null && !node.exists(key)) {
         node.store(key, complete);
       }

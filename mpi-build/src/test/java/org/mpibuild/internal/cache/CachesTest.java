@@ -1,6 +1,5 @@
 package org.mpibuild.internal.cache;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -13,43 +12,58 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.mpibuild.internal.wire.Envelope;
 
-/** A cache store after a build: on a thread of its own, off the caller's path, and waited for before a lookup. */
+/**
+ * An entry written after its build: on the thread that writes entries, off the caller's path; a lookup of its key
+ * and the close of the caches that queued it wait for it, a lookup of another key does not.
+ */
 class CachesTest {
   @Test
-  void aStoreRunsOnAThreadOfItsOwnAndTheNextLookupAndTheCloseWaitForIt() throws Exception {
+  void anEntryIsWrittenOffTheCallersPathAndALookupOfItsKeyAndTheCloseWaitForIt() throws Exception {
     Envelope envelope = Envelope.failure(Envelope.Status.COMPILE_FAILED, Envelope.Metadata.errorOnly("fake", "x"));
     CountDownLatch release = new CountDownLatch(1);
     CountDownLatch started = new CountDownLatch(1);
-    AtomicReference<Thread> storer = new AtomicReference<>();
-    AtomicReference<Envelope> stored = new AtomicReference<>();
+    AtomicReference<Thread> writer = new AtomicReference<>();
+    AtomicReference<Envelope> written = new AtomicReference<>();
     Caches caches = Caches.none();
-    caches.whenComplete(envelope, e -> {
-      storer.set(Thread.currentThread());
+    caches.whenComplete(envelope, "key-a", e -> {
+      writer.set(Thread.currentThread());
       started.countDown();
       try {
         release.await(10, TimeUnit.SECONDS);
       } catch (InterruptedException ex) {
         Thread.currentThread().interrupt();
       }
-      stored.set(e);
+      written.set(e);
     });
-    // the caller is back before the store has even finished
+    // the caller is back while the entry is still being written
     assertTrue(started.await(10, TimeUnit.SECONDS));
-    assertNotSame(Thread.currentThread(), storer.get());
-    assertFalse(storer.get().isDaemon(), "the JVM's exit waits for a store under way");
-    AtomicBoolean looked = new AtomicBoolean();
-    Thread lookup = new Thread(() -> {
-      Caches.awaitStores();
-      looked.set(true);
-    });
-    lookup.start();
-    lookup.join(200);
-    assertFalse(looked.get(), "a lookup waits for the store under way");
+    assertNotSame(Thread.currentThread(), writer.get());
+    assertFalse(writer.get().isDaemon(), "the JVM's exit waits for a write under way");
+    CacheStores.await("key-b"); // another key's lookup does not wait
+    AtomicBoolean looked = waiting(() -> CacheStores.await("key-a"));
+    AtomicBoolean closed = waiting(caches::close);
+    assertFalse(looked.get() || closed.get(), "a lookup of the key and the close wait for its write");
     release.countDown();
-    lookup.join(10_000);
-    assertTrue(looked.get());
-    assertSame(envelope, stored.get());
-    caches.close(); // nothing left to wait for
-    assertEquals(Thread.State.TERMINATED, storer.get().getState());
+    assertTrue(eventually(looked) && eventually(closed));
+    assertSame(envelope, written.get());
+  }
+
+  private static AtomicBoolean waiting(Runnable r) throws InterruptedException {
+    AtomicBoolean done = new AtomicBoolean();
+    Thread t = new Thread(() -> {
+      r.run();
+      done.set(true);
+    });
+    t.setDaemon(true);
+    t.start();
+    t.join(200);
+    return done;
+  }
+
+  private static boolean eventually(AtomicBoolean b) throws InterruptedException {
+    for (int i = 0; i < 1000 && !b.get(); i++) {
+      Thread.sleep(10);
+    }
+    return b.get();
   }
 }

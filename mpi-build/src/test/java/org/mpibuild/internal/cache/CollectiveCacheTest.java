@@ -153,7 +153,9 @@ class CollectiveCacheTest {
       long ops = r.outcome().stats().cacheFileOperations();
       assertEquals(rank == 0, ops > 0, "rank " + rank + " made " + ops + " cache operations during the build");
     }
-    assertTrue(Files.list(tmp.resolve("node/entries")).anyMatch(Files::isRegularFile), "the node-local entry");
+    try (Stream<Path> entries = Files.list(tmp.resolve("node/entries"))) {
+      assertTrue(entries.anyMatch(Files::isRegularFile), "the node-local entry, written after the build");
+    }
     // The next job finds the kernel in the node-local cache even if the shared one lost it.
     Files.walk(tmp.resolve("shared/entries")).filter(Files::isRegularFile).forEach(f -> f.toFile().delete());
     List<FakeBackend> next = backends(4);
