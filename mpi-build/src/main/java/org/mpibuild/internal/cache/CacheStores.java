@@ -17,8 +17,9 @@ import org.slf4j.LoggerFactory;
 /**
  * The cache entries this process writes after its builds, off the path to any rank's ready kernel: an entry's
  * signature, writes and fsyncs took 125-147 ms of every rank's time at 2 ranks when the root wrote it before going
- * on. They run one at a time, in order, on one thread that is no daemon (the JVM's normal exit waits for it) and ends
- * when idle; a shutdown hook waits for them at {@code System.exit} too, at most {@link #AT_EXIT}. A lookup of a key
+ * on. They run one at a time, in order, on one daemon thread that ends when idle (an idle thread that is no daemon
+ * would hold the JVM's exit back); a shutdown hook waits for those queued or under way when the JVM exits, normally
+ * or by {@code System.exit}, at most {@link #AT_EXIT}. A lookup of a key
  * waits for that key's writes first ({@link #await}), so a process reads what it wrote. Their file operations are
  * not counted in a build's ({@link CacheDirectory.AFTER_BUILD}).
  */
@@ -29,7 +30,11 @@ public final class CacheStores {
   /** How long the JVM's exit waits for them. */
   static final Duration AT_EXIT = Duration.ofSeconds(10);
   private static final ThreadPoolExecutor THREAD = new ThreadPoolExecutor(1, 1, 5, TimeUnit.SECONDS,
-      new LinkedBlockingQueue<>(), r -> new Thread(r, "mpi-build-cache-store"));
+      new LinkedBlockingQueue<>(), r -> {
+        Thread t = new Thread(r, "mpi-build-cache-store");
+        t.setDaemon(true);
+        return t;
+      });
   /** The writes queued or under way, with the key of the entry each writes. */
   private static final Map<Future<?>, String> PENDING = new ConcurrentHashMap<>();
 
