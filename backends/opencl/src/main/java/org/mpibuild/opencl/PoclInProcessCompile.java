@@ -63,10 +63,7 @@ final class PoclInProcessCompile {
           + "`false`: always a compile process");
   /** The first PoCL release that reads its settings at each use. */
   static final int FIRST_MAJOR = 6;
-  /**
-   * Set at the first binary query with the variable set in this process: PoCL before {@link #FIRST_MAJOR} keeps
-   * the value it read then, so no later compile may run here.
-   */
+  /** Set at this process's first query with the variable set: PoCL before 6.0 keeps that value (no more here). */
   private static final AtomicBoolean FIRST_VALUE_TAKEN = new AtomicBoolean();
   /** Set where the variable could not be taken back after a query: then no more compiles run here. */
   private static final AtomicBoolean VARIABLE_LEFT_SET = new AtomicBoolean();
@@ -117,10 +114,8 @@ final class PoclInProcessCompile {
 
   /** Why no more compiles may run here on {@code backend}'s PoCL (before 6.0: after the first); null where they may. */
   static String closed(OpenClBackend backend) {
-    if (VARIABLE_LEFT_SET.get()) {
-      return VARIABLE + " could not be taken back after a query";
-    }
-    return keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE_TAKEN.get()
+    return VARIABLE_LEFT_SET.get() ? VARIABLE + " could not be taken back after a query"
+        : keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE_TAKEN.get()
         ? "PoCL before 6.0 keeps the value of " + VARIABLE + " that the first compile here set" : null;
   }
 
@@ -261,7 +256,7 @@ final class PoclInProcessCompile {
   /** The binary of {@code built}'s program with the functions {@code named} names and no others; null if it cannot. */
   private static PoclSpecialization.Result finish(OpenClBackend backend, KernelSource request,
       Map<String, Set<String>> named, Built built, Path libraries, long start) throws IOException {
-    long built_ = System.nanoTime();
+    long buildEnd = System.nanoTime();
     List<String> kernels = OpenClBackend.definedKernels(built.program());
     List<String> union = PoclSpecialization.union(named);
     if ((long) kernels.size() * (union.size() + 1) > PoclSpecialization.MAX_STAND_INS
@@ -301,8 +296,8 @@ final class PoclInProcessCompile {
     }
     LOG.debug("compiled in this process{}: {} kernels, {} named functions (build {} ms, stand-ins {} ms, binary {} ms)",
         built.fromFrontEnd() ? " from the root's front end" : "", kernels.size(),
-        named.values().stream().mapToInt(Set::size).sum(), (built_ - start) / 1_000_000,
-        (System.nanoTime() - built_ - query) / 1_000_000, query / 1_000_000);
+        named.values().stream().mapToInt(Set::size).sum(), (buildEnd - start) / 1_000_000,
+        (System.nanoTime() - buildEnd - query) / 1_000_000, query / 1_000_000);
     if (keepsFirstValue(backend.compilerIdentity())) { // the next compile is a compile process's: one started ahead
       SpareCompileProcess.replenish(backend.platformIndex(), backend.deviceIndex());
     }

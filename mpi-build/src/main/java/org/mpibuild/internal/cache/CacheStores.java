@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 /**
  * The cache entries this process writes after its builds, off the path to any rank's ready kernel: an entry's
@@ -26,7 +27,8 @@ import org.slf4j.LoggerFactory;
 public final class CacheStores {
   private static final Logger log = LoggerFactory.getLogger(CacheStores.class);
   /** How long a lookup or a close waits for writes under way (a write takes milliseconds; a hung disk, longer). */
-  static final Duration WAIT = Duration.ofSeconds(60);
+  static final long WAIT_NANOS = 60_000_000_000L;
+  private static final String AT_EXIT_THREAD = "mpi-build-cache-store-at-exit";
   /** How long the JVM's exit waits for them. */
   static final Duration AT_EXIT = Duration.ofSeconds(10);
   private static final ThreadPoolExecutor THREAD = new ThreadPoolExecutor(1, 1, 5, TimeUnit.SECONDS,
@@ -40,7 +42,11 @@ public final class CacheStores {
 
   static {
     THREAD.allowCoreThreadTimeOut(true);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> await(null, AT_EXIT), "mpi-build-cache-store-at-exit"));
+    try {
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> await(null, AT_EXIT), AT_EXIT_THREAD));
+    } catch (IllegalStateException e) {
+      // first used while the JVM exits: the writes then run at once (submit), nothing to wait for
+    }
   }
 
   private CacheStores() {}
@@ -52,12 +58,17 @@ public final class CacheStores {
    * @return its future, done once it has run
    */
   static Future<?> submit(String key, Runnable write) {
+    Map<String, String> logContext = MDC.getCopyOfContextMap(); // the rank, in the writer's log lines
     FutureTask<Void> task = new FutureTask<>(() -> {
+      boolean counted = CacheDirectory.AFTER_BUILD.get();
+      Map<String, String> own = MDC.getCopyOfContextMap();
       CacheDirectory.AFTER_BUILD.set(true);
+      setContext(logContext);
       try {
         write.run();
       } finally {
-        CacheDirectory.AFTER_BUILD.set(false);
+        CacheDirectory.AFTER_BUILD.set(counted);
+        setContext(own);
       }
     }, null) {
       @Override
@@ -65,8 +76,11 @@ public final class CacheStores {
         PENDING.remove(this);
       }
     };
-    PENDING.put(task, key);
+    PENDING.put(task, key == null ? "" : key);
     try {
+      if (Thread.currentThread().getName().equals(AT_EXIT_THREAD) || THREAD.isShutdown()) {
+        throw new IllegalStateException("the JVM is exiting");
+      }
       THREAD.execute(task);
     } catch (RuntimeException | Error e) {
       log.debug("no thread for a cache write ({}); written now", e.toString());
@@ -75,9 +89,20 @@ public final class CacheStores {
     return task;
   }
 
-  /** Waits for the writes of the entry of {@code key} queued or under way in this process, at most {@link #WAIT}. */
+  private static void setContext(Map<String, String> context) {
+    if (context == null) {
+      MDC.clear();
+    } else {
+      MDC.setContextMap(context);
+    }
+  }
+
+  /**
+   * Waits for the writes of the entry of {@code key} queued or under way in this process (and, the writes running
+   * in order, for those queued before them), at most 60 s.
+   */
   public static void await(String key) {
-    await(key, WAIT);
+    await(key, Duration.ofNanos(WAIT_NANOS));
   }
 
   /**

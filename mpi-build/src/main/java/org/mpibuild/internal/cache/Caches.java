@@ -100,13 +100,13 @@ public final class Caches implements AutoCloseable {
   }
 
   /**
-   * Runs {@code then}, which writes the entry of {@code key}: with a complete {@code envelope}, on the thread that
-   * writes this process's entries ({@link CacheStores}: off the path to every rank's ready kernel; this process's
-   * next lookup of the key and {@link #close} wait for it), or here where no thread can; with a pending one, on a
-   * thread of its own with the complete envelope once its binary is made ({@link Envelope#awaitMade}; null if it
-   * could not be: nothing is cached then, and the program already runs). {@link #awaitFills} waits for both. If no
-   * thread can start for a pending envelope, {@code onNoThread} (a lock held for the entry) is closed and the error
-   * thrown.
+   * Runs {@code then}, which writes the entry of {@code key}, on the thread that writes this process's entries
+   * ({@link CacheStores}: off the path to every rank's ready kernel; this process's next lookup of the key, {@link
+   * #close} and the JVM's exit wait for it), or here where no thread can: with a complete {@code envelope} at once;
+   * with a pending one once its binary is made, which a thread of its own waits for ({@link Envelope#awaitMade}; null
+   * if it could not be: nothing is cached then, and the program already runs). {@link #awaitFills} waits for both.
+   * If no thread can start for a pending envelope, {@code onNoThread} (a lock held for the entry) is closed and the
+   * error thrown.
    */
   public void whenComplete(Envelope envelope, String key, Consumer<Envelope> then, AutoCloseable onNoThread) {
     if (!envelope.isPending()) {
@@ -124,8 +124,10 @@ public final class Caches implements AutoCloseable {
       } catch (RuntimeException | Error e) {
         log.warn("the binary of {} is not cached: {}", envelope.metadata().kernelNames(), e.toString());
       } finally {
-        try {
-          then.accept(complete);
+        try { // on the writer's thread too: in order with the others, waited for at the JVM's exit, not counted
+          Envelope made = complete;
+          CacheStores.waitFor(CacheStores.submit(key, () -> then.accept(made)),
+              System.nanoTime() + CacheStores.WAIT_NANOS);
         } finally {
           synchronized (this) {
             fills.remove(Thread.currentThread());
@@ -193,6 +195,9 @@ public final class Caches implements AutoCloseable {
   private void awaitWrites(long deadline) {
     List<Future<?>> queued;
     synchronized (this) {
+      if (writes.isEmpty()) {
+        return;
+      }
       queued = new ArrayList<>(writes);
       writes.clear();
     }
@@ -204,7 +209,7 @@ public final class Caches implements AutoCloseable {
   /** Waits for the entries this instance queued to be written, then closes the node's communicator. */
   @Override
   public void close() {
-    awaitWrites(System.nanoTime() + CacheStores.WAIT.toNanos());
+    awaitWrites(System.nanoTime() + CacheStores.WAIT_NANOS);
     if (nodeComm != null) {
       nodeComm.close();
     }
