@@ -6,6 +6,8 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import mpi.MPI;
 import mpi.MPIException;
 import org.mpibuild.BinaryData;
@@ -292,15 +294,30 @@ public final class Faults {
   }
 
   /** Rank 0 rewrites the only cache entry on disk; then every rank moves on together. */
-  static void changeEntry(int rank, Mutation m) throws IOException, MPIException {
+  static void changeEntry(int rank, Mutation m) throws IOException, MPIException, InterruptedException {
     if (rank == 0) {
-      try (var s = Files.list(entries())) {
-        for (Path f : s.toList()) {
-          Files.write(f, m.apply(Files.readAllBytes(f)));
-        }
+      for (Path f : writtenEntries()) {
+        Files.write(f, m.apply(Files.readAllBytes(f)));
       }
     }
     MPI.COMM_WORLD.barrier();
+  }
+
+  /**
+   * The entries in the cache, once there is one: the library writes an entry on its own thread after
+   * the build returns, so the first look may come before it (30 s at most, in 20 ms sleeps).
+   */
+  static List<Path> writtenEntries() throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (true) {
+      try (var s = Files.list(entries())) {
+        List<Path> written = s.filter(f -> f.getFileName().toString().endsWith(".kbin")).toList();
+        if (!written.isEmpty() || System.nanoTime() > deadline) {
+          return written;
+        }
+      }
+      Thread.sleep(20);
+    }
   }
 
   /** The lock text of a process of this host that has exited. */
