@@ -120,21 +120,12 @@ final class OpenClBackend implements Backend {
     if (pocl && !request.launchShapes().isEmpty()) {
       // PoCL puts specialized work-group functions into a binary only when its environment names them: here where
       // this process can name them, else in a compile process (one started ahead, if any).
-      PoclSpecialization.Result r = inProcessProblem == null
-          ? PoclInProcessCompile.compile(this, request, PoclSpecialization.perKernel(request.launchShapes())) : null;
+      PoclSpecialization.Result r = compiledHere(request);
       r = r != null ? r : PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
       return loaded(request, r.binary(), r.buildLog());
     }
-    cl_program program = build(request.source(), request.options());
-    try {
-      String log = buildLog(program);
-      // Asking for the binary makes PoCL generate every kernel's code now: ready to launch here, to load elsewhere
-      byte[] binary = programBinary(program);
-      return finished(request, createKernels(program, request.kernelNames()), binary, log);
-    } catch (RuntimeException e) {
-      clReleaseProgram(program);
-      throw e;
-    }
+    // Asking for the binary makes PoCL generate every kernel's code now: ready to launch here, to load elsewhere
+    return kernelsOf(request, build(request.source(), request.options()), true);
   }
 
   /**
@@ -182,34 +173,27 @@ final class OpenClBackend implements Backend {
   }
 
   /**
-   * A request only this rank runs: the program built here, as a rank that compiles for itself builds it (the
-   * named functions are generated at the first launches, as there); on PoCL with launch shapes named, the
-   * finished binary for the cache is made meanwhile by the compile process at the idle priority
-   * ({@link PoclSpecialization#later}, one at a time per process), so that it takes only the time the program
-   * leaves unused, on the one core a launcher may bind the rank to as on many; without {@code needBinary}, no
-   * binary is made at all. Another platform that needs the binary, or a binary already being made in the
-   * background, compiles as {@link #compile} does.
+   * A request only this rank runs, which a cache keeps ({@code needBinary}) on PoCL with launch shapes named: the
+   * binary made in this process where it can be ({@link PoclInProcessCompile}: what a rank compiling for itself pays
+   * at its first launches, and no process more), then loaded. Elsewhere the program built here, as a rank that
+   * compiles for itself builds it, while the compile process makes the binary for the cache at the idle priority
+   * ({@link PoclSpecialization#later}, one at a time per process); without {@code needBinary}, no binary at all.
+   * Another platform, or a binary already being made in the background, compiles as {@link #compile} does.
    */
   @Override
   public Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
-    boolean binaryLater = needBinary && pocl && !request.launchShapes().isEmpty()
-        && PoclSpecialization.reserveBackground();
+    boolean shapes = needBinary && pocl && !request.launchShapes().isEmpty();
+    PoclSpecialization.Result r = shapes ? compiledHere(request) : null;
+    if (r != null) {
+      return loaded(request, r.binary(), r.buildLog());
+    }
+    boolean binaryLater = shapes && PoclSpecialization.reserveBackground();
     if (needBinary && !binaryLater) {
       return compile(request);
     }
     Compilation here;
     try {
-      cl_program program = build(request.source(), request.options());
-      OpenClKernel kernels;
-      String log;
-      try {
-        log = buildLog(program);
-        kernels = createKernels(program, request.kernelNames());
-      } catch (RuntimeException e) {
-        clReleaseProgram(program);
-        throw e;
-      }
-      here = finished(request, kernels, null, log); // which releases the kernels if it refuses them
+      here = kernelsOf(request, build(request.source(), request.options()), false);
     } catch (RuntimeException e) {
       if (binaryLater) {
         PoclSpecialization.releaseReservation();
@@ -219,6 +203,28 @@ final class OpenClBackend implements Backend {
     return binaryLater
         ? Compilation.later(here.program(), here.buildLog(), PoclSpecialization.later(request, platformIndex, deviceIndex))
         : Compilation.withoutBinary(here.program(), here.buildLog());
+  }
+
+  /** {@code request}'s binary with its named functions, made in this process; null where it cannot be made here. */
+  private PoclSpecialization.Result compiledHere(KernelSource request) {
+    return inProcessProblem == null
+        ? PoclInProcessCompile.compile(this, request, PoclSpecialization.perKernel(request.launchShapes())) : null;
+  }
+
+  /** {@code program}'s compilation: its kernels, its log and, {@code withBinary}, its binary; released if refused. */
+  private Compilation kernelsOf(KernelSource request, cl_program program, boolean withBinary) {
+    OpenClKernel kernels;
+    String log;
+    byte[] binary;
+    try {
+      log = buildLog(program);
+      binary = withBinary ? programBinary(program) : null;
+      kernels = createKernels(program, request.kernelNames());
+    } catch (RuntimeException e) {
+      clReleaseProgram(program);
+      throw e;
+    }
+    return finished(request, kernels, binary, log); // which releases the kernels and the program if it refuses them
   }
 
   /** The compilation, once every launch shape is known to name a kernel of the program. */

@@ -17,6 +17,10 @@ public final class InProcessCompileMain {
   private InProcessCompileMain() {}
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("alone")) {
+      alone(Path.of(args[1]));
+      return;
+    }
     if (args.length > 0) {
       shared(args);
       return;
@@ -95,6 +99,25 @@ public final class InProcessCompileMain {
       Files.move(dir.resolve("part-1.tmp"), dir.resolve("part-1.bin"));
     }
     backend.close();
+  }
+
+  /**
+   * A job of one rank (local mode) with the cache in {@code dir}: its kernel comes with the finished binary made
+   * here, not after it; then a second job finds the entry.
+   */
+  private static void alone(Path dir) throws Exception {
+    KernelSource request = ManyShapesTest.request();
+    try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build();
+        org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
+      System.out.println("alone binary with the kernel " + (k.stats().binaryBytes() > 0));
+      System.out.println("alone functions " + ManyShapesTest.functions(k.binaryData().binary()));
+      ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
+      System.out.println("alone ran right");
+    }
+    try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build();
+        org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
+      System.out.println("alone next job hit " + k.stats().cacheHit());
+    }
   }
 
   /** The programs built from a source with a nonce function still in the cache, but for {@code loaded}'s. */

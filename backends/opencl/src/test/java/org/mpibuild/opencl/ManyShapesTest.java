@@ -129,23 +129,28 @@ class ManyShapesTest {
   /** Each kernel {@code i} of {@code binary}, loaded, launched at local size {@code local[i]}, adds its number. */
   static void runsRight(OpenClBackend backend, KernelSource request, byte[] binary, long[] local) {
     try (OpenClKernel kernels = (OpenClKernel) backend.load(binary, request.kernelNames())) {
-      for (int i = 0; i < local.length; i++) {
-        float[] y = new float[64];
-        cl_mem buffer = clCreateBuffer(kernels.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, Sizeof.cl_float * 64L,
-            Pointer.to(y), null);
-        try {
-          clSetKernelArg(kernels.kernel("k" + i), 0, Sizeof.cl_mem, Pointer.to(buffer));
-          clEnqueueNDRangeKernel(kernels.queue(), kernels.kernel("k" + i), 1, null, new long[] {64},
-              new long[] {local[i]}, 0, null, null);
-          clFinish(kernels.queue());
-          clEnqueueReadBuffer(kernels.queue(), buffer, CL_TRUE, 0, Sizeof.cl_float * 64L, Pointer.to(y), 0, null, null);
-        } finally {
-          clReleaseMemObject(buffer);
-        }
-        float[] want = new float[64];
-        java.util.Arrays.fill(want, i + 1);
-        assertArrayEquals(want, y, "k" + i);
+      runsRight(kernels, local);
+    }
+  }
+
+  /** Each kernel {@code i} of {@code kernels}, launched at local size {@code local[i]}, adds its number. */
+  static void runsRight(OpenClKernel kernels, long[] local) {
+    for (int i = 0; i < local.length; i++) {
+      float[] y = new float[64];
+      cl_mem buffer = clCreateBuffer(kernels.context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, Sizeof.cl_float * 64L,
+          Pointer.to(y), null);
+      try {
+        clSetKernelArg(kernels.kernel("k" + i), 0, Sizeof.cl_mem, Pointer.to(buffer));
+        clEnqueueNDRangeKernel(kernels.queue(), kernels.kernel("k" + i), 1, null, new long[] {64},
+            new long[] {local[i]}, 0, null, null);
+        clFinish(kernels.queue());
+        clEnqueueReadBuffer(kernels.queue(), buffer, CL_TRUE, 0, Sizeof.cl_float * 64L, Pointer.to(y), 0, null, null);
+      } finally {
+        clReleaseMemObject(buffer);
       }
+      float[] want = new float[64];
+      java.util.Arrays.fill(want, i + 1);
+      assertArrayEquals(want, y, "k" + i);
     }
   }
 }

@@ -144,6 +144,27 @@ class PoclInProcessCompileTest {
     compilesHere(pb, Runtime.version().feature() < 22 ? "slot" : "setenv");
   }
 
+  /**
+   * A job of one rank (local mode) that can compile here, started as bin/mpi-build-rank starts a rank: its kernel comes
+   * with the finished binary, made in this process before it (as a rank compiling for itself pays at its first
+   * launches), not after it by a compile process; the cache keeps it for the next job.
+   */
+  @Test
+  void aloneTheFinishedBinaryIsMadeHereWithTheKernel(@TempDir Path cache, @TempDir Path entries) throws Exception {
+    ProcessBuilder pb = child(Path.of(System.getProperty("java.home"), "bin", "java"), cache, "alone", entries.toString());
+    pb.command().remove("--enable-native-access=ALL-UNNAMED");
+    pb.environment().put(EnvironmentSlot.NAME, EnvironmentSlot.filler());
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, p.waitFor(), out);
+    assertTrue(out.contains("alone binary with the kernel true\n"), out);
+    assertTrue(out.contains("compiled in this process"), out);
+    assertTrue(out.contains("alone functions [k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, "
+        + "k2/4-1-1-goffs0-smallgrid, k3/8-1-1-goffs0-smallgrid]\n"), out);
+    assertTrue(out.contains("alone ran right\n"), out);
+    assertTrue(out.contains("alone next job hit true\n"), out);
+  }
+
   private static void compilesHere(ProcessBuilder pb, String way) throws Exception {
     Process p = pb.start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

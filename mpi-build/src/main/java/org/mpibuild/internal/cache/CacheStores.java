@@ -11,9 +11,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.mpibuild.internal.comm.LogContext;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.slf4j.MDC;
 
 /**
  * The cache entries this process writes after its builds, off the path to any rank's ready kernel: an entry's
@@ -58,19 +58,16 @@ public final class CacheStores {
    * @return its future, done once it has run
    */
   static Future<?> submit(String key, Runnable write) {
-    Map<String, String> logContext = MDC.getCopyOfContextMap(); // the rank, in the writer's log lines
-    FutureTask<Void> task = new FutureTask<>(() -> {
+    FutureTask<Void> task = new FutureTask<>(LogContext.carried(() -> { // the rank, in the writer's log lines
       boolean counted = CacheDirectory.AFTER_BUILD.get();
-      Map<String, String> own = MDC.getCopyOfContextMap();
       CacheDirectory.AFTER_BUILD.set(true);
-      setContext(logContext);
       try {
         write.run();
       } finally {
         CacheDirectory.AFTER_BUILD.set(counted);
-        setContext(own);
       }
-    }, null) {
+      return null;
+    })) {
       @Override
       protected void done() {
         PENDING.remove(this);
@@ -87,14 +84,6 @@ public final class CacheStores {
       task.run();
     }
     return task;
-  }
-
-  private static void setContext(Map<String, String> context) {
-    if (context == null) {
-      MDC.clear();
-    } else {
-      MDC.setContextMap(context);
-    }
   }
 
   /**

@@ -20,6 +20,7 @@ import org.mpibuild.internal.cache.CacheStores;
 import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.cache.KernelCache;
 import org.mpibuild.internal.cache.LockFile;
+import org.mpibuild.internal.comm.LogContext;
 import org.mpibuild.internal.settings.CacheSettings;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.internal.wire.Envelope;
@@ -349,7 +350,7 @@ final class BinarySource {
 
   /** Starts {@code compile} on a worker thread; {@link #within} waits for it. */
   Future<Compilation> submit(java.util.concurrent.Callable<Compilation> compile) {
-    return compiler.submit(compile);
+    return compiler.submit(LogContext.carried(compile)); // the rank, in the compile's log lines
   }
 
   /**
