@@ -14,16 +14,17 @@ import static org.jocl.CL.clCreateKernel;
 import static org.jocl.CL.clCreateKernelsInProgram;
 import static org.jocl.CL.clCreateProgramWithBinary;
 import static org.jocl.CL.clCreateProgramWithSource;
-import static org.jocl.CL.clGetDeviceInfo;
 import static org.jocl.CL.clGetKernelInfo;
-import static org.jocl.CL.clGetPlatformInfo;
 import static org.jocl.CL.clGetProgramBuildInfo;
 import static org.jocl.CL.clGetProgramInfo;
 import static org.jocl.CL.clReleaseCommandQueue;
 import static org.jocl.CL.clReleaseContext;
 import static org.jocl.CL.clReleaseProgram;
+import static org.mpibuild.opencl.ClInfo.check;
+import static org.mpibuild.opencl.ClInfo.cString;
+import static org.mpibuild.opencl.ClInfo.infoString;
+import static org.mpibuild.opencl.ClInfo.programString;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -37,7 +38,6 @@ import org.jocl.cl_command_queue;
 import org.jocl.cl_context;
 import org.jocl.cl_device_id;
 import org.jocl.cl_kernel;
-import org.jocl.cl_platform_id;
 import org.jocl.cl_program;
 import org.mpibuild.CompileException;
 import org.mpibuild.KernelSource;
@@ -121,8 +121,7 @@ final class OpenClBackend implements Backend {
       // PoCL puts specialized work-group functions into a binary only when its environment names them: here where
       // this process can name them, else in a compile process (one started ahead, if any).
       PoclSpecialization.Result r = compiledHere(request);
-      r = r != null ? r : PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
-      return loaded(request, r.binary(), r.buildLog());
+      return r != null ? loaded(request, r.binary(), r.buildLog()) : inCompileProcess(request);
     }
     // Asking for the binary makes PoCL generate every kernel's code now: ready to launch here, to load elsewhere
     return kernelsOf(request, build(request.source(), request.options()), true);
@@ -189,7 +188,7 @@ final class OpenClBackend implements Backend {
     }
     boolean binaryLater = shapes && PoclSpecialization.reserveBackground();
     if (needBinary && !binaryLater) {
-      return compile(request);
+      return shapes ? inCompileProcess(request) : compile(request); // not here again: that was tried
     }
     Compilation here;
     try {
@@ -225,6 +224,12 @@ final class OpenClBackend implements Backend {
       throw e;
     }
     return finished(request, kernels, binary, log); // which releases the kernels and the program if it refuses them
+  }
+
+  /** {@code request} compiled by a compile process (one started ahead, if any), loaded here. */
+  private Compilation inCompileProcess(KernelSource request) {
+    PoclSpecialization.Result r = PoclSpecialization.compile(request, platformIndex, deviceIndex, compilesAhead);
+    return loaded(request, r.binary(), r.buildLog());
   }
 
   /** The compilation, once every launch shape is known to name a kernel of the program. */
@@ -406,45 +411,5 @@ final class OpenClBackend implements Backend {
       clReleaseCommandQueue(queue);
       clReleaseContext(context);
     }
-  }
-
-  static void check(int rc, String what) {
-    if (rc != CL_SUCCESS) {
-      throw new IllegalStateException(what + " failed: " + CL.stringFor_errorCode(rc));
-    }
-  }
-
-  /** One clGet*Info call: size query when {@code value} is null, else the value. */
-  private interface InfoQuery {
-    int get(long size, Pointer value, long[] sizeRet);
-  }
-
-  /** Reads a string property through the usual two calls: its size, then its bytes. */
-  private static String infoString(String what, InfoQuery query) {
-    long[] size = new long[1];
-    check(query.get(0, null, size), what);
-    byte[] b = new byte[(int) size[0]];
-    check(query.get(b.length, Pointer.to(b), null), what);
-    return cString(b);
-  }
-
-  static String platformInfo(cl_platform_id p, int param) {
-    return infoString("clGetPlatformInfo", (n, v, r) -> clGetPlatformInfo(p, param, n, v, r));
-  }
-
-  static String deviceInfo(cl_device_id d, int param) {
-    return infoString("clGetDeviceInfo", (n, v, r) -> clGetDeviceInfo(d, param, n, v, r));
-  }
-
-  private static String programString(cl_program p, int param) {
-    return infoString("clGetProgramInfo", (n, v, r) -> clGetProgramInfo(p, param, n, v, r));
-  }
-
-  private static String cString(byte[] b) {
-    int n = 0;
-    while (n < b.length && b[n] != 0) {
-      n++;
-    }
-    return new String(Arrays.copyOf(b, n), StandardCharsets.UTF_8).trim();
   }
 }

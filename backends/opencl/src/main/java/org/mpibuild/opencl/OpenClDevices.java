@@ -51,7 +51,7 @@ final class OpenClDevices {
     boolean poclWithoutDevice = false;
     for (int p = 0; p < platforms.length; p++) {
       cl_platform_id platform = platforms[p];
-      String name = OpenClBackend.platformInfo(platform, CL_PLATFORM_NAME);
+      String name = ClInfo.platformInfo(platform, CL_PLATFORM_NAME);
       if (platformSelector != null && !name.toLowerCase(Locale.ROOT).contains(platformSelector.toLowerCase(Locale.ROOT))) {
         continue;
       }
@@ -139,7 +139,7 @@ final class OpenClDevices {
           + "); install an ICD such as PoCL (Debian: pocl-opencl-icd)", null);
     }
     cl_platform_id[] platforms = new cl_platform_id[count[0]];
-    OpenClBackend.check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
+    ClInfo.check(clGetPlatformIDs(platforms.length, platforms, null), "clGetPlatformIDs");
     return platforms;
   }
 
@@ -150,26 +150,26 @@ final class OpenClDevices {
       return new cl_device_id[0];
     }
     cl_device_id[] devices = new cl_device_id[n[0]];
-    OpenClBackend.check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
+    ClInfo.check(clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, devices.length, devices, null), "clGetDeviceIDs");
     return devices;
   }
 
   private static OpenClBackend onDevice(cl_platform_id platform, cl_device_id device, int platformIndex,
       int deviceIndex) {
-    String target = "platform=" + OpenClBackend.platformInfo(platform, CL_PLATFORM_NAME) + " " + OpenClBackend.platformInfo(platform, CL_PLATFORM_VERSION)
-        + "; device=" + OpenClBackend.deviceInfo(device, CL_DEVICE_NAME) + "; device-version=" + OpenClBackend.deviceInfo(device, CL_DEVICE_VERSION)
-        + "; driver=" + OpenClBackend.deviceInfo(device, CL_DRIVER_VERSION);
+    String target = "platform=" + ClInfo.platformInfo(platform, CL_PLATFORM_NAME) + " " + ClInfo.platformInfo(platform, CL_PLATFORM_VERSION)
+        + "; device=" + ClInfo.deviceInfo(device, CL_DEVICE_NAME) + "; device-version=" + ClInfo.deviceInfo(device, CL_DEVICE_VERSION)
+        + "; driver=" + ClInfo.deviceInfo(device, CL_DRIVER_VERSION);
     int[] err = new int[1];
     cl_context context = clCreateContext(null, 1, new cl_device_id[] {device}, null, null, err);
-    OpenClBackend.check(err[0], "clCreateContext");
+    ClInfo.check(err[0], "clCreateContext");
     cl_command_queue queue = clCreateCommandQueueWithProperties(context, device, new cl_queue_properties(), err);
     if (err[0] != CL_SUCCESS) {
       clReleaseContext(context);
-      OpenClBackend.check(err[0], "clCreateCommandQueueWithProperties");
+      ClInfo.check(err[0], "clCreateCommandQueueWithProperties");
     }
-    String compiler = "JOCL " + OpenClBackend.JOCL_LIBRARY + "; platform=" + OpenClBackend.platformInfo(platform, CL_PLATFORM_NAME) + " "
-        + OpenClBackend.platformInfo(platform, CL_PLATFORM_VERSION) + "; driver=" + OpenClBackend.deviceInfo(device, CL_DRIVER_VERSION);
-    boolean pocl = OpenClBackend.platformInfo(platform, CL_PLATFORM_NAME).startsWith(PoclSpecialization.PLATFORM_NAME);
+    String compiler = "JOCL " + OpenClBackend.JOCL_LIBRARY + "; platform=" + ClInfo.platformInfo(platform, CL_PLATFORM_NAME) + " "
+        + ClInfo.platformInfo(platform, CL_PLATFORM_VERSION) + "; driver=" + ClInfo.deviceInfo(device, CL_DRIVER_VERSION);
+    boolean pocl = ClInfo.platformInfo(platform, CL_PLATFORM_NAME).startsWith(PoclSpecialization.PLATFORM_NAME);
     return new OpenClBackend(device, context, queue, target, compiler, platformIndex, deviceIndex, pocl);
   }
 

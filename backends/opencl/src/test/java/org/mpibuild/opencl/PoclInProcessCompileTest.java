@@ -158,6 +158,7 @@ class PoclInProcessCompileTest {
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertEquals(0, p.waitFor(), out);
     assertTrue(out.contains("alone binary with the kernel true\n"), out);
+    assertTrue(out.contains("alone no compile process true\n"), out);
     assertTrue(out.contains("compiled in this process"), out);
     assertTrue(out.contains("alone functions [k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, "
         + "k2/4-1-1-goffs0-smallgrid, k3/8-1-1-goffs0-smallgrid]\n"), out);
