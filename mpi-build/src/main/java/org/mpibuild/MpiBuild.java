@@ -385,9 +385,10 @@ public final class MpiBuild implements AutoCloseable {
       async.ifStarted(AsyncBuilds::close);
       closed = true;
       try {
-        // a job of one rank may still be writing a binary made after its kernel into the cache
+        // first the kernels (before the context and queue they belong to): a binary made when wanted is made
+        // from a program at its close; then a job of one rank may still be writing such a binary into the cache
+        kernels.close("its MpiBuild was closed");
         opened.caches().awaitFills(settings.compileTimeout().plusSeconds(10));
-        kernels.close("its MpiBuild was closed"); // before the context and queue they belong to
       } finally {
         opened.close();
       }

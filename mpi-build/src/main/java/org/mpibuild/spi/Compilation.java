@@ -2,6 +2,7 @@ package org.mpibuild.spi;
 
 import java.util.Objects;
 import java.util.concurrent.Future;
+import java.util.concurrent.RunnableFuture;
 
 /**
  * The result of a successful compile on the root.
@@ -11,10 +12,13 @@ import java.util.concurrent.Future;
  * @param binary the binary to send to the other ranks; null when it comes later ({@code binaryLater}) or
  *     was not asked for ({@link Backend#compileAlone})
  * @param buildLog what the compiler printed (warnings), possibly empty
- * @param binaryLater the binary still being made, for a program already ready here
- *     ({@link Backend#compileAlone}); null otherwise. Cancelling it with interruption stops whatever makes it.
+ * @param binaryLater the binary still being made, or to be made when first wanted, for a program already ready
+ *     here ({@link Backend#compileAlone}); null otherwise. Cancelling it with interruption stops whatever makes it.
+ * @param binaryWhenWanted whether {@code binaryLater} is a task that nothing runs until the binary is wanted
+ *     ({@link #whenWanted})
  */
-public record Compilation(LoadedProgram program, byte[] binary, String buildLog, Future<byte[]> binaryLater) {
+public record Compilation(LoadedProgram program, byte[] binary, String buildLog, Future<byte[]> binaryLater,
+    boolean binaryWhenWanted) {
   /**
    * A compilation whose binary is complete.
    *
@@ -23,7 +27,7 @@ public record Compilation(LoadedProgram program, byte[] binary, String buildLog,
    * @param buildLog what the compiler printed, possibly empty
    */
   public Compilation(LoadedProgram program, byte[] binary, String buildLog) {
-    this(program, binary, buildLog, null);
+    this(program, binary, buildLog, null, false);
   }
 
   /**
@@ -36,7 +40,24 @@ public record Compilation(LoadedProgram program, byte[] binary, String buildLog,
    */
   public static Compilation later(LoadedProgram program, String buildLog, Future<byte[]> binary) {
     return new Compilation(Objects.requireNonNull(program, "program"), null, buildLog,
-        Objects.requireNonNull(binary, "binary"));
+        Objects.requireNonNull(binary, "binary"), false);
+  }
+
+  /**
+   * A program ready here whose binary is made when first wanted, from what the program has become (on PoCL,
+   * the code its launches generated): {@code Kernel.binaryData()} runs {@code binary}, and so must the program's
+   * {@link LoadedProgram#close} before it releases what the binary is made from ({@code MpiBuild.close()} closes
+   * its kernels first). Nothing waits for it holding the shared cache's lock, and no compile timeout runs while
+   * nobody has started it; a program that the JVM's exit ends unclosed leaves no cache entry.
+   *
+   * @param program the program, loaded here
+   * @param buildLog what the compiler printed, possibly empty
+   * @param binary the binary, made when run
+   * @return the compilation
+   */
+  public static Compilation whenWanted(LoadedProgram program, String buildLog, RunnableFuture<byte[]> binary) {
+    return new Compilation(Objects.requireNonNull(program, "program"), null, buildLog,
+        Objects.requireNonNull(binary, "binary"), true);
   }
 
   /**
@@ -47,6 +68,6 @@ public record Compilation(LoadedProgram program, byte[] binary, String buildLog,
    * @return the compilation
    */
   public static Compilation withoutBinary(LoadedProgram program, String buildLog) {
-    return new Compilation(Objects.requireNonNull(program, "program"), null, buildLog, null);
+    return new Compilation(Objects.requireNonNull(program, "program"), null, buildLog, null, false);
   }
 }

@@ -133,6 +133,12 @@ public class FakeBackend implements Backend {
    * this future completes (or fails as it fails), as PoCL's finished code is made in the background.
    */
   public java.util.concurrent.CompletableFuture<Void> binaryGate;
+  /**
+   * When set (and {@link #binaryGate} too), the binary is made when first wanted ({@link Compilation#whenWanted}):
+   * the program's close or {@code Kernel.binaryData()} runs it; {@link #whenWantedRuns} counts its runs.
+   */
+  public boolean binaryWhenWanted;
+  public final AtomicInteger whenWantedRuns = new AtomicInteger();
   /** Calls of {@link #compileAlone} that took the path above, and those that made no binary. */
   public final AtomicInteger aloneCompiles = new AtomicInteger();
   public final AtomicInteger withoutBinary = new AtomicInteger();
@@ -147,6 +153,24 @@ public class FakeBackend implements Backend {
     if (!needBinary) {
       withoutBinary.incrementAndGet();
       return Compilation.withoutBinary(c.program(), c.buildLog());
+    }
+    if (binaryWhenWanted) {
+      java.util.concurrent.FutureTask<byte[]> task = new java.util.concurrent.FutureTask<>(() -> {
+        whenWantedRuns.incrementAndGet();
+        return binaryGate.thenApply(v -> c.binary()).get();
+      });
+      LoadedProgram program = new LoadedProgram() {
+        @Override
+        public List<String> kernelNames() {
+          return c.program().kernelNames();
+        }
+
+        @Override
+        public void close() {
+          task.run(); // what the binary is made from is released here: made first
+        }
+      };
+      return Compilation.whenWanted(program, c.buildLog(), task);
     }
     return Compilation.later(c.program(), c.buildLog(), binaryGate.thenApply(v -> c.binary()));
   }

@@ -172,16 +172,21 @@ final class OpenClBackend implements Backend {
   }
 
   /**
-   * A request only this rank runs, which a cache keeps ({@code needBinary}) on PoCL with launch shapes named: the
-   * binary made in this process where it can be ({@link PoclInProcessCompile}: what a rank compiling for itself pays
-   * at its first launches, and no process more), then loaded. Elsewhere the program built here, as a rank that
-   * compiles for itself builds it, while the compile process makes the binary for the cache at the idle priority
-   * ({@link PoclSpecialization#later}, one at a time per process); without {@code needBinary}, no binary at all.
-   * Another platform, or a binary already being made in the background, compiles as {@link #compile} does.
+   * A request only this rank runs, which a cache keeps ({@code needBinary}) on PoCL with launch shapes named: built
+   * here as a rank that compiles for itself builds it, its binary taken, when wanted, from the program its launches
+   * generated code into ({@link PoclLaunchedBinary}); else the binary made in this process first, then loaded
+   * ({@link PoclInProcessCompile}); else the program built here while the compile process makes the binary for the
+   * cache at the idle priority ({@link PoclSpecialization#later}, one at a time per process). Without
+   * {@code needBinary}, no binary at all. Another platform, or a binary being made in the background already,
+   * compiles as {@link #compile} does.
    */
   @Override
   public Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
     boolean shapes = needBinary && pocl && !request.launchShapes().isEmpty();
+    Compilation launched = shapes ? PoclLaunchedBinary.compile(this, request) : null;
+    if (launched != null) {
+      return launched;
+    }
     PoclSpecialization.Result r = shapes ? compiledHere(request) : null;
     if (r != null) {
       return loaded(request, r.binary(), r.buildLog());
@@ -233,7 +238,7 @@ final class OpenClBackend implements Backend {
   }
 
   /** The compilation, once every launch shape is known to name a kernel of the program. */
-  private static Compilation finished(KernelSource request, OpenClKernel kernels, byte[] binary, String log) {
+  static Compilation finished(KernelSource request, OpenClKernel kernels, byte[] binary, String log) {
     for (LaunchShape shape : request.launchShapes()) {
       if (!kernels.kernelNames().contains(shape.kernel())) {
         kernels.close();
@@ -296,7 +301,7 @@ final class OpenClBackend implements Backend {
     }
   }
 
-  private OpenClKernel createKernels(cl_program program, List<String> names) {
+  OpenClKernel createKernels(cl_program program, List<String> names) {
     Map<String, cl_kernel> kernels = new LinkedHashMap<>();
     int[] err = new int[1];
     try {

@@ -3,8 +3,10 @@ package org.mpibuild.opencl;
 import static org.jocl.CL.clReleaseKernel;
 import static org.jocl.CL.clReleaseProgram;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.FutureTask;
 import org.jocl.cl_command_queue;
 import org.jocl.cl_context;
 import org.jocl.cl_device_id;
@@ -27,6 +29,9 @@ public final class OpenClKernel implements LoadedProgram {
   private final OpenClBackend backend;
   private final cl_program program;
   private final NamedKernels<cl_kernel> kernels;
+  /** The binary made from this program when wanted, and its directory in PoCL's cache ({@link PoclLaunchedBinary}). */
+  private volatile FutureTask<byte[]> binary;
+  private volatile Path directory;
 
   OpenClKernel(OpenClBackend backend, cl_program program, Map<String, cl_kernel> kernels) {
     this.backend = backend;
@@ -103,15 +108,27 @@ public final class OpenClKernel implements LoadedProgram {
     close("it was closed");
   }
 
+  /** At close, {@code binary} is made first, if nobody made it, then {@code directory} deleted after the release. */
+  void beforeRelease(FutureTask<byte[]> binary, Path directory) {
+    this.binary = binary;
+    this.directory = directory;
+  }
+
   @Override
   public void close(String why) {
     if (!kernels.release(why)) {
       return;
     }
     backend.guard().forget(this);
+    if (binary != null) {
+      PoclLaunchedBinary.settle(binary); // made from this program: before it is released
+    }
     for (cl_kernel k : kernels.all()) {
       clReleaseKernel(k);
     }
     clReleaseProgram(program);
+    if (directory != null) {
+      PoclLaunchedBinary.delete(directory);
+    }
   }
 }

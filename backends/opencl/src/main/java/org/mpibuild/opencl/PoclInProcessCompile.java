@@ -321,7 +321,7 @@ final class PoclInProcessCompile {
    * proven by the nonce), its build log, the part and request it was built for ({@code ""}: a whole request), and
    * whether it was built from the root's front end.
    */
-  private record Built(cl_program program, Path top, Path dir, String nonce, String log, String part,
+  record Built(cl_program program, Path top, Path dir, String nonce, String log, String part,
       KernelSource request, boolean fromFrontEnd) {
     /** The request's source with a function named by a new nonce, built; null where its directory is not found. */
     static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part)

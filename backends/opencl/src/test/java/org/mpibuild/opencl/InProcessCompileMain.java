@@ -17,6 +17,10 @@ public final class InProcessCompileMain {
   private InProcessCompileMain() {}
 
   public static void main(String[] args) throws Exception {
+    if (args.length > 0 && args[0].equals("launched")) {
+      launched(Path.of(args[1]));
+      return;
+    }
     if (args.length > 0 && args[0].equals("alone")) {
       alone(Path.of(args[1]));
       return;
@@ -122,6 +126,40 @@ public final class InProcessCompileMain {
     try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build();
         org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
       System.out.println("alone next job hit " + k.stats().cacheHit());
+    }
+  }
+
+  /**
+   * Jobs of one rank (local mode) with the cache in {@code dir}, in a JVM that cannot set PoCL's variable: the kernel
+   * comes at once, no compile process runs, and the binary is taken from the program once its kernels have launched
+   * at their shapes ({@code binaryData()} while it is open; its close otherwise); a request whose shapes never
+   * launched gets its binary from a compile process at its close. The next jobs find both entries.
+   */
+  private static void launched(Path dir) throws Exception {
+    KernelSource request = ManyShapesTest.request();
+    KernelSource unlaunched = request.withOptions("-D UNLAUNCHED=1");
+    try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build()) {
+      try (org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
+        System.out.println("launched binary with the kernel " + (k.stats().binaryBytes() > 0));
+        boolean free = PoclSpecialization.reserveBackground();
+        if (free) {
+          PoclSpecialization.releaseReservation();
+        }
+        System.out.println("launched no compile process " + free);
+        ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
+        System.out.println("launched functions " + ManyShapesTest.functions(k.binaryData().binary()));
+        ManyShapesTest.runsRight(k.as(OpenClKernel.class), new long[] {2, 4, 8, 1}); // unnamed shapes, after it
+        System.out.println("launched ran right");
+      }
+      b.mpiBuildKernel(unlaunched, 0).close();
+    }
+    for (KernelSource r : java.util.List.of(request, unlaunched)) {
+      try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build();
+          org.mpibuild.Kernel k = b.mpiBuildKernel(r, 0)) {
+        System.out.println("launched next job hit " + k.stats().cacheHit() + " "
+            + ManyShapesTest.functions(k.binaryData().binary()));
+        ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
+      }
     }
   }
 

@@ -2,6 +2,7 @@ package org.mpibuild.opencl;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -145,15 +146,17 @@ class PoclInProcessCompileTest {
   }
 
   /**
-   * A job of one rank (local mode) that can compile here, started as bin/mpi-build-rank starts a rank: its kernel comes
-   * with the finished binary, made in this process before it (as a rank compiling for itself pays at its first
-   * launches), not after it by a compile process; the cache keeps it for the next job.
+   * A job of one rank (local mode) that can compile here, started as bin/mpi-build-rank starts a rank, where its
+   * binary cannot come from the launched program (POCL_WORK_GROUP_SPECIALIZATION set): its kernel comes with the
+   * finished binary, made in this process before it (as a rank compiling for itself pays at its first launches), not
+   * after it by a compile process; the cache keeps it for the next job.
    */
   @Test
   void aloneTheFinishedBinaryIsMadeHereWithTheKernel(@TempDir Path cache, @TempDir Path entries) throws Exception {
     ProcessBuilder pb = child(Path.of(System.getProperty("java.home"), "bin", "java"), cache, "alone", entries.toString());
     pb.command().remove("--enable-native-access=ALL-UNNAMED");
     pb.environment().put(EnvironmentSlot.NAME, EnvironmentSlot.filler());
+    pb.environment().put("POCL_WORK_GROUP_SPECIALIZATION", "1");
     Process p = pb.start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertEquals(0, p.waitFor(), out);
@@ -164,6 +167,35 @@ class PoclInProcessCompileTest {
         + "k2/4-1-1-goffs0-smallgrid, k3/8-1-1-goffs0-smallgrid]\n"), out);
     assertTrue(out.contains("alone ran right\n"), out);
     assertTrue(out.contains("alone next job hit true\n"), out);
+  }
+
+  /**
+   * A job of one rank in a JVM that cannot set PoCL's variable (Java 17 without a slot, as a plain {@code java}
+   * starts one): no compile process; the binary comes from the program once its kernels launched at their shapes,
+   * with the named functions only; a request whose shapes never launched is made by a compile process at its close;
+   * the next jobs find both.
+   */
+  @Test
+  void aloneWithoutTheVariableTheBinaryComesFromTheLaunchedProgram(@TempDir Path cache, @TempDir Path entries)
+      throws Exception {
+    ProcessBuilder pb = child(Path.of(System.getProperty("java.home"), "bin", "java"), cache, "launched",
+        entries.toString());
+    pb.command().remove("--enable-native-access=ALL-UNNAMED");
+    pb.environment().remove(EnvironmentSlot.NAME);
+    Process p = pb.start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, p.waitFor(), out);
+    String named = "[k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, k2/4-1-1-goffs0-smallgrid, "
+        + "k3/8-1-1-goffs0-smallgrid]";
+    assertTrue(out.contains("launched binary with the kernel false\n"), out);
+    assertTrue(out.contains("launched no compile process true\n"), out);
+    assertTrue(out.contains("binary from the launched program: 4 named functions in"), out);
+    assertTrue(out.contains("launched functions " + named + "\n"), out);
+    assertTrue(out.contains("launched ran right\n"), out);
+    assertTrue(out.contains("(not launched at that shape); a compile process makes it"), out);
+    assertEquals(2, out.split("launched next job hit true " + java.util.regex.Pattern.quote(named) + "\n", -1).length
+        - 1, out);
+    assertFalse(out.contains("compiled in this process"), out);
   }
 
   private static void compilesHere(ProcessBuilder pb, String way) throws Exception {

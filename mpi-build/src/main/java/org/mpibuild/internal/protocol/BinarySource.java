@@ -167,7 +167,9 @@ final class BinarySource {
    * The entry is written, and the lock released, once the binary is on its way to the other ranks (or, made later,
    * once it is made), on the thread that writes entries ({@link Caches#whenComplete}): the fsyncs are then off the
    * path to every rank's ready kernel, the root's included. A failure of the library's
-   * own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null).
+   * own (INTERNAL_ERROR) is never kept, nor a shared compile that never finished (null). A binary made only when
+   * wanted (at the program's close, maybe hours later) is not worth another job's wait: the lock goes at once, and
+   * the entry is written without it (a write is atomic; a job that compiled meanwhile writes the same entry).
    *
    * @param held the entry's lock; null where none could be taken
    */
@@ -178,14 +180,23 @@ final class BinarySource {
           return;
         }
       }
+      LockFile kept = sent.madeWhenWanted() ? released(held) : held;
       caches.whenComplete(sent, key, complete -> {
-        try (LockFile ignored = held) {
+        try (LockFile ignored = kept) {
           if (complete != null) {
             shared.store(key, complete);
           }
         }
-      }, held);
+      }, kept);
     };
+  }
+
+  /** Releases {@code lock} (if any); null. */
+  private static LockFile released(LockFile lock) {
+    if (lock != null) {
+      lock.close();
+    }
+    return null;
   }
 
   /** A usable entry of {@code cache}, loaded on the root; null on a miss or an entry the device refuses. */
@@ -262,7 +273,8 @@ final class BinarySource {
         }
         // Alone: the program is ready; its binary comes later (for the cache) or when asked for.
         Envelope.Metadata meta = metadata(request, target, key, c);
-        return new Obtained(Envelope.pending(meta, new BinaryFill(c.binaryLater(), meta, settings.compileTimeout(),
+        return new Obtained(Envelope.pending(meta, new BinaryFill(c.binaryLater(), c.binaryWhenWanted(), meta,
+            settings.compileTimeout(),
             () -> compileWithin(() -> backend.compile(request, target), settings.compileTimeout()))), c.program(), true,
             false);
       } catch (RuntimeException e) {

@@ -214,6 +214,11 @@ public final class Envelope {
      * @throws IllegalStateException if the binary cannot be made, saying why
      */
     Envelope complete();
+
+    /** Whether the binary is made only when wanted ({@code Compilation.whenWanted}), not under way already. */
+    default boolean madeWhenWanted() {
+      return false;
+    }
   }
 
   private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256) {
@@ -241,6 +246,11 @@ public final class Envelope {
   /** Whether this envelope's binary is still to come ({@link #pending}). */
   public boolean isPending() {
     return completion != null;
+  }
+
+  /** Whether this envelope is pending with a binary made only when wanted ({@link Completion#madeWhenWanted}). */
+  public boolean madeWhenWanted() {
+    return completion != null && completion.madeWhenWanted();
   }
 
   /** This envelope; for a pending one, {@link Completion#awaitMade}. */

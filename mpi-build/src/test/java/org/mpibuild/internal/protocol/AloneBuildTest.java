@@ -71,6 +71,40 @@ class AloneBuildTest {
     }
   }
 
+  /**
+   * A binary made when wanted: nothing runs it while the kernel is open, the entry's lock is not held meanwhile (a
+   * job of one rank that ends hours later would hold every other job of the request on it), and the kernel's
+   * close, or MpiBuild's, makes it before close returns: the cache fills.
+   */
+  @Test
+  void aBinaryMadeWhenWantedHoldsNoLockAndIsMadeAtTheKernelsClose(@TempDir Path cache) throws Exception {
+    FakeBackend backend = new FakeBackend();
+    backend.binaryGate = CompletableFuture.completedFuture(null);
+    backend.binaryWhenWanted = true;
+    MpiBuild b = local(backend, cache);
+    Kernel k = b.mpiBuildKernel(SOURCE, 0);
+    sleep(200);
+    assertEquals(0, backend.whenWantedRuns.get(), "nobody ran it while the kernel is open");
+    assertEquals(0, locks(cache), "no lock held meanwhile");
+    assertEquals(0, entries(cache));
+    b.close(); // closes the kernel first, which makes the binary, then waits for the entry
+    assertEquals(1, backend.whenWantedRuns.get());
+    assertEquals(1, entries(cache), "close returns once the binary is in the cache");
+    FakeBackend second = new FakeBackend();
+    try (MpiBuild again = local(second, cache); Kernel warm = again.mpiBuildKernel(SOURCE, 0)) {
+      assertTrue(warm.stats().cacheHit(), "the next job finds the binary");
+      assertArrayEquals(FakeBackend.binaryFor(SOURCE, 1000), warm.binaryData().binary());
+    }
+    try (MpiBuild third = local(backend, cache.resolve("other"))) {
+      try (Kernel open = third.mpiBuildKernel(SOURCE, 0)) {
+        assertArrayEquals(FakeBackend.binaryFor(SOURCE, 1000), open.binaryData().binary(), "binaryData makes it");
+        assertEquals(2, backend.whenWantedRuns.get());
+      }
+      assertEquals(2, backend.whenWantedRuns.get(), "made once");
+    }
+    assertEquals(1, entries(cache.resolve("other")));
+  }
+
   @Test
   void binaryDataWaitsForTheBinary(@TempDir Path cache) {
     FakeBackend backend = new FakeBackend();

@@ -1,0 +1,175 @@
+package org.mpibuild.opencl;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import org.mpibuild.KernelSource;
+import org.mpibuild.spi.Compilation;
+import org.mpibuild.support.BackendSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The finished binary of a request only this rank runs, taken from the program its kernels ran on: no compile
+ * but the rank's own. On PoCL a kernel's first launch at a shape generates that shape's work-group function into
+ * the program's directory in PoCL's cache, as a rank that compiles for itself pays; once the kernels have launched
+ * at their named shapes, the program's binary holds those functions. The binary query also makes each kernel's
+ * generic function, which no launch runs while work-group specialization is on (PoCL's default:
+ * {@code pocl_check_kernel_dlhandle_cache} at v3.1 specializes every launch unless
+ * {@code POCL_WORK_GROUP_SPECIALIZATION} is off), so a {@link StandInLibrary} takes its place in that directory, and
+ * the query packs what is there: milliseconds.
+ *
+ * <p>The program is built with a function of no use named by a nonce, as {@link PoclInProcessCompile} builds one,
+ * so that its directory is provably its own. Its binary is made when first wanted ({@link Compilation#later}'s
+ * future is a task not yet run): at the kernel's close, before its program is released ({@code MpiBuild.close()}
+ * closes its kernels first), or when {@code Kernel.binaryData()} asks. A named function still missing then (its
+ * shape never launched, or launched at another global size) is made by a compile process, as before this
+ * existed. The directory is deleted once the program is released.
+ */
+final class PoclLaunchedBinary {
+  private static final Logger LOG = LoggerFactory.getLogger(PoclLaunchedBinary.class);
+
+  private PoclLaunchedBinary() {}
+
+  /** Why the binary cannot come from the launched program here; null where it can. */
+  static String unavailable(OpenClBackend backend, Map<String, String> env) {
+    if (env.containsKey("POCL_WORK_GROUP_SPECIALIZATION")) {
+      return "POCL_WORK_GROUP_SPECIALIZATION is set (a launch could then run a generic function)";
+    }
+    if (env.containsKey("POCL_BINARY_SPECIALIZE_WG")) {
+      return "POCL_BINARY_SPECIALIZE_WG is set in this process's environment";
+    }
+    if ("0".equals(env.get("POCL_KERNEL_CACHE"))) {
+      return "PoCL's kernel cache is off (POCL_KERNEL_CACHE=0)";
+    }
+    if (StandInLibrary.machine().isEmpty()) {
+      return "no stand-in library for this processor (" + System.getProperty("os.arch") + ")";
+    }
+    // before 6.0 PoCL keeps the first value it read: one set for a compile here would name functions at the query
+    return PoclInProcessCompile.closed(backend);
+  }
+
+  /**
+   * {@code request} built here, its kernels ready, its binary a task for when it is first wanted; null where that
+   * cannot be (said at DEBUG: the caller builds as before).
+   *
+   * @throws org.mpibuild.CompileException with the build log if the compiler rejects the source
+   * @throws IllegalArgumentException if the options are invalid
+   */
+  static Compilation compile(OpenClBackend backend, KernelSource request) {
+    String why = unavailable(backend, System.getenv());
+    if (why != null) {
+      LOG.debug("binary from the launched program: {}", why);
+      return null;
+    }
+    PoclInProcessCompile.Built built;
+    Path mark = null;
+    try {
+      Path top = OpenClDevices.poclCacheTop(System.getenv());
+      mark = Files.createTempFile(top, ".mpi-build-", ".mark");
+      built = PoclInProcessCompile.Built.fromSource(backend, request, top, Files.getLastModifiedTime(mark), "");
+    } catch (IOException | IllegalStateException | java.io.UncheckedIOException e) {
+      // a compile error (CompileException) or invalid options (IllegalArgumentException) reach the caller
+      LOG.debug("binary from the launched program: {}", e.toString());
+      return null;
+    } finally {
+      deleteQuietly(mark);
+    }
+    if (built == null) {
+      return null;
+    }
+    OpenClKernel kernels;
+    try {
+      kernels = backend.createKernels(built.program(), request.kernelNames());
+    } catch (RuntimeException e) {
+      built.release();
+      throw e;
+    }
+    try {
+      OpenClBackend.finished(request, kernels, null, built.log()); // which releases them if it refuses them
+    } catch (RuntimeException e) {
+      delete(built.dir());
+      throw e;
+    }
+    FutureTask<byte[]> binary = new FutureTask<>(() -> binary(backend, request, built));
+    kernels.beforeRelease(binary, built.dir());
+    return Compilation.whenWanted(kernels, built.log(), binary);
+  }
+
+  /** The launched program's binary with the named functions, or, where one is missing, a compile process's. */
+  private static byte[] binary(OpenClBackend backend, KernelSource request, PoclInProcessCompile.Built built)
+      throws IOException {
+    Map<String, Set<String>> named = PoclSpecialization.perKernel(request.launchShapes());
+    long start = System.nanoTime();
+    Path libraries = Files.createTempDirectory(built.top(), ".mpi-build-stand-ins-",
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+    try {
+      List<String> kernels = OpenClBackend.definedKernels(built.program());
+      String closed = PoclInProcessCompile.closed(backend); // a compile here since may have set what PoCL keeps
+      if (closed != null) {
+        LOG.debug("binary from the launched program: {}; a compile process makes it", closed);
+      } else if (PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, Map.of(), List.of())) {
+        byte[] kept = PoclBinary.keepNamed(backend.programBinary(built.program()), named);
+        String missing = PoclCompileProcess.missing(kept, named);
+        if (missing == null) {
+          LOG.debug("binary from the launched program: {} named functions in {} ms",
+              named.values().stream().mapToInt(Set::size).sum(), (System.nanoTime() - start) / 1_000_000);
+          return PoclBinary.withBuildHash(kept, PoclInProcessCompile.buildHash(backend, kept, request));
+        }
+        LOG.debug("binary from the launched program: no function for {} (not launched at that shape); a compile "
+            + "process makes it", missing);
+      }
+    } finally {
+      BackendSupport.deleteTree(libraries);
+    }
+    return PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex()).binary();
+  }
+
+  /**
+   * Runs {@code binary} if nobody has, and waits for it, interrupted or not, so that the program it reads is not
+   * released under it (nothing cancels it: {@code BinaryFill} waits for such a task without a timeout); its failure
+   * is the binary's, said where it is awaited.
+   */
+  static void settle(FutureTask<byte[]> binary) {
+    binary.run();
+    boolean interrupted = false;
+    while (true) {
+      try {
+        binary.get();
+        break;
+      } catch (ExecutionException | java.util.concurrent.CancellationException e) {
+        break; // the pending envelope reports it (BinaryFill)
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** Deletes a released program's directory in PoCL's cache: its own, by its nonce; nothing loads from it again. */
+  static void delete(Path directory) {
+    try {
+      BackendSupport.deleteTree(directory);
+    } catch (IOException e) {
+      LOG.debug("the directory {} of a released program is left: {}", directory, e.toString());
+    }
+  }
+
+  private static void deleteQuietly(Path file) {
+    try {
+      if (file != null) {
+        Files.deleteIfExists(file);
+      }
+    } catch (IOException ignored) {
+      // our own mark file
+    }
+  }
+}
