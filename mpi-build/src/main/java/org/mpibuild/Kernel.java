@@ -74,7 +74,10 @@ public interface Kernel extends AutoCloseable {
    */
   <T> T as(Class<T> type);
 
-  /** Releases the device objects of this kernel. Idempotent. */
+  /**
+   * Releases the device objects of this kernel. Idempotent. In a job of one rank with a cache, the binary for the
+   * cache may be taken from the program first (milliseconds: see docs/launch-shapes.md, "A job of one rank").
+   */
   @Override
   void close();
 }

@@ -387,8 +387,11 @@ public final class MpiBuild implements AutoCloseable {
       try {
         // first the kernels (before the context and queue they belong to): a binary made when wanted is made
         // from a program at its close; then a job of one rank may still be writing such a binary into the cache
-        kernels.close("its MpiBuild was closed");
-        opened.caches().awaitFills(settings.compileTimeout().plusSeconds(10));
+        try {
+          kernels.close("its MpiBuild was closed");
+        } finally {
+          opened.caches().awaitFills(settings.compileTimeout().plusSeconds(10));
+        }
       } finally {
         opened.close();
       }

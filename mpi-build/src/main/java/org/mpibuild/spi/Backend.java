@@ -87,7 +87,9 @@ public interface Backend extends AutoCloseable {
    * Compiles a request that only this rank will run (a job of one rank, or local mode): what matters is a
    * program ready here as soon as a rank that compiles for itself would have one. A backend whose binary costs
    * more than that program (PoCL's finished code is made in a process of its own) may return the program at
-   * once and the binary later ({@link Compilation#later}), for the cache; with {@code needBinary} false
+   * once and the binary later ({@link Compilation#later}), or made when first wanted from what the program has
+   * become ({@link Compilation#whenWanted}: its program's close must then run it), for the cache; with {@code
+   * needBinary} false
    * (nothing will keep it) it need make no binary at all ({@link Compilation#withoutBinary}). By default,
    * {@link #compile(KernelSource, String)}.
    *

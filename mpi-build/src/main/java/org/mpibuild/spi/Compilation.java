@@ -31,6 +31,18 @@ public record Compilation(LoadedProgram program, byte[] binary, String buildLog,
   }
 
   /**
+   * A compilation whose binary, if not complete, is being made already (the form before {@link #whenWanted}).
+   *
+   * @param program the program loaded here, or null
+   * @param binary the binary, or null
+   * @param buildLog what the compiler printed, possibly empty
+   * @param binaryLater the binary still being made, or null
+   */
+  public Compilation(LoadedProgram program, byte[] binary, String buildLog, Future<byte[]> binaryLater) {
+    this(program, binary, buildLog, binaryLater, false);
+  }
+
+  /**
    * A program ready here whose binary is still being made.
    *
    * @param program the program, loaded here
@@ -47,8 +59,10 @@ public record Compilation(LoadedProgram program, byte[] binary, String buildLog,
    * A program ready here whose binary is made when first wanted, from what the program has become (on PoCL,
    * the code its launches generated): {@code Kernel.binaryData()} runs {@code binary}, and so must the program's
    * {@link LoadedProgram#close} before it releases what the binary is made from ({@code MpiBuild.close()} closes
-   * its kernels first). Nothing waits for it holding the shared cache's lock, and no compile timeout runs while
-   * nobody has started it; a program that the JVM's exit ends unclosed leaves no cache entry.
+   * its kernels first). It should only read what the program holds (it runs in a close); where it fails, a full
+   * {@link Backend#compile(org.mpibuild.KernelSource, String)} makes the binary, within the compile timeout, off the
+   * closing thread. Nothing waits for it holding the shared cache's lock, and no compile timeout runs while nobody
+   * has started it; a program that the JVM's exit ends unclosed leaves no cache entry.
    *
    * @param program the program, loaded here
    * @param buildLog what the compiler printed, possibly empty

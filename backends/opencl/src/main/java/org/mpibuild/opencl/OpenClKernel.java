@@ -122,12 +122,15 @@ public final class OpenClKernel implements LoadedProgram {
     backend.guard().forget(this);
     if (binary != null) {
       PoclLaunchedBinary.settle(binary); // made from this program: before it is released
+      binary = null;
     }
     for (cl_kernel k : kernels.all()) {
       clReleaseKernel(k);
     }
+    // commands still queued, or the program's own retains, keep it alive: then its directory stays for PoCL
+    boolean last = directory != null && PoclLaunchedBinary.referenceCount(program) == 1;
     clReleaseProgram(program);
-    if (directory != null) {
+    if (last) {
       PoclLaunchedBinary.delete(directory);
     }
   }

@@ -26,14 +26,18 @@ import org.slf4j.LoggerFactory;
  * the query packs what is there: milliseconds.
  *
  * <p>The program is built with a function of no use named by a nonce, as {@link PoclInProcessCompile} builds one,
- * so that its directory is provably its own. Its binary is made when first wanted ({@link Compilation#later}'s
- * future is a task not yet run): at the kernel's close, before its program is released ({@code MpiBuild.close()}
- * closes its kernels first), or when {@code Kernel.binaryData()} asks. A named function still missing then (its
- * shape never launched, or launched at another global size) is made by a compile process, as before this
- * existed. The directory is deleted once the program is released.
+ * so that its directory is provably its own. Its binary is made when first wanted ({@link Compilation#whenWanted}:
+ * a task not yet run): at the kernel's close, before its program is released ({@code MpiBuild.close()} closes its
+ * kernels first), or when {@code Kernel.binaryData()} asks. The task only packs what the program holds; a named
+ * function still missing then (its shape never launched, or launched at another global size or offset) fails it,
+ * and the core compiles the request instead, within the compile timeout, off the closing thread. The directory is
+ * deleted once the program is released, or at the JVM's exit.
  */
 final class PoclLaunchedBinary {
   private static final Logger LOG = LoggerFactory.getLogger(PoclLaunchedBinary.class);
+  /** The directories of programs not released yet: deleted at the JVM's exit if their programs never are. */
+  private static final Set<Path> LIVE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static final java.util.concurrent.atomic.AtomicBoolean EXIT_HOOK = new java.util.concurrent.atomic.AtomicBoolean();
 
   private PoclLaunchedBinary() {}
 
@@ -99,36 +103,66 @@ final class PoclLaunchedBinary {
     }
     FutureTask<byte[]> binary = new FutureTask<>(() -> binary(backend, request, built));
     kernels.beforeRelease(binary, built.dir());
+    live(built.dir());
     return Compilation.whenWanted(kernels, built.log(), binary);
   }
 
-  /** The launched program's binary with the named functions, or, where one is missing, a compile process's. */
+  /**
+   * The launched program's binary with the named functions; thrown where one is missing, or where the program's
+   * binary cannot be taken as it is (the core then compiles the request).
+   */
   private static byte[] binary(OpenClBackend backend, KernelSource request, PoclInProcessCompile.Built built)
       throws IOException {
     Map<String, Set<String>> named = PoclSpecialization.perKernel(request.launchShapes());
+    String closed = PoclInProcessCompile.closed(backend); // a compile here since may have set what PoCL keeps
+    if (closed != null) {
+      throw new IllegalStateException(closed);
+    }
     long start = System.nanoTime();
     Path libraries = Files.createTempDirectory(built.top(), ".mpi-build-stand-ins-",
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+    byte[] kept;
     try {
       List<String> kernels = OpenClBackend.definedKernels(built.program());
-      String closed = PoclInProcessCompile.closed(backend); // a compile here since may have set what PoCL keeps
-      if (closed != null) {
-        LOG.debug("binary from the launched program: {}; a compile process makes it", closed);
-      } else if (PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, Map.of(), List.of())) {
-        byte[] kept = PoclBinary.keepNamed(backend.programBinary(built.program()), named);
-        String missing = PoclCompileProcess.missing(kept, named);
-        if (missing == null) {
-          LOG.debug("binary from the launched program: {} named functions in {} ms",
-              named.values().stream().mapToInt(Set::size).sum(), (System.nanoTime() - start) / 1_000_000);
-          return PoclBinary.withBuildHash(kept, PoclInProcessCompile.buildHash(backend, kept, request));
-        }
-        LOG.debug("binary from the launched program: no function for {} (not launched at that shape); a compile "
-            + "process makes it", missing);
+      if (!PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, Map.of(), List.of())) {
+        throw new IllegalStateException("no stand-in library for this processor");
       }
+      byte[] binary = backend.programBinary(built.program());
+      if (!built.top().resolve(PoclBinary.buildHash(binary)).equals(built.dir())) {
+        throw new IllegalStateException("the binary's build hash is not its program's directory " + built.dir());
+      }
+      kept = PoclBinary.keepNamed(binary, named);
     } finally {
-      BackendSupport.deleteTree(libraries);
+      BackendSupport.deleteTree(libraries); // read at the query only: PoCL keeps the binary it packed
     }
-    return PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex()).binary();
+    String missing = PoclCompileProcess.missing(kept, named);
+    if (missing != null) {
+      throw new IllegalStateException("no function for " + missing + " (not launched at that shape)");
+    }
+    LOG.debug("binary from the launched program: {} named functions in {} ms",
+        named.values().stream().mapToInt(Set::size).sum(), (System.nanoTime() - start) / 1_000_000);
+    return PoclBinary.withBuildHash(kept, PoclInProcessCompile.buildHash(backend, kept, request));
+  }
+
+  /** {@code program}'s reference count (OpenCL's, "for debugging"; here: whether ours is the last); -1 if unknown. */
+  static int referenceCount(org.jocl.cl_program program) {
+    int[] count = new int[1];
+    int rc = org.jocl.CL.clGetProgramInfo(program, org.jocl.CL.CL_PROGRAM_REFERENCE_COUNT, org.jocl.Sizeof.cl_uint,
+        org.jocl.Pointer.to(count), null);
+    return rc == org.jocl.CL.CL_SUCCESS ? count[0] : -1;
+  }
+
+  /** Registers a live program's directory, to be deleted at the JVM's exit unless {@link #delete} comes first. */
+  private static void live(Path directory) {
+    LIVE.add(directory);
+    if (EXIT_HOOK.compareAndSet(false, true)) {
+      try {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(PoclLaunchedBinary::deleteNow),
+            "mpi-build-pocl-launched-exit"));
+      } catch (IllegalStateException exiting) {
+        // the JVM is exiting already
+      }
+    }
   }
 
   /**
@@ -156,6 +190,11 @@ final class PoclLaunchedBinary {
 
   /** Deletes a released program's directory in PoCL's cache: its own, by its nonce; nothing loads from it again. */
   static void delete(Path directory) {
+    LIVE.remove(directory);
+    deleteNow(directory);
+  }
+
+  private static void deleteNow(Path directory) {
     try {
       BackendSupport.deleteTree(directory);
     } catch (IOException e) {

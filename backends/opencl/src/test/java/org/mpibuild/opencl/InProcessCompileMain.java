@@ -133,11 +133,13 @@ public final class InProcessCompileMain {
    * Jobs of one rank (local mode) with the cache in {@code dir}, in a JVM that cannot set PoCL's variable: the kernel
    * comes at once, no compile process runs, and the binary is taken from the program once its kernels have launched
    * at their shapes ({@code binaryData()} while it is open; its close otherwise); a request whose shapes never
-   * launched gets its binary from a compile process at its close. The next jobs find both entries.
+   * launched gets its binary from a compile (a compile process here) after its close. The next jobs find the three
+   * entries.
    */
   private static void launched(Path dir) throws Exception {
     KernelSource request = ManyShapesTest.request();
     KernelSource unlaunched = request.withOptions("-D UNLAUNCHED=1");
+    KernelSource closed = request.withOptions("-D CLOSED=1");
     try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build()) {
       try (org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
         System.out.println("launched binary with the kernel " + (k.stats().binaryBytes() > 0));
@@ -151,9 +153,13 @@ public final class InProcessCompileMain {
         ManyShapesTest.runsRight(k.as(OpenClKernel.class), new long[] {2, 4, 8, 1}); // unnamed shapes, after it
         System.out.println("launched ran right");
       }
+      try (org.mpibuild.Kernel k = b.mpiBuildKernel(closed, 0)) { // launched, then closed: its close makes it
+        ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
+      }
+      // last: on PoCL before 6.0, where this JVM can compile in itself, its compile takes the process's one there
       b.mpiBuildKernel(unlaunched, 0).close();
     }
-    for (KernelSource r : java.util.List.of(request, unlaunched)) {
+    for (KernelSource r : java.util.List.of(request, unlaunched, closed)) {
       try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build();
           org.mpibuild.Kernel k = b.mpiBuildKernel(r, 0)) {
         System.out.println("launched next job hit " + k.stats().cacheHit() + " "

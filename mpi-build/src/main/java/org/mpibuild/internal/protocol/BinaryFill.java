@@ -36,7 +36,8 @@ final class BinaryFill implements Envelope.Completion {
    * @param timeout how long the background binary may take (the compile timeout): past it, its making is
    *     cancelled with interruption (a backend kills its compile process)
    * @param whenWanted whether {@code background} is a task nobody runs until the binary is wanted: its wait has no
-   *     timeout until then (the program's close runs it at the latest)
+   *     timeout until then (the program's close runs it at the latest); it only packs what the program holds, and
+   *     where it fails, {@code compile} makes the binary
    * @param compile a full compile that makes the binary, for {@link #complete} when there is none
    */
   BinaryFill(Future<byte[]> background, boolean whenWanted, Envelope.Metadata meta, Duration timeout,
@@ -62,8 +63,14 @@ final class BinaryFill implements Envelope.Completion {
       log.warn("the binary of {} was not made within {} s (MPI_BUILD_COMPILE_TIMEOUT): it is not cached",
           meta.kernelNames(), timeout.toMillis() / 1000.0);
     } catch (ExecutionException e) {
-      log.warn("the binary of {} could not be made, and is not cached: {}", meta.kernelNames(),
-          RankFailure.describe(e.getCause()));
+      if (whenWanted) { // it only packs what is there: where that was not enough, a compile, here, bounded
+        log.debug("the binary of {} was not in its program ({}); a compile makes it", meta.kernelNames(),
+            RankFailure.describe(e.getCause()));
+        made = compiled();
+      } else {
+        log.warn("the binary of {} could not be made, and is not cached: {}", meta.kernelNames(),
+            RankFailure.describe(e.getCause()));
+      }
     } catch (InterruptedException e) {
       if (!whenWanted) { // a task made when wanted may be reading its program: it ends on its own
         background.cancel(true);
@@ -74,6 +81,24 @@ final class BinaryFill implements Envelope.Completion {
       log.warn("the binary of {} could not be made, and is not cached: {}", meta.kernelNames(), RankFailure.describe(e));
     }
     return made;
+  }
+
+  /** The binary made by the full compile (within the compile timeout); null, after a warning, if it fails. */
+  private Envelope compiled() {
+    try {
+      return Envelope.ok(meta, Payload.copyOf(compileNow()));
+    } catch (Exception e) {
+      log.warn("the binary of {} could not be made, and is not cached: {}", meta.kernelNames(), RankFailure.describe(e));
+      return null;
+    }
+  }
+
+  private byte[] compileNow() throws Exception {
+    Compilation c = compile.call();
+    if (c.program() != null) {
+      c.program().close();
+    }
+    return c.binary();
   }
 
   @Override
@@ -94,11 +119,7 @@ final class BinaryFill implements Envelope.Completion {
       return made;
     }
     try {
-      Compilation c = compile.call();
-      if (c.program() != null) {
-        c.program().close();
-      }
-      made = Envelope.ok(meta, Payload.copyOf(c.binary()));
+      made = Envelope.ok(meta, Payload.copyOf(compileNow()));
       return made;
     } catch (Exception e) {
       throw new IllegalStateException("the binary could not be made: " + RankFailure.describe(e), e);
