@@ -115,8 +115,15 @@ final class OpenClBackend implements Backend {
     return limits == null || request.launchShapes().isEmpty() ? null : limits.problem(request.launchShapes());
   }
 
+  /** Every compile and load holds the guard: after {@link #close} it throws, and a close waits for it (or leaks). */
   @Override
   public Compilation compile(KernelSource request) {
+    try (UseGuard.Use use = guard.enter()) {
+      return compileOpen(request);
+    }
+  }
+
+  private Compilation compileOpen(KernelSource request) {
     if (pocl && !request.launchShapes().isEmpty()) {
       // PoCL puts specialized work-group functions into a binary only when its environment names them: here where
       // this process can name them, else in a compile process (one started ahead, if any).
@@ -182,6 +189,12 @@ final class OpenClBackend implements Backend {
    */
   @Override
   public Compilation compileAlone(KernelSource request, String buildTarget, boolean needBinary) {
+    try (UseGuard.Use use = guard.enter()) {
+      return compileAloneOpen(request, needBinary);
+    }
+  }
+
+  private Compilation compileAloneOpen(KernelSource request, boolean needBinary) {
     boolean shapes = needBinary && pocl && !request.launchShapes().isEmpty();
     Compilation launched = shapes ? PoclLaunchedBinary.compile(this, request) : null;
     if (launched != null) {
@@ -280,6 +293,12 @@ final class OpenClBackend implements Backend {
 
   @Override
   public LoadedProgram load(byte[] binary, List<String> kernelNames) {
+    try (UseGuard.Use use = guard.enter()) {
+      return loadOpen(binary, kernelNames);
+    }
+  }
+
+  private LoadedProgram loadOpen(byte[] binary, List<String> kernelNames) {
     int[] err = new int[1];
     int[] status = new int[1];
     cl_program program = clCreateProgramWithBinary(context, 1, new cl_device_id[] {device},

@@ -132,6 +132,8 @@ public final class OpenClKernel implements LoadedProgram {
     clReleaseProgram(program);
     if (last) {
       PoclLaunchedBinary.delete(directory);
+    } else if (directory != null) {
+      PoclLaunchedBinary.deleteAtExit(directory);
     }
   }
 }

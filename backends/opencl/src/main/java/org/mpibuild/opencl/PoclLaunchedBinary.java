@@ -31,11 +31,11 @@ import org.slf4j.LoggerFactory;
  * kernels first), or when {@code Kernel.binaryData()} asks. The task only packs what the program holds; a named
  * function still missing then (its shape never launched, or launched at another global size or offset) fails it,
  * and the core compiles the request instead, within the compile timeout, off the closing thread. The directory is
- * deleted once the program is released, or at the JVM's exit.
+ * deleted once the program is released (at the JVM's exit where queued commands still held it then).
  */
 final class PoclLaunchedBinary {
   private static final Logger LOG = LoggerFactory.getLogger(PoclLaunchedBinary.class);
-  /** The directories of programs not released yet: deleted at the JVM's exit if their programs never are. */
+  /** The directories of released programs that queued commands still held: deleted at the JVM's exit. */
   private static final Set<Path> LIVE = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private static final java.util.concurrent.atomic.AtomicBoolean EXIT_HOOK = new java.util.concurrent.atomic.AtomicBoolean();
 
@@ -103,7 +103,6 @@ final class PoclLaunchedBinary {
     }
     FutureTask<byte[]> binary = new FutureTask<>(() -> binary(backend, request, built));
     kernels.beforeRelease(binary, built.dir());
-    live(built.dir());
     return Compilation.whenWanted(kernels, built.log(), binary);
   }
 
@@ -152,8 +151,11 @@ final class PoclLaunchedBinary {
     return rc == org.jocl.CL.CL_SUCCESS ? count[0] : -1;
   }
 
-  /** Registers a live program's directory, to be deleted at the JVM's exit unless {@link #delete} comes first. */
-  private static void live(Path directory) {
+  /**
+   * Deletes, at the JVM's exit, the directory of a program released while commands still held it (a program never
+   * released keeps its directory: its launches may still load from it while the JVM exits).
+   */
+  static void deleteAtExit(Path directory) {
     LIVE.add(directory);
     if (EXIT_HOOK.compareAndSet(false, true)) {
       try {

@@ -8,6 +8,7 @@ import java.util.concurrent.RunnableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.mpibuild.internal.agreement.RankFailure;
+import org.mpibuild.internal.wire.Completion;
 import org.mpibuild.internal.wire.Envelope;
 import org.mpibuild.internal.wire.Payload;
 import org.mpibuild.spi.Compilation;
@@ -21,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * {@link #complete} or by the program's close); else, or if that failed, made by a compile the first time someone
  * asks for it ({@link #complete}: {@code Kernel.binaryData()}), and kept.
  */
-final class BinaryFill implements Envelope.Completion {
+final class BinaryFill implements Completion {
   private static final Logger log = LoggerFactory.getLogger(BinaryFill.class);
   private final Future<byte[]> background;
   private final boolean whenWanted;

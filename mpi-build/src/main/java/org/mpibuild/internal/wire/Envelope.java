@@ -200,27 +200,6 @@ public final class Envelope {
   /** For a pending envelope, how its binary comes; null for a complete envelope. */
   private final Completion completion;
 
-  /** How the binary of a pending envelope comes ({@link #pending}). */
-  public interface Completion {
-    /**
-     * The complete envelope, once the binary being made in the background is made; null, at once, if none is
-     * being made, or if it could not be made (after a warning saying why). Waits at most the compile timeout.
-     */
-    Envelope awaitMade();
-
-    /**
-     * The complete envelope: the one made in the background, else one made now by a compile.
-     *
-     * @throws IllegalStateException if the binary cannot be made, saying why
-     */
-    Envelope complete();
-
-    /** Whether the binary is made only when wanted ({@code Compilation.whenWanted}), not under way already. */
-    default boolean madeWhenWanted() {
-      return false;
-    }
-  }
-
   private Envelope(Status status, Metadata metadata, Payload payload, byte[] payloadSha256) {
     this(status, metadata, payload, payloadSha256, null);
   }
