@@ -91,16 +91,8 @@ final class PoclInProcessCompile {
     if (!POCL_VERSION.matcher(platformVersion).find()) {
       return "the platform version '" + platformVersion + "' names no PoCL release";
     }
-    if (env.containsKey(VARIABLE)) {
-      return VARIABLE + " is set in this process's environment";
-    }
-    if ("0".equals(env.get("POCL_KERNEL_CACHE"))) {
-      return "PoCL's kernel cache is off (POCL_KERNEL_CACHE=0)";
-    }
-    if (StandInLibrary.machine().isEmpty()) {
-      return "no stand-in library for this processor (" + System.getProperty("os.arch") + ")";
-    }
-    return NativeEnvironment.unavailable();
+    String directory = PoclProgramDirectory.unusable(env);
+    return directory != null ? directory : NativeEnvironment.unavailable();
   }
 
   /**
@@ -242,7 +234,7 @@ final class PoclInProcessCompile {
     }
   }
 
-  private static void deleteQuietly(Path file, Path tree) {
+  static void deleteQuietly(Path file, Path tree) {
     try {
       if (file != null) {
         Files.deleteIfExists(file);

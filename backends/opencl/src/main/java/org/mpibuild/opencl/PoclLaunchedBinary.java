@@ -46,14 +46,9 @@ final class PoclLaunchedBinary {
     if (env.containsKey("POCL_WORK_GROUP_SPECIALIZATION")) {
       return "POCL_WORK_GROUP_SPECIALIZATION is set (a launch could then run a generic function)";
     }
-    if (env.containsKey("POCL_BINARY_SPECIALIZE_WG")) {
-      return "POCL_BINARY_SPECIALIZE_WG is set in this process's environment";
-    }
-    if ("0".equals(env.get("POCL_KERNEL_CACHE"))) {
-      return "PoCL's kernel cache is off (POCL_KERNEL_CACHE=0)";
-    }
-    if (StandInLibrary.machine().isEmpty()) {
-      return "no stand-in library for this processor (" + System.getProperty("os.arch") + ")";
+    String directory = PoclProgramDirectory.unusable(env);
+    if (directory != null) {
+      return directory;
     }
     // before 6.0 PoCL keeps the first value it read: one set for a compile here would name functions at the query
     return PoclInProcessCompile.closed(backend);
@@ -83,7 +78,7 @@ final class PoclLaunchedBinary {
       LOG.debug("binary from the launched program: {}", e.toString());
       return null;
     } finally {
-      deleteQuietly(mark);
+      PoclInProcessCompile.deleteQuietly(mark, null);
     }
     if (built == null) {
       return null;
@@ -201,16 +196,6 @@ final class PoclLaunchedBinary {
       BackendSupport.deleteTree(directory);
     } catch (IOException e) {
       LOG.debug("the directory {} of a released program is left: {}", directory, e.toString());
-    }
-  }
-
-  private static void deleteQuietly(Path file) {
-    try {
-      if (file != null) {
-        Files.deleteIfExists(file);
-      }
-    } catch (IOException ignored) {
-      // our own mark file
     }
   }
 }

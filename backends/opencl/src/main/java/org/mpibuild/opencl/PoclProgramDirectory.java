@@ -22,6 +22,23 @@ final class PoclProgramDirectory {
    * The directory of PoCL's cache ({@code TOP/XX/REST}) changed since {@code since} whose {@code program.bc} holds
    * {@code nonce}, other than {@code not} (null: none); null where there is not exactly one.
    */
+  /**
+   * Why this process cannot take a binary from a program's directory in PoCL's cache, stand-ins linked there
+   * ({@link PoclInProcessCompile}, {@link PoclLaunchedBinary}); null where it can.
+   */
+  static String unusable(java.util.Map<String, String> env) {
+    if (env.containsKey("POCL_BINARY_SPECIALIZE_WG")) {
+      return "POCL_BINARY_SPECIALIZE_WG is set in this process's environment";
+    }
+    if ("0".equals(env.get("POCL_KERNEL_CACHE"))) {
+      return "PoCL's kernel cache is off (POCL_KERNEL_CACHE=0)";
+    }
+    if (StandInLibrary.machine().isEmpty()) {
+      return "no stand-in library for this processor (" + System.getProperty("os.arch") + ")";
+    }
+    return null;
+  }
+
   static Path find(Path top, FileTime since, byte[] nonce, Path not) throws IOException {
     List<Path> found = new ArrayList<>();
     for (Path first : recent(top, since)) {

@@ -114,11 +114,7 @@ public final class InProcessCompileMain {
     try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build();
         org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
       System.out.println("alone binary with the kernel " + (k.stats().binaryBytes() > 0));
-      boolean free = PoclSpecialization.reserveBackground(); // held while a compile process makes the binary
-      if (free) {
-        PoclSpecialization.releaseReservation();
-      }
-      System.out.println("alone no compile process " + free);
+      System.out.println("alone no compile process " + noCompileProcess());
       System.out.println("alone functions " + ManyShapesTest.functions(k.binaryData().binary()));
       ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
       System.out.println("alone ran right");
@@ -143,11 +139,7 @@ public final class InProcessCompileMain {
     try (org.mpibuild.MpiBuild b = org.mpibuild.MpiBuild.builder().local().cacheDirectory(dir).build()) {
       try (org.mpibuild.Kernel k = b.mpiBuildKernel(request, 0)) {
         System.out.println("launched binary with the kernel " + (k.stats().binaryBytes() > 0));
-        boolean free = PoclSpecialization.reserveBackground();
-        if (free) {
-          PoclSpecialization.releaseReservation();
-        }
-        System.out.println("launched no compile process " + free);
+        System.out.println("launched no compile process " + noCompileProcess());
         ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
         System.out.println("launched functions " + ManyShapesTest.functions(k.binaryData().binary()));
         ManyShapesTest.runsRight(k.as(OpenClKernel.class), new long[] {2, 4, 8, 1}); // unnamed shapes, after it
@@ -167,6 +159,15 @@ public final class InProcessCompileMain {
         ManyShapesTest.runsRight(k.as(OpenClKernel.class), ManyShapesTest.LOCAL);
       }
     }
+  }
+
+  /** Whether no compile process makes a binary in the background: it holds the one reservation while it does. */
+  private static boolean noCompileProcess() {
+    boolean free = PoclSpecialization.reserveBackground();
+    if (free) {
+      PoclSpecialization.releaseReservation();
+    }
+    return free;
   }
 
   /** The programs built from a source with a nonce function still in the cache, but for {@code loaded}'s. */

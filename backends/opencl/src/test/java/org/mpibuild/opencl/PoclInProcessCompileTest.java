@@ -156,14 +156,11 @@ class PoclInProcessCompileTest {
     pb.command().remove("--enable-native-access=ALL-UNNAMED");
     pb.environment().put(EnvironmentSlot.NAME, EnvironmentSlot.filler());
     pb.environment().put("POCL_WORK_GROUP_SPECIALIZATION", "1");
-    Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertEquals(0, p.waitFor(), out);
+    String out = output(pb);
     assertTrue(out.contains("alone binary with the kernel true\n"), out);
     assertTrue(out.contains("alone no compile process true\n"), out);
     assertTrue(out.contains("compiled in this process"), out);
-    assertTrue(out.contains("alone functions [k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, "
-        + "k2/4-1-1-goffs0-smallgrid, k3/8-1-1-goffs0-smallgrid]\n"), out);
+    assertTrue(out.contains("alone functions " + NAMED + "\n"), out);
     assertTrue(out.contains("alone ran right\n"), out);
     assertTrue(out.contains("alone next job hit true\n"), out);
   }
@@ -181,29 +178,35 @@ class PoclInProcessCompileTest {
         entries.toString());
     pb.command().remove("--enable-native-access=ALL-UNNAMED");
     pb.environment().remove(EnvironmentSlot.NAME);
-    Process p = pb.start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertEquals(0, p.waitFor(), out);
-    String named = "[k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, k2/4-1-1-goffs0-smallgrid, "
-        + "k3/8-1-1-goffs0-smallgrid]";
+    String out = output(pb);
     assertTrue(out.contains("launched binary with the kernel false\n"), out);
     assertTrue(out.contains("launched no compile process true\n"), out);
     assertEquals(2, out.split("binary from the launched program: 4 named functions in", -1).length - 1,
         "made from the program at binaryData() and at a close: " + out);
-    assertTrue(out.contains("launched functions " + named + "\n"), out);
+    assertTrue(out.contains("launched functions " + NAMED + "\n"), out);
     assertTrue(out.contains("launched ran right\n"), out);
     assertTrue(out.contains("(not launched at that shape)); a compile makes it"), out);
-    assertEquals(3, out.split("launched next job hit true " + java.util.regex.Pattern.quote(named) + "\n", -1).length
+    assertEquals(3, out.split("launched next job hit true " + java.util.regex.Pattern.quote(NAMED) + "\n", -1).length
         - 1, out);
     // the fallback compile of the request never launched runs in the process where the JVM can (Java 22+), and
     // before that no compile did: the launched program's binary needs none
     assertEquals(Runtime.version().feature() >= 22 ? 1 : 0, out.split("compiled in this process", -1).length - 1, out);
   }
 
-  private static void compilesHere(ProcessBuilder pb, String way) throws Exception {
+  /** Every named function of {@link ManyShapesTest#request()}, as ManyShapesTest.functions prints them. */
+  private static final String NAMED = "[k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, "
+      + "k2/4-1-1-goffs0-smallgrid, k3/8-1-1-goffs0-smallgrid]";
+
+  /** What the child JVM of {@code pb} printed, once it exited 0. */
+  private static String output(ProcessBuilder pb) throws Exception {
     Process p = pb.start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertEquals(0, p.waitFor(), out);
+    return out;
+  }
+
+  private static void compilesHere(ProcessBuilder pb, String way) throws Exception {
+    String out = output(pb);
     assertTrue(out.contains("unavailable null\n"), out);
     assertTrue(out.contains("way " + way + "\n"), out);
     assertTrue(out.contains("functions [k0/1-1-1-goffs0-smallgrid, k1/2-1-1-goffs0-smallgrid, k2/4-1-1-goffs0-smallgrid, "
