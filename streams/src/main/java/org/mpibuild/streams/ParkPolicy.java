@@ -75,8 +75,7 @@ final class ParkPolicy {
     }
     long cap = !pass.any ? Long.MAX_VALUE
         : pass.mpi ? (!pass.collectiveMpi && now - lastMoved > MPI_IDLE_NANOS ? POLL_PARK_NANOS : MPI_PARK_NANOS)
-        // a receive behind device work that is polled keeps MPI's short parks: that work is asked as often as before
-        : pass.polledDevice ? (pass.mpiDeferred ? MPI_PARK_NANOS : POLL_PARK_NANOS) : WOKEN_PARK_NANOS;
+        : pass.polledDevice ? POLL_PARK_NANOS : WOKEN_PARK_NANOS;
     long park = Math.min(sleep, cap);
     if (pass.nextDeadline != Long.MAX_VALUE) {
       park = Math.max(1_000, Math.min(park, pass.nextDeadline - now));

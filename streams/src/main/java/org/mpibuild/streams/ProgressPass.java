@@ -15,11 +15,6 @@ final class ProgressPass {
   boolean mpi;
   /** A collective's MPI operations are in flight. */
   boolean collectiveMpi;
-  /**
-   * A receive is posted whose gate the device has not reached (see {@link #saw}): its message does not hurry
-   * the thread.
-   */
-  boolean mpiDeferred;
   boolean polledDevice;
   boolean any;
   long nextDeadline = Long.MAX_VALUE;
@@ -78,16 +73,6 @@ final class ProgressPass {
     }
     if (op.kind == StreamOp.Kind.RECEIVE && op.request == null && op.state == StreamOp.State.WAIT_MPI) {
       receiveUnposted = true;
-    }
-    if (op.kind == StreamOp.Kind.RECEIVE && op.state == StreamOp.State.WAIT_MPI && (beforeBlocked || afterBlocked)) {
-      // The device has not reached this receive's gate: work queued before the gate has not finished. Its message
-      // is tested in every pass, but it does not hurry the thread: where the step that holds the device back wakes
-      // the thread (OpenCL's event callbacks), the thread sleeps until then, and the receive is hurried once
-      // nothing earlier is pending; a polled step keeps MPI's short parks (ParkPolicy). A program that enqueues
-      // iterations ahead keeps a receive posted all the time: hurried, it cost the progress thread a wake-up
-      // every 100 us or less for nothing (the conjugate gradient example on mpi.jar, docs/cg.md).
-      mpiDeferred = true;
-      return;
     }
     if (op.state == StreamOp.State.WAIT_MPI || op.state == StreamOp.State.CHECK
         || op.state == StreamOp.State.NAMES) {
