@@ -172,7 +172,7 @@ final class PoclInProcessCompile {
       LOG.debug("front end shared from this process: {}; each part's rank builds its own", e.toString());
       return parts;
     } finally {
-      deleteQuietly(mark, null);
+      PoclProgramDirectory.deleteQuietly(mark, null);
       ONE.unlock();
     }
   }
@@ -229,19 +229,8 @@ final class PoclInProcessCompile {
       if (built != null) {
         built.release();
       }
-      deleteQuietly(mark, libraries);
+      PoclProgramDirectory.deleteQuietly(mark, libraries);
       ONE.unlock();
-    }
-  }
-
-  static void deleteQuietly(Path file, Path tree) {
-    try {
-      if (file != null) {
-        Files.deleteIfExists(file);
-      }
-      BackendSupport.deleteTree(tree);
-    } catch (IOException ignored) {
-      // our own temporary files; nothing else to do
     }
   }
 
@@ -369,7 +358,7 @@ final class PoclInProcessCompile {
     /** Releases the program and deletes its directory, stand-ins and all: nothing launches from it. */
     void release() {
       clReleaseProgram(program);
-      deleteQuietly(null, dir);
+      PoclProgramDirectory.deleteQuietly(null, dir);
     }
   }
 

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
 final class PoclLaunchedBinary {
   private static final Logger LOG = LoggerFactory.getLogger(PoclLaunchedBinary.class);
   /** The directories of released programs that queued commands still held: deleted at the JVM's exit. */
-  private static final Set<Path> LIVE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+  private static final Set<Path> AT_EXIT = java.util.concurrent.ConcurrentHashMap.newKeySet();
   private static final java.util.concurrent.atomic.AtomicBoolean EXIT_HOOK = new java.util.concurrent.atomic.AtomicBoolean();
 
   private PoclLaunchedBinary() {}
@@ -78,7 +78,7 @@ final class PoclLaunchedBinary {
       LOG.debug("binary from the launched program: {}", e.toString());
       return null;
     } finally {
-      PoclInProcessCompile.deleteQuietly(mark, null);
+      PoclProgramDirectory.deleteQuietly(mark, null);
     }
     if (built == null) {
       return null;
@@ -151,10 +151,10 @@ final class PoclLaunchedBinary {
    * released keeps its directory: its launches may still load from it while the JVM exits).
    */
   static void deleteAtExit(Path directory) {
-    LIVE.add(directory);
+    AT_EXIT.add(directory);
     if (EXIT_HOOK.compareAndSet(false, true)) {
       try {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> LIVE.forEach(PoclLaunchedBinary::deleteNow),
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> AT_EXIT.forEach(PoclLaunchedBinary::deleteNow),
             "mpi-build-pocl-launched-exit"));
       } catch (IllegalStateException exiting) {
         // the JVM is exiting already
@@ -187,7 +187,7 @@ final class PoclLaunchedBinary {
 
   /** Deletes a released program's directory in PoCL's cache: its own, by its nonce; nothing loads from it again. */
   static void delete(Path directory) {
-    LIVE.remove(directory);
+    AT_EXIT.remove(directory);
     deleteNow(directory);
   }
 

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
+import org.mpibuild.support.BackendSupport;
 
 /**
  * A program's directory in PoCL's kernel cache, found by what only its build can hold ({@link PoclInProcessCompile}):
@@ -18,10 +19,6 @@ import java.util.List;
 final class PoclProgramDirectory {
   private PoclProgramDirectory() {}
 
-  /**
-   * The directory of PoCL's cache ({@code TOP/XX/REST}) changed since {@code since} whose {@code program.bc} holds
-   * {@code nonce}, other than {@code not} (null: none); null where there is not exactly one.
-   */
   /**
    * Why this process cannot take a binary from a program's directory in PoCL's cache, stand-ins linked there
    * ({@link PoclInProcessCompile}, {@link PoclLaunchedBinary}); null where it can.
@@ -39,6 +36,22 @@ final class PoclProgramDirectory {
     return null;
   }
 
+  /** Deletes our own {@code file} and {@code tree} (either may be null), saying nothing if it cannot. */
+  static void deleteQuietly(Path file, Path tree) {
+    try {
+      if (file != null) {
+        Files.deleteIfExists(file);
+      }
+      BackendSupport.deleteTree(tree);
+    } catch (IOException ignored) {
+      // our own temporary files; nothing else to do
+    }
+  }
+
+  /**
+   * The directory of PoCL's cache ({@code TOP/XX/REST}) changed since {@code since} whose {@code program.bc} holds
+   * {@code nonce}, other than {@code not} (null: none); null where there is not exactly one.
+   */
   static Path find(Path top, FileTime since, byte[] nonce, Path not) throws IOException {
     List<Path> found = new ArrayList<>();
     for (Path first : recent(top, since)) {

@@ -9,7 +9,6 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.mpibuild.support.BackendSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -173,7 +172,7 @@ final class SpareCompileProcess {
       }
     } catch (IOException | RuntimeException e) {
       log.debug("no PoCL compile process started ahead: {}", e.toString());
-      deleteQuietly(home);
+      PoclProgramDirectory.deleteQuietly(null, home);
     }
   }
 
@@ -209,7 +208,7 @@ final class SpareCompileProcess {
         Thread.currentThread().interrupt();
       }
     }
-    deleteQuietly(home);
+    PoclProgramDirectory.deleteQuietly(null, home);
   }
 
   /** Says why a process started ahead did not compile the request (a process of the request's own then does). */
@@ -220,13 +219,5 @@ final class SpareCompileProcess {
     }
     log.info("the PoCL compile process started ahead did not compile (exit {}{}); a new process does", exit,
         error.isBlank() ? output.isBlank() ? "" : ": " + output.strip() : ": " + error.strip());
-  }
-
-  private static void deleteQuietly(Path dir) {
-    try {
-      BackendSupport.deleteTree(dir);
-    } catch (IOException ignored) {
-      // a private temporary directory; nothing else to do
-    }
   }
 }
