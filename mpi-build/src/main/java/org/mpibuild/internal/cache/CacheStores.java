@@ -87,6 +87,20 @@ public final class CacheStores {
   }
 
   /**
+   * Runs {@code task} on the writers' thread once it is free, where nothing waits for it: work that makes a later
+   * write faster (the signing key's decoding, {@link KernelCache#prepareToStore}). Dropped where no thread can run it.
+   */
+  static void ahead(Runnable task) {
+    try {
+      if (!THREAD.isShutdown()) {
+        THREAD.execute(task);
+      }
+    } catch (RuntimeException e) {
+      log.debug("no thread to get ready for a cache write ({}); it is done when the entry is written", e.toString());
+    }
+  }
+
+  /**
    * Waits for the writes of the entry of {@code key} queued or under way in this process (and, the writes running
    * in order, for those queued before them), at most 60 s.
    */

@@ -123,7 +123,7 @@ public final class KernelCache {
       envelope = EntryCodec.decode(key, bytes, null);
       long t0 = System.nanoTime(); // what trusting costs a warm start: the key file on first use, then the seal
       try {
-        d.signing().verify(bytes);
+        EntryCodec.verify(bytes, d.signing());
       } finally {
         d.trustCheckNanos.addAndGet(System.nanoTime() - t0);
       }
@@ -164,6 +164,24 @@ public final class KernelCache {
   public boolean exists(String key) {
     d.op();
     return Files.exists(d.entryFile(key), LinkOption.NOFOLLOW_LINKS);
+  }
+
+  /**
+   * Gets ready to store a build's entry while the build runs: the signing key is decoded, and Java's Ed25519 used
+   * once, on the writers' thread ({@link CacheStores#ahead}), off the path of the build and of the entry's write.
+   * Nothing where this cache is not written; a key that cannot be used is reported by {@link #store}.
+   */
+  public void prepareToStore() {
+    if (!d.writable) {
+      return;
+    }
+    CacheStores.ahead(() -> {
+      try {
+        d.signing().prepare();
+      } catch (IllegalStateException e) {
+        // said once by signing(); the store reports it again for its entry
+      }
+    });
   }
 
   /**

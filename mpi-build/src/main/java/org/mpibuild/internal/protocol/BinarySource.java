@@ -1,6 +1,7 @@
 package org.mpibuild.internal.protocol;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -136,6 +137,7 @@ final class BinarySource {
       if (hit != null) {
         return hit;
       }
+      prepareToStore(shared);
       if (shared == null) {
         return compileOrShare(request, target, key, alone, kept(null), ranks);
       }
@@ -191,6 +193,11 @@ final class BinarySource {
     };
   }
 
+  /** A miss: each cache this rank will write the build's entry into gets its signing key ready meanwhile. */
+  private void prepareToStore(KernelCache shared) {
+    writers(shared).forEach(KernelCache::prepareToStore);
+  }
+
   /** Releases {@code lock} (if any); null. */
   private static LockFile released(LockFile lock) {
     if (lock != null) {
@@ -235,10 +242,22 @@ final class BinarySource {
    * rank), not read-only. Alone, a backend need make no binary that nothing keeps.
    */
   private boolean kept(KernelCache shared) {
+    return !writers(shared).isEmpty();
+  }
+
+  /** The caches this rank writes a build's entry into: the shared one, and the node's as its first rank. */
+  private List<KernelCache> writers(KernelCache shared) {
     if (caches.settings().access() != CacheSettings.Access.ON) {
-      return false;
+      return List.of();
     }
-    return shared != null || (caches.node() != null && caches.nodeComm() != null && caches.nodeComm().rank() == 0);
+    List<KernelCache> out = new ArrayList<>(2);
+    if (shared != null) {
+      out.add(shared);
+    }
+    if (caches.node() != null && caches.nodeComm() != null && caches.nodeComm().rank() == 0) {
+      out.add(caches.node());
+    }
+    return out;
   }
 
   /**
