@@ -93,9 +93,12 @@ public final class CacheStores {
   static void ahead(Runnable task) {
     try {
       if (!THREAD.isShutdown()) {
-        THREAD.execute(task);
+        THREAD.execute(new FutureTask<>(LogContext.carried(() -> { // the rank, in any line it logs
+          task.run();
+          return null;
+        })));
       }
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
       log.debug("no thread to get ready for a cache write ({}); it is done when the entry is written", e.toString());
     }
   }

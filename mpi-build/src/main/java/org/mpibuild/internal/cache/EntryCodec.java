@@ -29,11 +29,12 @@ import org.mpibuild.internal.wire.Envelope;
  *  44  4  CRC32C of bytes 0..43
  * then the envelope, exactly as broadcast (see {@link Envelope})
  * then the signature trailer, 140 bytes (see {@link EntrySigning}): the writer's public key, its Ed25519
- *   signature and its seal of {@link #DIGEST_DOMAIN} followed by the SHA-256 of everything before the trailer
+ *   signature of the message, and its seal of the message, the key and the signature; the message is
+ *   {@link #DIGEST_DOMAIN} followed by the SHA-256 of everything before the trailer
  * </pre>
  *
  * <p>Format 3 signs a digest of the entry, not the entry: Ed25519 hashes what it signs twice with SHA-512,
- * which a new JVM runs cold (26-34 ms for a 173 KB binary, and a compile of SHA-512 besides), where one SHA-256
+ * which a new JVM runs cold (26-34 ms for a 170 KB binary, and a compile of SHA-512 besides), where one SHA-256
  * of the entry is needed anyway. Format 2 (mpi-build 0.2), whose signature and seal cover the header and
  * envelope themselves, is still read; format 1 (no signature) is refused like any other unsigned entry, and
  * rebuilt.
@@ -56,6 +57,7 @@ public final class EntryCodec {
     return header(key, ENTRY_FORMAT);
   }
 
+  /** The entry header of {@code format} for {@code key}. */
   static ByteBuffer header(String key, int format) {
     ByteBuffer h = ByteBuffer.allocate(HEADER_BYTES);
     h.put(MAGIC).putShort((short) format).putShort((short) 0).put(HexFormat.of().parseHex(key));
@@ -72,29 +74,17 @@ public final class EntryCodec {
 
   /** A whole entry: header, the serialized envelope, the trailer signed by {@code signing} (empty if null). */
   public static byte[] encode(String key, byte[] envelope, EntrySigning signing) {
-    return encode(key, envelope, signing, ENTRY_FORMAT);
-  }
-
-  /** {@link #encode(String, byte[], EntrySigning)} in {@code format}: 3, or 2 as mpi-build 0.2 wrote it (tests). */
-  static byte[] encode(String key, byte[] envelope, EntrySigning signing, int format) {
     int signed = HEADER_BYTES + envelope.length;
-    byte[] out = ByteBuffer.allocate(signed + EntrySigning.TRAILER_BYTES).put(header(key, format)).put(envelope)
-        .array();
+    byte[] out = ByteBuffer.allocate(signed + EntrySigning.TRAILER_BYTES).put(header(key)).put(envelope).array();
     if (signing != null) {
-      byte[] message = signedMessage(out, signed, format);
-      System.arraycopy(signing.sign(message), 0, out, signed, EntrySigning.TRAILER_BYTES);
+      byte[] message = digestMessage(out, signed);
+      System.arraycopy(signing.sign(message, message.length), 0, out, signed, EntrySigning.TRAILER_BYTES);
     }
     return out;
   }
 
-  /**
-   * What the trailer of an entry in {@code format} signs and seals: the first {@code signed} bytes themselves in
-   * format 2; {@link #DIGEST_DOMAIN} and their SHA-256 in format 3.
-   */
-  private static byte[] signedMessage(byte[] entry, int signed, int format) {
-    if (format == SIGNED_WHOLE_FORMAT) {
-      return Arrays.copyOf(entry, signed);
-    }
+  /** What a format-3 trailer signs and seals: {@link #DIGEST_DOMAIN} and the SHA-256 of the first {@code signed} bytes. */
+  static byte[] digestMessage(byte[] entry, int signed) {
     MessageDigest sha = org.mpibuild.internal.wire.Payload.sha256Digest();
     sha.update(entry, 0, signed);
     byte[] digest = sha.digest();
@@ -112,8 +102,16 @@ public final class EntryCodec {
     if (entry.length < HEADER_BYTES + EntrySigning.TRAILER_BYTES) {
       throw new EntrySigning.UntrustedEntryException("unsigned: no signature trailer");
     }
+    int signed = entry.length - EntrySigning.TRAILER_BYTES;
     int format = Short.toUnsignedInt(ByteBuffer.wrap(entry).getShort(MAGIC.length));
-    signing.verify(entry, signedMessage(entry, entry.length - EntrySigning.TRAILER_BYTES, format));
+    switch (format) {
+      case ENTRY_FORMAT -> {
+        byte[] message = digestMessage(entry, signed);
+        signing.verify(entry, message, message.length);
+      }
+      case SIGNED_WHOLE_FORMAT -> signing.verify(entry, entry, signed); // the bytes themselves, in place
+      default -> throw new CorruptBinaryException("cache entry format " + format + " is not supported");
+    }
   }
 
   /** The largest entry this library reads: it is read whole into one array. */

@@ -109,22 +109,28 @@ public final class EntrySigning {
   }
 
   /**
-   * Gets ready to sign, where a build's entry will be written: decodes the private key and signs once, so that
-   * the first entry's signature (on the path of a one-rank job's close) finds the key and Java's Ed25519 ready,
-   * about 25 ms of a new JVM's time. Never throws: a key that cannot be used is reported when an entry is signed.
+   * Gets ready to sign, where a build's entry will be written: decodes the private key and signs once (a message
+   * of one byte, kept nowhere), so that the first entry's signature (on the path of a one-rank job's close) finds the
+   * key and Java's Ed25519 ready, about 25 ms of a new JVM's time. Never throws: a key that cannot be used is
+   * reported when an entry is signed.
    */
   synchronized void prepare() {
     if (privateKey == null) {
       try {
-        sign(new byte[1]);
-      } catch (IllegalStateException e) {
+        sign(new byte[1], 1);
+      } catch (RuntimeException e) {
         // reported by the entry's own signing
       }
     }
   }
 
-  /** The trailer for {@code message} (what the entry's format signs): the public key, the signature, the seal. */
-  synchronized byte[] sign(byte[] message) {
+  /**
+   * The trailer for {@code message[0, length)} (what the entry's format signs): the public key, the signature, the
+   * seal.
+   *
+   * @throws IllegalStateException if the key cannot sign (the message says why)
+   */
+  synchronized byte[] sign(byte[] message, int length) {
     try {
       if (privateKey == null) { // decoded on first write only: a warm start never needs it
         privateKey = KeyFactory.getInstance("Ed25519").generatePrivate(new PKCS8EncodedKeySpec(
@@ -132,35 +138,32 @@ public final class EntrySigning {
       }
       Signature s = Signature.getInstance("Ed25519");
       s.initSign(privateKey);
-      s.update(message);
+      s.update(message, 0, length);
       byte[] out = Arrays.copyOf(publicKey, TRAILER_BYTES);
       System.arraycopy(s.sign(), 0, out, PUBLIC_KEY_BYTES, SIGNATURE_BYTES);
       // The seal covers the message, the key and the signature, so that no byte of an entry of yours can change
       // unnoticed.
-      byte[] seal = hmac(secret, message, Arrays.copyOf(out, PUBLIC_KEY_BYTES + SIGNATURE_BYTES));
+      byte[] seal = hmac(secret, message, length, Arrays.copyOf(out, PUBLIC_KEY_BYTES + SIGNATURE_BYTES));
       System.arraycopy(seal, 0, out, PUBLIC_KEY_BYTES + SIGNATURE_BYTES, MAC_BYTES);
       return out;
-    } catch (GeneralSecurityException e) {
+    } catch (GeneralSecurityException | IllegalArgumentException e) { // the latter: a private key line not base64
       throw new IllegalStateException("signing a cache entry failed: " + e, e);
     }
   }
 
   /**
-   * Checks the trailer at the end of {@code entry}: {@code message} (what the entry's format signs) signed by a
-   * trusted key.
+   * Checks the trailer at the end of {@code entry} (which holds one): {@code message[0, length)}, what the entry's
+   * format signs, signed by a trusted key.
    *
    * @throws UntrustedEntryException if the signer is not trusted or the signature does not verify
    */
-  void verify(byte[] entry, byte[] message) {
-    if (entry.length < TRAILER_BYTES) {
-      throw new UntrustedEntryException("unsigned: no signature trailer");
-    }
+  void verify(byte[] entry, byte[] message, int length) {
     int trailer = entry.length - TRAILER_BYTES;
     byte[] pub = Arrays.copyOfRange(entry, trailer, trailer + PUBLIC_KEY_BYTES);
     if (MessageDigest.isEqual(pub, publicKey)) {
       byte[] seal = Arrays.copyOfRange(entry, entry.length - MAC_BYTES, entry.length);
       byte[] signed = Arrays.copyOfRange(entry, trailer, trailer + PUBLIC_KEY_BYTES + SIGNATURE_BYTES);
-      if (!MessageDigest.isEqual(seal, hmac(secret, message, signed))) {
+      if (!MessageDigest.isEqual(seal, hmac(secret, message, length, signed))) {
         throw new UntrustedEntryException("bad seal: it names your key but was not sealed with it");
       }
       return;
@@ -173,7 +176,7 @@ public final class EntrySigning {
     try {
       Signature s = Signature.getInstance("Ed25519");
       s.initVerify(KeyFactory.getInstance("Ed25519").generatePublic(new X509EncodedKeySpec(pub)));
-      s.update(message);
+      s.update(message, 0, length);
       if (!s.verify(entry, trailer + PUBLIC_KEY_BYTES, SIGNATURE_BYTES)) {
         throw new UntrustedEntryException("bad signature: the entry was changed after it was signed");
       }
@@ -183,14 +186,13 @@ public final class EntrySigning {
   }
 
   /**
-   * HMAC-SHA256 (RFC 2104) of the {@code data} arrays one after the other under {@code key} (at most 64 bytes),
-   * with {@link MessageDigest}, so that a warm start does not pay for initializing {@code javax.crypto}.
+   * HMAC-SHA256 (RFC 2104) of {@code data[0, length)} followed by {@code more} under {@code key} (at most 64
+   * bytes), with {@link MessageDigest}, so that a warm start does not pay for initializing {@code javax.crypto}.
    */
-  static byte[] hmac(byte[] key, byte[]... data) {
+  static byte[] hmac(byte[] key, byte[] data, int length, byte[] more) {
     MessageDigest inner = hmacInner(key);
-    for (byte[] d : data) {
-      inner.update(d);
-    }
+    inner.update(data, 0, length);
+    inner.update(more);
     return hmacOuter(key, inner.digest());
   }
 

@@ -46,9 +46,7 @@ class EntryFormatTest {
   void anEntryWrittenByMpiBuild02StillLoadsForItsWriterAndForWhoeverTrustsIt(@TempDir Path tmp) throws Exception {
     Path dir = tmp.resolve("c");
     KernelCache alice = KernelCache.open(CacheSettings.in(dir).toBuilder().signingKey(tmp.resolve("alice")).build());
-    byte[] old = EntryCodec.encode(KEY, KernelCacheTest.envelope(1000).toBytes(),
-        EntrySigning.open(tmp.resolve("alice"), null), EntryCodec.SIGNED_WHOLE_FORMAT);
-    assertEquals(2, old[9]);
+    byte[] old = formatTwo(EntrySigning.open(tmp.resolve("alice"), null));
     Files.write(Files.createDirectories(dir.resolve("entries")).resolve(KEY + ".kbin"), old);
     assertNotNull(alice.lookup(KEY), "her own format-2 entry, by its seal");
     EntrySigning.trust(tmp.resolve("bob-trusted"), tmp.resolve("alice"));
@@ -58,24 +56,51 @@ class EntryFormatTest {
     assertEquals(0, alice.untrustedEntries() + bob.untrustedEntries());
   }
 
+  /**
+   * An entry whose header says one format and whose trailer signs (and seals) the other format's message of those
+   * same bytes: the verifier must take the message from the header, for the writer's seal and for a trusted
+   * signature alike.
+   */
   @Test
   void aTrailerMadeForTheOtherFormatNeverVouches(@TempDir Path tmp) throws Exception {
     EntrySigning alice = EntrySigning.open(tmp.resolve("alice"), null);
-    byte[] envelope = KernelCacheTest.envelope(1000).toBytes();
-    // a format-2 entry relabelled as format 3 (header checksum mended): its trailer signs the bytes, not a digest
-    byte[] relabelled = EntryCodec.encode(KEY, envelope, alice, EntryCodec.SIGNED_WHOLE_FORMAT);
-    System.arraycopy(EntryCodec.header(KEY, 3).array(), 0, relabelled, 0, EntryCodec.HEADER_BYTES);
-    // a format-3 entry relabelled as format 2: its trailer signs a digest, not the bytes
-    byte[] downgraded = EntryCodec.encode(KEY, envelope, alice);
-    System.arraycopy(EntryCodec.header(KEY, 2).array(), 0, downgraded, 0, EntryCodec.HEADER_BYTES);
     EntrySigning.trust(tmp.resolve("bob-trusts-alice"), tmp.resolve("alice"));
     EntrySigning bob = EntrySigning.open(tmp.resolve("bob"), tmp.resolve("bob-trusts-alice"));
-    assertNotNull(EntryCodec.decode(KEY, EntryCodec.encode(KEY, envelope, alice), bob), "her format-3 entry");
-    for (byte[] entry : new byte[][] {relabelled, downgraded}) {
+    byte[] envelope = KernelCacheTest.envelope(1000).toBytes();
+    int signed = EntryCodec.HEADER_BYTES + envelope.length;
+    // labelled 3, its trailer signing the bytes themselves, as format 2 would
+    byte[] three = unsigned(3, envelope);
+    System.arraycopy(alice.sign(three, signed), 0, three, signed, EntrySigning.TRAILER_BYTES);
+    // labelled 2, its trailer signing the digest, as format 3 would
+    byte[] two = unsigned(2, envelope);
+    byte[] digest = EntryCodec.digestMessage(two, signed);
+    System.arraycopy(alice.sign(digest, digest.length), 0, two, signed, EntrySigning.TRAILER_BYTES);
+    for (byte[] entry : new byte[][] {three, two}) {
       assertNotNull(EntryCodec.decode(KEY, entry), "a well-formed entry, but for its trailer");
       assertThrows(EntrySigning.UntrustedEntryException.class, () -> EntryCodec.decode(KEY, entry, alice), "seal");
       assertThrows(EntrySigning.UntrustedEntryException.class, () -> EntryCodec.decode(KEY, entry, bob), "signature");
     }
+    // and each format, signed as its own, passes both
+    for (byte[] entry : new byte[][] {EntryCodec.encode(KEY, envelope, alice), formatTwo(alice)}) {
+      assertNotNull(EntryCodec.decode(KEY, entry, alice));
+      assertNotNull(EntryCodec.decode(KEY, entry, bob));
+    }
+  }
+
+  /** An entry of {@code format} for {@link #KEY} holding {@code envelope}, its trailer empty. */
+  private static byte[] unsigned(int format, byte[] envelope) {
+    return java.nio.ByteBuffer.allocate(EntryCodec.HEADER_BYTES + envelope.length + EntrySigning.TRAILER_BYTES)
+        .put(EntryCodec.header(KEY, format)).put(envelope).array();
+  }
+
+  /** An entry as mpi-build 0.2 wrote it: format 2, its trailer signing and sealing the header and envelope. */
+  private static byte[] formatTwo(EntrySigning signing) {
+    byte[] envelope = KernelCacheTest.envelope(1000).toBytes();
+    byte[] entry = unsigned(2, envelope);
+    int signed = EntryCodec.HEADER_BYTES + envelope.length;
+    System.arraycopy(signing.sign(entry, signed), 0, entry, signed, EntrySigning.TRAILER_BYTES);
+    assertEquals(2, entry[9]);
+    return entry;
   }
 
   @Test
@@ -83,11 +108,14 @@ class EntryFormatTest {
     Path key = tmp.resolve("key");
     EntrySigning.open(key, null);
     String text = Files.readString(key);
-    Files.writeString(key, text.replaceFirst("(?m)^private .*$", "private AAAA"));
-    EntrySigning broken = EntrySigning.open(key, null);
-    assertDoesNotThrow(broken::prepare);
-    IllegalStateException e = assertThrows(IllegalStateException.class, () -> broken.sign(new byte[] {1}));
-    assertTrue(e.getMessage().startsWith("signing a cache entry failed"), e.getMessage());
+    // not a key, then not even base64 (which the decoder refuses with an IllegalArgumentException)
+    for (String line : new String[] {"private AAAA", "private !!!not-base64"}) {
+      Files.writeString(key, text.replaceFirst("(?m)^private .*$", line));
+      EntrySigning broken = EntrySigning.open(key, null);
+      assertDoesNotThrow(broken::prepare, line);
+      IllegalStateException e = assertThrows(IllegalStateException.class, () -> broken.sign(new byte[] {1}, 1));
+      assertTrue(e.getMessage().startsWith("signing a cache entry failed"), e.getMessage());
+    }
     EntrySigning good = EntrySigning.open(tmp.resolve("good"), null);
     good.prepare();
     byte[] entry = EntryCodec.encode(KEY, KernelCacheTest.envelope(10).toBytes(), good);

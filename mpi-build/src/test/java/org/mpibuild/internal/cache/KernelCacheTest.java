@@ -280,7 +280,8 @@ public class KernelCacheTest {
     // RFC 4231, test case 2: key "Jefe", data "what do ya want for nothing?"
     byte[] data = "what do ya want for nothing?".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     assertEquals("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843", java.util.HexFormat.of()
-        .formatHex(EntrySigning.hmac("Jefe".getBytes(java.nio.charset.StandardCharsets.US_ASCII), data)));
+        .formatHex(EntrySigning.hmac("Jefe".getBytes(java.nio.charset.StandardCharsets.US_ASCII), data, data.length,
+            new byte[0])));
   }
 
   @Test
