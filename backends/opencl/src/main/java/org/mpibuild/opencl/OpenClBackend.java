@@ -160,7 +160,7 @@ final class OpenClBackend implements Backend {
   /** On PoCL, unless every compile runs here, a compile process started ahead ({@link SpareCompileProcess}). */
   @Override
   public void prepareCompiles() {
-    if (pocl && !compilesAhead && (inProcessProblem != null || PoclInProcessCompile.keepsFirstValue(compiler))) {
+    if (pocl && !compilesAhead && (inProcessProblem != null || SpecializeVariable.keepsFirstValue(compiler))) {
       compilesAhead = true;
       SpareCompileProcess.want(platformIndex, deviceIndex);
     }

@@ -19,7 +19,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -38,8 +37,10 @@ import org.slf4j.LoggerFactory;
  * {@code POCL_BINARY_SPECIALIZE_WG}, which PoCL reads at the binary query ({@link NativeEnvironment}: Java 22 or later
  * with native access, or the environment slot {@code bin/mpi-build-rank} starts each rank with). PoCL 6.0 and later
  * read it with {@code getenv} at each query; 3.1 to 5.0 keep the first value they find for the life of the process
- * ({@code pocl_runtime_config.c}, {@code find_env}; a variable not set is not kept), so there only the process's first
- * compile with launch shapes runs here, and the later ones in compile processes. Elsewhere, or where any step below
+ * ({@code pocl_runtime_config.c}, {@code find_env}; a variable not set is not kept), so there a later compile runs here
+ * only where its shapes are among those the first compile set ({@link SpecializeVariable}): every binary query of the
+ * process then builds those shapes for every kernel, and the ones a request does not name for a kernel are
+ * stand-ins; the others run in compile processes. Elsewhere, or where any step below
  * finds something it did not expect, {@link #compile} returns null and a compile process does the work, as before.
  *
  * <p>The request is built with a function of no use appended to its source, {@code void mpi_build_compile_NONCE(void)},
@@ -59,16 +60,9 @@ final class PoclInProcessCompile {
       "mpibuild.opencl.compileInProcess", true, "compile a request with launch shapes in the rank's own process, "
           + "with no compile process to start, where it can set PoCL's variables: Java 22+ with native access "
           + "(`--enable-native-access=ALL-UNNAMED`), or a rank started by `bin/mpi-build-rank` (an environment slot); "
-          + "on PoCL before 6.0, the process's first such compile only; elsewhere a compile process does it; "
+          + "on PoCL before 6.0, those whose shapes are among the process's first such compile's; elsewhere a compile "
+          + "process does it; "
           + "`false`: always a compile process");
-  /** The first PoCL release that reads its settings at each use. */
-  static final int FIRST_MAJOR = 6;
-  /** Set at this process's first query with the variable set: PoCL before 6.0 keeps that value (no more here). */
-  private static final AtomicBoolean FIRST_VALUE_TAKEN = new AtomicBoolean();
-  /** Set where the variable could not be taken back after a query: then no more compiles run here. */
-  private static final AtomicBoolean VARIABLE_LEFT_SET = new AtomicBoolean();
-  private static final Pattern POCL_VERSION = Pattern.compile("PoCL (\\d+)\\.(\\d+)");
-  private static final String VARIABLE = "POCL_BINARY_SPECIALIZE_WG";
   /** One compile at a time here: a second, meanwhile, goes to a compile process. */
   private static final ReentrantLock ONE = new ReentrantLock();
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -88,27 +82,11 @@ final class PoclInProcessCompile {
     if (!on) {
       return ON.variable() + "=false";
     }
-    if (!POCL_VERSION.matcher(platformVersion).find()) {
+    if (!SpecializeVariable.POCL_VERSION.matcher(platformVersion).find()) {
       return "the platform version '" + platformVersion + "' names no PoCL release";
     }
     String directory = PoclProgramDirectory.unusable(env);
     return directory != null ? directory : NativeEnvironment.unavailable();
-  }
-
-  /**
-   * Whether the PoCL of {@code platformVersion} keeps the first value it reads of a variable for the life of the
-   * process (before 6.0): then only a process's first compile runs here.
-   */
-  static boolean keepsFirstValue(String platformVersion) {
-    Matcher m = POCL_VERSION.matcher(platformVersion);
-    return !m.find() || Integer.parseInt(m.group(1)) < FIRST_MAJOR;
-  }
-
-  /** Why no more compiles may run here on {@code backend}'s PoCL (before 6.0: after the first); null where they may. */
-  static String closed(OpenClBackend backend) {
-    return VARIABLE_LEFT_SET.get() ? VARIABLE + " could not be taken back after a query"
-        : keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE_TAKEN.get()
-        ? "PoCL before 6.0 keeps the value of " + VARIABLE + " that the first compile here set" : null;
   }
 
   /**
@@ -138,7 +116,8 @@ final class PoclInProcessCompile {
       retained.release();
     }
     // PoCL before 6.0 crashes at the binary query of a program built from bitcode (observed on 3.1)
-    return compile(backend, request, named, keepsFirstValue(backend.compilerIdentity()) ? null : FrontEnd.of(part));
+    return compile(backend, request, named,
+        SpecializeVariable.keepsFirstValue(backend.compilerIdentity()) ? null : FrontEnd.of(part));
   }
 
   /**
@@ -150,7 +129,7 @@ final class PoclInProcessCompile {
   static List<String> shareFrontEnd(OpenClBackend backend, KernelSource request, List<String> parts) {
     // 2 parts only: then the one other rank with the root's nonce in a cache it shares is the root, told by name;
     // not before PoCL 6.0, whose binary query crashes on a program built from bitcode (observed on 3.1)
-    if (parts.size() != 2 || keepsFirstValue(backend.compilerIdentity()) || !ONE.tryLock()) {
+    if (parts.size() != 2 || SpecializeVariable.keepsFirstValue(backend.compilerIdentity()) || !ONE.tryLock()) {
       return parts;
     }
     Path mark = null;
@@ -191,7 +170,7 @@ final class PoclInProcessCompile {
   /** {@link #compile} from {@code built} where it is not null, else from {@code frontEnd}, else from the source. */
   private static PoclSpecialization.Result compile(OpenClBackend backend, KernelSource request,
       Map<String, Set<String>> named, Object from) {
-    String closed = closed(backend);
+    String closed = SpecializeVariable.refused(backend, PoclSpecialization.union(named));
     if (closed != null || !ONE.tryLock()) {
       LOG.debug("compile in this process: {}; a compile process builds this one",
           closed != null ? closed : "another is running");
@@ -240,8 +219,9 @@ final class PoclInProcessCompile {
     long buildEnd = System.nanoTime();
     List<String> kernels = OpenClBackend.definedKernels(built.program());
     List<String> union = PoclSpecialization.union(named);
-    if ((long) kernels.size() * (union.size() + 1) > PoclSpecialization.MAX_STAND_INS
-        || !PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, named, union)) {
+    List<String> shapes = SpecializeVariable.shapesToSet(backend, union); // every kernel gets each: stand-ins where not named
+    if ((long) kernels.size() * (shapes.size() + 1) > PoclSpecialization.MAX_STAND_INS
+        || !PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, named, shapes)) {
       LOG.debug("compile in this process: no stand-ins for {} kernels; a compile process builds it", kernels.size());
       return null;
     }
@@ -249,18 +229,19 @@ final class PoclInProcessCompile {
     long query;
     NativeEnvironment environment = NativeEnvironment.get();
     synchronized (NativeEnvironment.LOCK) { // every binary query of this process holds it (OpenClBackend)
-      if (closed(backend) != null) {
-        LOG.debug("compile in this process: {}; a compile process builds it", closed(backend));
+      String refused = SpecializeVariable.refused(backend, union);
+      if (refused != null || !shapes.equals(SpecializeVariable.shapesToSet(backend, union))) { // another took it first
+        LOG.debug("compile in this process: {}; a compile process builds it",
+            refused != null ? refused : "another compile here set the value PoCL keeps");
         return null;
       }
-      environment.set(VARIABLE, String.join(",", union)); // else nothing set: thrown, and a compile process builds it
-      FIRST_VALUE_TAKEN.set(true);
+      SpecializeVariable.set(environment, shapes); // else nothing set: thrown, and a compile process builds it
       try {
         query = System.nanoTime();
         binary = backend.programBinary(built.program());
         query = System.nanoTime() - query;
       } finally {
-        takeBack(environment);
+        SpecializeVariable.takeBack(environment);
       }
     }
     String hash = PoclBinary.buildHash(binary);
@@ -279,22 +260,11 @@ final class PoclInProcessCompile {
         built.fromFrontEnd() ? " from the root's front end" : "", kernels.size(),
         named.values().stream().mapToInt(Set::size).sum(), (buildEnd - start) / 1_000_000,
         (System.nanoTime() - buildEnd - query) / 1_000_000, query / 1_000_000);
-    if (keepsFirstValue(backend.compilerIdentity())) { // the next compile is a compile process's: one started ahead
+    if (SpecializeVariable.keepsFirstValue(backend.compilerIdentity())) { // other shapes: a compile process's, one ahead
       SpareCompileProcess.replenish(backend.platformIndex(), backend.deviceIndex());
     }
     return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend, kept, request)),
         built.log());
-  }
-
-  /** The variable back to PoCL's default; where it cannot be, no more compiles here (a WARN line says why). */
-  private static void takeBack(NativeEnvironment environment) {
-    try {
-      environment.reset(VARIABLE);
-    } catch (IllegalStateException e) {
-      VARIABLE_LEFT_SET.set(true);
-      LOG.warn("{} could not be taken back after a compile in this process ({}); the next compiles run in compile "
-          + "processes", VARIABLE, e.getMessage());
-    }
   }
 
   /**

@@ -51,7 +51,7 @@ final class PoclLaunchedBinary {
       return directory;
     }
     // before 6.0 PoCL keeps the first value it read: one set for a compile here would name functions at the query
-    return PoclInProcessCompile.closed(backend);
+    return SpecializeVariable.closed(backend);
   }
 
   /**
@@ -108,7 +108,7 @@ final class PoclLaunchedBinary {
   private static byte[] binary(OpenClBackend backend, KernelSource request, PoclInProcessCompile.Built built)
       throws IOException {
     Map<String, Set<String>> named = PoclSpecialization.perKernel(request.launchShapes());
-    String closed = PoclInProcessCompile.closed(backend); // a compile here since may have set what PoCL keeps
+    String closed = SpecializeVariable.closed(backend); // a compile here since may have set what PoCL keeps
     if (closed != null) {
       throw new IllegalStateException(closed);
     }

@@ -46,7 +46,7 @@ public final class InProcessCompileMain {
     PoclSpecialization.Result r = PoclInProcessCompile.compile(backend, request,
         PoclSpecialization.perKernel(request.launchShapes()));
     System.out.println("functions " + ManyShapesTest.functions(r.binary()));
-    System.out.println("closed " + PoclInProcessCompile.closed(backend));
+    System.out.println("closed " + SpecializeVariable.closed(backend));
     String hash = PoclBinary.buildHash(r.binary());
     System.out.println("hash " + hash.equals(PoclInProcessCompile.buildHash(backend, r.binary(), request)));
     System.out.println("left " + left(top, hash));
@@ -63,6 +63,17 @@ public final class InProcessCompileMain {
         PoclSpecialization.perKernel(other.launchShapes()));
     System.out.println("second " + (second == null ? "none" : ManyShapesTest.functions(second.binary())));
     System.out.println("left " + left(top, hash));
+    // shapes among the first's, another source: on every PoCL this compiles here (before 6.0, the kept value holds
+    // them; the shapes k2 did not name are stand-ins)
+    KernelSource same = KernelSource.of(request.source() + "// another request\n").withKernels("k0", "k1", "k2", "k3")
+        .withLaunchShapes(java.util.List.of(LaunchShape.of("k2", 1).withGlobalSize(64)));
+    PoclSpecialization.Result third = PoclInProcessCompile.compile(backend, same,
+        PoclSpecialization.perKernel(same.launchShapes()));
+    System.out.println("third " + (third == null ? "none" : ManyShapesTest.functions(third.binary())));
+    if (third != null) {
+      ManyShapesTest.runsRight(backend, same, third.binary(), new long[] {1, 2, 1, 8});
+      System.out.println("third ran right");
+    }
     backend.close();
   }
 

@@ -30,10 +30,10 @@ class PoclInProcessCompileTest {
 
   @Test
   void itRunsOnPoclWithTheVariableFreeTheCacheOnAndTheSettingNotOffBefore6OnlyOnce() {
-    assertTrue(PoclInProcessCompile.keepsFirstValue("OpenCL 3.0 PoCL 3.1+debian  Linux"));
-    assertTrue(PoclInProcessCompile.keepsFirstValue("OpenCL 3.0 PoCL 5.0"));
-    assertTrue(!PoclInProcessCompile.keepsFirstValue(POCL_60));
-    assertTrue(!PoclInProcessCompile.keepsFirstValue("OpenCL 3.0 PoCL 7.1+debian"));
+    assertTrue(SpecializeVariable.keepsFirstValue("OpenCL 3.0 PoCL 3.1+debian  Linux"));
+    assertTrue(SpecializeVariable.keepsFirstValue("OpenCL 3.0 PoCL 5.0"));
+    assertTrue(!SpecializeVariable.keepsFirstValue(POCL_60));
+    assertTrue(!SpecializeVariable.keepsFirstValue("OpenCL 3.0 PoCL 7.1+debian"));
     assertEquals(PoclInProcessCompile.unavailable(POCL_60, true, Map.of()),
         PoclInProcessCompile.unavailable("OpenCL 3.0 PoCL 3.1+debian  Linux", true, Map.of()));
     assertTrue(PoclInProcessCompile.unavailable("OpenCL 3.0 pocl", true, Map.of()).contains("names no PoCL release"));
@@ -215,12 +215,14 @@ class PoclInProcessCompileTest {
     assertTrue(out.contains("unnamed shapes ran right\n"), out);
     assertTrue(out.contains("error true\n"), "a compile error with its build log: " + out);
     assertEquals(3, out.split("left 0\n", -1).length - 1, "no program of a nonce left, each time: " + out);
-    // PoCL 3.1 to 5.0 keep the variable's first value: the second request goes to a compile process; 6.0 and later
-    // build it here
+    // PoCL 3.1 to 5.0 keep the variable's first value: the second request, with a shape outside it, goes to a
+    // compile process; 6.0 and later build it here. The third, with a shape among the first's, is built here by both.
     boolean firstValueKept = backendVersionBefore6();
     assertTrue(out.contains(firstValueKept ? "closed PoCL before 6.0 keeps the value of POCL_BINARY_SPECIALIZE_WG that "
         + "the first compile here set\n" : "closed null\n"), out);
     assertTrue(out.contains(firstValueKept ? "second none\n" : "second [k1/16-1-1-goffs0-smallgrid]\n"), out);
+    assertTrue(out.contains(firstValueKept ? "which does not name [16-1-1-goffs0-smallgrid]" : "second [k1/"), out);
+    assertTrue(out.contains("third [k2/1-1-1-goffs0-smallgrid]\nthird ran right\n"), out);
   }
 
   /**
@@ -296,7 +298,7 @@ class PoclInProcessCompileTest {
   private static boolean backendVersionBefore6() {
     OpenClBackend backend = OpenClDevices.open("Portable", null);
     try {
-      return PoclInProcessCompile.keepsFirstValue(backend.compilerIdentity());
+      return SpecializeVariable.keepsFirstValue(backend.compilerIdentity());
     } finally {
       backend.close();
     }
