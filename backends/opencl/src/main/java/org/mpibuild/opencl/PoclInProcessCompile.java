@@ -219,7 +219,9 @@ final class PoclInProcessCompile {
     long buildEnd = System.nanoTime();
     List<String> kernels = OpenClBackend.definedKernels(built.program());
     List<String> union = PoclSpecialization.union(named);
-    List<String> shapes = SpecializeVariable.shapesToSet(backend, union); // every kernel gets each: stand-ins where not named
+    // every kernel gets each of these: stand-ins where it did not name one (a part: the other parts' pairs too)
+    List<String> shapes = SpecializeVariable.shapesToSet(backend, union,
+        PoclSpecialization.union(PoclSpecialization.perKernel(request.launchShapes())));
     if ((long) kernels.size() * (shapes.size() + 1) > PoclSpecialization.MAX_STAND_INS
         || !PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, named, shapes)) {
       LOG.debug("compile in this process: no stand-ins for {} kernels; a compile process builds it", kernels.size());
@@ -229,10 +231,9 @@ final class PoclInProcessCompile {
     long query;
     NativeEnvironment environment = NativeEnvironment.get();
     synchronized (NativeEnvironment.LOCK) { // every binary query of this process holds it (OpenClBackend)
-      String refused = SpecializeVariable.refused(backend, union);
-      if (refused != null || !shapes.equals(SpecializeVariable.shapesToSet(backend, union))) { // another took it first
-        LOG.debug("compile in this process: {}; a compile process builds it",
-            refused != null ? refused : "another compile here set the value PoCL keeps");
+      String refused = SpecializeVariable.refused(backend, union); // the variable may have been left set meanwhile
+      if (refused != null) {
+        LOG.debug("compile in this process: {}; a compile process builds it", refused);
         return null;
       }
       SpecializeVariable.set(environment, shapes); // else nothing set: thrown, and a compile process builds it
@@ -260,9 +261,6 @@ final class PoclInProcessCompile {
         built.fromFrontEnd() ? " from the root's front end" : "", kernels.size(),
         named.values().stream().mapToInt(Set::size).sum(), (buildEnd - start) / 1_000_000,
         (System.nanoTime() - buildEnd - query) / 1_000_000, query / 1_000_000);
-    if (SpecializeVariable.keepsFirstValue(backend.compilerIdentity())) { // other shapes: a compile process's, one ahead
-      SpareCompileProcess.replenish(backend.platformIndex(), backend.deviceIndex());
-    }
     return new PoclSpecialization.Result(PoclBinary.withBuildHash(kept, buildHash(backend, kept, request)),
         built.log());
   }

@@ -108,7 +108,7 @@ final class PoclLaunchedBinary {
   private static byte[] binary(OpenClBackend backend, KernelSource request, PoclInProcessCompile.Built built)
       throws IOException {
     Map<String, Set<String>> named = PoclSpecialization.perKernel(request.launchShapes());
-    String closed = SpecializeVariable.closed(backend); // a compile here since may have set what PoCL keeps
+    String closed = SpecializeVariable.closed(backend); // seen early: no stand-ins written for nothing
     if (closed != null) {
       throw new IllegalStateException(closed);
     }
@@ -121,7 +121,14 @@ final class PoclLaunchedBinary {
       if (!PoclCompileProcess.linkStandIns(built.dir(), libraries, kernels, Map.of(), List.of())) {
         throw new IllegalStateException("no stand-in library for this processor");
       }
-      byte[] binary = backend.programBinary(built.program());
+      byte[] binary;
+      synchronized (NativeEnvironment.LOCK) { // which a compile here holds while it sets what PoCL may keep
+        closed = SpecializeVariable.closed(backend);
+        if (closed != null) {
+          throw new IllegalStateException(closed);
+        }
+        binary = backend.programBinary(built.program());
+      }
       if (!built.top().resolve(PoclBinary.buildHash(binary)).equals(built.dir())) {
         throw new IllegalStateException("the binary's build hash is not its program's directory " + built.dir());
       }

@@ -29,6 +29,7 @@ final class SpecializeVariable {
   private static final AtomicReference<List<String>> FIRST_VALUE = new AtomicReference<>();
   /** Set where the variable could not be taken back after a query: then no more compiles run here. */
   private static final AtomicBoolean LEFT_SET = new AtomicBoolean();
+  private static final String LEFT_SET_REASON = NAME + " could not be taken back after a query";
 
   private SpecializeVariable() {}
 
@@ -40,11 +41,10 @@ final class SpecializeVariable {
 
   /**
    * Why a binary query in this process may now build functions nobody asked it for: the variable was left set, or
-   * PoCL before 6.0 keeps the shapes of the first compile here; null where it builds only what the query sets.
+   * PoCL before 6.0 may keep the shapes a compile here set; null where it builds only what the query sets.
    */
   static String closed(OpenClBackend backend) {
-    return LEFT_SET.get() ? NAME + " could not be taken back after a query"
-        : keepsFirstValue(backend.compilerIdentity()) && FIRST_VALUE.get() != null
+    return LEFT_SET.get() ? LEFT_SET_REASON : kept(backend) != null
         ? "PoCL before 6.0 keeps the value of " + NAME + " that the first compile here set" : null;
   }
 
@@ -54,7 +54,7 @@ final class SpecializeVariable {
    */
   static String refused(OpenClBackend backend, List<String> union) {
     if (LEFT_SET.get()) {
-      return NAME + " could not be taken back after a query";
+      return LEFT_SET_REASON;
     }
     List<String> first = kept(backend);
     if (first == null || first.containsAll(union)) {
@@ -66,10 +66,18 @@ final class SpecializeVariable {
         + "), which does not name " + outside;
   }
 
-  /** What the variable is set to for {@code union}: on PoCL before 6.0, once a value is kept, that value. */
-  static List<String> shapesToSet(OpenClBackend backend, List<String> union) {
-    List<String> first = kept(backend);
-    return first != null ? first : union;
+  /**
+   * What the variable is set to for a compile of the specializations {@code union}, of a request that names
+   * {@code requestUnion} in all (the same, but for a part of a shared compile): {@code union} on PoCL 6.0 and later;
+   * before, the value PoCL keeps, or, to be kept, the whole request's, so that a later part of another request with
+   * the same shapes, dealt to this rank otherwise, still fits in it.
+   */
+  static List<String> shapesToSet(OpenClBackend backend, List<String> union, List<String> requestUnion) {
+    if (!keepsFirstValue(backend.compilerIdentity())) {
+      return union;
+    }
+    List<String> first = FIRST_VALUE.get();
+    return first != null ? first : requestUnion;
   }
 
   /** The value PoCL keeps, on a release that keeps one and once a query read it; else null. */
@@ -84,6 +92,7 @@ final class SpecializeVariable {
    * @throws IllegalStateException if it cannot be set (nothing is then set)
    */
   static void set(NativeEnvironment environment, List<String> shapes) {
+    assert Thread.holdsLock(NativeEnvironment.LOCK);
     environment.set(NAME, String.join(",", shapes));
     FIRST_VALUE.compareAndSet(null, List.copyOf(shapes));
   }
