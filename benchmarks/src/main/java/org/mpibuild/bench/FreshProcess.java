@@ -21,8 +21,9 @@ import org.mpibuild.opencl.OpenClKernel;
  * cache that the build fills, the request with its launch shapes, the first launches), each rank with an empty PoCL
  * cache of its own, paired, the order alternating. At one rank the job is one JVM in local mode, without mpirun;
  * at N ranks it is {@code bin/mpi-build run -np N}. Every rank of both starts its logging, and MPI where there is
- * MPI, before its work, as an application does. Per job: its wall time from its start to its exit (close included: mpi-build's cache write),
- * and its time to ready kernels, the latest rank's, from that rank's JVM start.
+ * MPI, before its work, as an application does. Per job: its wall time from its start to its exit (close included:
+ * mpi-build's cache write), its time to ready kernels, the latest rank's, from that rank's JVM start, and its tail
+ * (the wall time less the time to ready: what a program that exits at once waits for after its kernels).
  */
 final class FreshProcess {
   private FreshProcess() {}
@@ -89,6 +90,8 @@ final class FreshProcess {
     Map<String, List<Double>> wall = Map.of("naive", new ArrayList<>(), "mpi-build", new ArrayList<>());
     Map<String, List<Double>> ready = Map.of("naive", new ArrayList<>(), "mpi-build", new ArrayList<>());
     Map<String, List<Double>> cpu = Map.of("naive", new ArrayList<>(), "mpi-build", new ArrayList<>());
+    // the job's end after its kernels were ready (close included): what a program that exits at once waits for
+    Map<String, List<Double>> tail = Map.of("naive", new ArrayList<>(), "mpi-build", new ArrayList<>());
     for (int rep = -1; rep < reps; rep++) {
       List<String> order = Math.floorMod(rep, 2) == 0 ? List.of("naive", "mpi-build") : List.of("mpi-build", "naive");
       for (String mode : order) {
@@ -104,6 +107,7 @@ final class FreshProcess {
             wall.get(mode).add(ms);
             ready.get(mode).add(m.readyMs());
             cpu.get(mode).add(m.cpuMs());
+            tail.get(mode).add(ms - m.readyMs());
           }
         } finally {
           BenchReport.deleteTree(dir);
@@ -112,12 +116,14 @@ final class FreshProcess {
     }
     return String.format(Locale.ROOT, "bench: fresh program=%s n=%d reps=%d naive_process_ms=%.0f "
         + "mpibuild_process_ms=%.0f mpibuild_over_naive_process=%s naive_ready_ms=%.0f mpibuild_ready_ms=%.0f "
-        + "mpibuild_over_naive_ready=%s naive_cpu_ms=%.0f mpibuild_cpu_ms=%.0f cpu_naive_over_mpibuild=%s", program,
+        + "mpibuild_over_naive_ready=%s naive_cpu_ms=%.0f mpibuild_cpu_ms=%.0f cpu_naive_over_mpibuild=%s "
+        + "naive_tail_ms=%.0f mpibuild_tail_ms=%.0f", program,
         n, reps, Stats.median(wall.get("naive")), Stats.median(wall.get("mpi-build")),
         cell(Stats.ratios(wall.get("mpi-build"), wall.get("naive"))), Stats.median(ready.get("naive")),
         Stats.median(ready.get("mpi-build")), cell(Stats.ratios(ready.get("mpi-build"), ready.get("naive"))),
         Stats.median(cpu.get("naive")), Stats.median(cpu.get("mpi-build")),
-        cell(Stats.ratios(cpu.get("naive"), cpu.get("mpi-build"))));
+        cell(Stats.ratios(cpu.get("naive"), cpu.get("mpi-build"))), Stats.median(tail.get("naive")),
+        Stats.median(tail.get("mpi-build")));
   }
 
   /** One JVM for a job of one rank; {@code bin/mpi-build run} for more. */
