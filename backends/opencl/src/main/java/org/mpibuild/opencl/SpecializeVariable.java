@@ -30,6 +30,8 @@ final class SpecializeVariable {
   /** Set where the variable could not be taken back after a query: then no more compiles run here. */
   private static final AtomicBoolean LEFT_SET = new AtomicBoolean();
   private static final String LEFT_SET_REASON = NAME + " could not be taken back after a query";
+  private static final String KEPT_REASON = "PoCL before 6.0 keeps the value of " + NAME + " that the first compile "
+      + "here set";
 
   private SpecializeVariable() {}
 
@@ -44,8 +46,7 @@ final class SpecializeVariable {
    * PoCL before 6.0 may keep the shapes a compile here set; null where it builds only what the query sets.
    */
   static String closed(OpenClBackend backend) {
-    return LEFT_SET.get() ? LEFT_SET_REASON : kept(backend) != null
-        ? "PoCL before 6.0 keeps the value of " + NAME + " that the first compile here set" : null;
+    return LEFT_SET.get() ? LEFT_SET_REASON : kept(backend) != null ? KEPT_REASON : null;
   }
 
   /**
@@ -62,8 +63,7 @@ final class SpecializeVariable {
     }
     List<String> outside = new ArrayList<>(union);
     outside.removeAll(first);
-    return "PoCL before 6.0 keeps the value of " + NAME + " that the first compile here set (" + first
-        + "), which does not name " + outside;
+    return KEPT_REASON + " (" + first + "), which does not name " + outside;
   }
 
   /**

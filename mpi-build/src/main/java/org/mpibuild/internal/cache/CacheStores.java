@@ -58,16 +58,7 @@ public final class CacheStores {
    * @return its future, done once it has run
    */
   static Future<?> submit(String key, Runnable write) {
-    FutureTask<Void> task = new FutureTask<>(LogContext.carried(() -> { // the rank, in the writer's log lines
-      boolean counted = CacheDirectory.AFTER_BUILD.get();
-      CacheDirectory.AFTER_BUILD.set(true);
-      try {
-        write.run();
-      } finally {
-        CacheDirectory.AFTER_BUILD.set(counted);
-      }
-      return null;
-    })) {
+    FutureTask<Void> task = new FutureTask<>(onWritersThread(write)) {
       @Override
       protected void done() {
         PENDING.remove(this);
@@ -93,14 +84,28 @@ public final class CacheStores {
   static void ahead(Runnable task) {
     try {
       if (!THREAD.isShutdown()) {
-        THREAD.execute(new FutureTask<>(LogContext.carried(() -> { // the rank, in any line it logs
-          task.run();
-          return null;
-        })));
+        THREAD.execute(new FutureTask<>(onWritersThread(task)));
       }
     } catch (RuntimeException | Error e) {
       log.debug("no thread to get ready for a cache write ({}); it is done when the entry is written", e.toString());
     }
+  }
+
+  /**
+   * {@code work} as the writers' thread runs it: with the caller's rank in its log lines, and its file operations
+   * not counted in a build's ({@link CacheDirectory#AFTER_BUILD}).
+   */
+  private static java.util.concurrent.Callable<Void> onWritersThread(Runnable work) {
+    return LogContext.carried(() -> {
+      boolean counted = CacheDirectory.AFTER_BUILD.get();
+      CacheDirectory.AFTER_BUILD.set(true);
+      try {
+        work.run();
+      } finally {
+        CacheDirectory.AFTER_BUILD.set(counted);
+      }
+      return null;
+    });
   }
 
   /**
