@@ -1,6 +1,8 @@
 package org.mpibuild.opencl;
 
 import static org.jocl.CL.CL_BUILD_PROGRAM_FAILURE;
+import static org.jocl.CL.CL_COMPILE_PROGRAM_FAILURE;
+import static org.jocl.CL.CL_INVALID_COMPILER_OPTIONS;
 import static org.jocl.CL.CL_INVALID_BUILD_OPTIONS;
 import static org.jocl.CL.CL_INVALID_KERNEL_NAME;
 import static org.jocl.CL.CL_KERNEL_FUNCTION_NAME;
@@ -10,6 +12,7 @@ import static org.jocl.CL.CL_PROGRAM_BUILD_LOG;
 import static org.jocl.CL.CL_PROGRAM_KERNEL_NAMES;
 import static org.jocl.CL.CL_SUCCESS;
 import static org.jocl.CL.clBuildProgram;
+import static org.jocl.CL.clCompileProgram;
 import static org.jocl.CL.clCreateKernel;
 import static org.jocl.CL.clCreateKernelsInProgram;
 import static org.jocl.CL.clCreateProgramWithBinary;
@@ -262,30 +265,38 @@ final class OpenClBackend implements Backend {
     return new Compilation(kernels, binary, log);
   }
 
+  /** {@link #build(String, String, boolean)}, compiled and linked. */
+  cl_program build(String source, String options) {
+    return build(source, options, false);
+  }
+
   /**
-   * Builds a program from source for this device.
+   * Builds a program from source for this device; with {@code compileOnly}, its front end only ({@code clCompileProgram}).
    *
    * @throws CompileException with the build log if the compiler rejects the source
    * @throws IllegalArgumentException if the options are invalid
    */
-  cl_program build(String source, String options) {
+  cl_program build(String source, String options, boolean compileOnly) {
+    int failure = compileOnly ? CL_COMPILE_PROGRAM_FAILURE : CL_BUILD_PROGRAM_FAILURE;
     for (int attempt = 1; ; attempt++) {
       int[] err = new int[1];
       cl_program program = clCreateProgramWithSource(context, 1, new String[] {source}, null, err);
       check(err[0], "clCreateProgramWithSource");
-      int rc = clBuildProgram(program, 1, new cl_device_id[] {device}, options, null, null);
+      cl_device_id[] on = {device};
+      int rc = compileOnly ? clCompileProgram(program, 1, on, options, 0, null, null, null, null)
+          : clBuildProgram(program, 1, on, options, null, null);
       if (rc == CL_SUCCESS) {
         return program;
       }
       String log = buildLog(program);
       clReleaseProgram(program);
-      if (rc == CL_INVALID_BUILD_OPTIONS) {
+      if (rc == CL_INVALID_BUILD_OPTIONS || rc == CL_INVALID_COMPILER_OPTIONS) {
         throw new IllegalArgumentException("invalid build options '" + options + "' ("
             + CL.stringFor_errorCode(rc) + ")" + (log.isBlank() ? "" : ": " + log.strip()));
       }
-      if (!PoclCacheRace.retry(pocl, rc == CL_BUILD_PROGRAM_FAILURE, log, attempt)) {
-        throw new CompileException("clBuildProgram failed: " + CL.stringFor_errorCode(rc)
-            + PoclCacheRace.advice(pocl && rc == CL_BUILD_PROGRAM_FAILURE, log), log);
+      if (!PoclCacheRace.retry(pocl, rc == failure, log, attempt)) {
+        throw new CompileException((compileOnly ? "clCompileProgram" : "clBuildProgram") + " failed: "
+            + CL.stringFor_errorCode(rc) + PoclCacheRace.advice(pocl && rc == failure, log), log);
       }
       PoclCacheRace.pause(attempt, log);
     }

@@ -115,38 +115,62 @@ final class PoclInProcessCompile {
     if (retained != null) {
       retained.release();
     }
-    // PoCL before 6.0 crashes at the binary query of a program built from bitcode (observed on 3.1)
-    return compile(backend, request, named,
-        SpecializeVariable.keepsFirstValue(backend.compilerIdentity()) ? null : FrontEnd.of(part));
+    return compile(backend, request, named, FrontEnd.of(part));
   }
 
   /**
-   * The parts of a shared compile, each but the root's (the first) with the root's front end: the request is built
-   * here now, its program kept for the root's part ({@link #compilePart}) and its {@code program.bc} added to the
-   * other parts ({@link FrontEnd}), so that their ranks generate code without a front end of their own. The parts as
-   * they were where it cannot be (said at DEBUG).
+   * The parts of a shared compile, each but the root's (the first) with the root's front end: the request is compiled
+   * here now ({@code clCompileProgram}), the object's bitcode added to the other parts ({@link FrontEnd}) and a program
+   * built from it kept for the root's part ({@link #compilePart}), so that the other ranks generate code without a
+   * front end of their own. The parts as they were where it cannot be (said at DEBUG).
+   *
+   * <p>The object, not the {@code program.bc} of a built program: PoCL links its kernel library into a program built
+   * from LLVM bitcode, and {@code program.bc} holds it already; PoCL 3.1's binary query of such a program crashed the
+   * process (a work-group pass finds no {@code _local_id_x} after the second link).
    */
   static List<String> shareFrontEnd(OpenClBackend backend, KernelSource request, List<String> parts) {
-    // 2 parts only: then the one other rank with the root's nonce in a cache it shares is the root, told by name;
-    // not before PoCL 6.0, whose binary query crashes on a program built from bitcode (observed on 3.1)
-    if (parts.size() != 2 || SpecializeVariable.keepsFirstValue(backend.compilerIdentity()) || !ONE.tryLock()) {
+    // 2 parts only: then the one other rank with the root's nonce in a cache it shares is the root, told by name; and
+    // only where the root's part will compile here (not if PoCL keeps a value without its shapes)
+    if (parts.size() != 2
+        || SpecializeVariable.refused(backend, PoclSpecialization.union(PoclSpecialization.part(request, parts.get(0))))
+        != null || !ONE.tryLock()) {
       return parts;
     }
     Path mark = null;
     try {
       Path top = OpenClDevices.poclCacheTop(System.getenv());
       mark = Files.createTempFile(top, ".mpi-build-", ".mark");
-      Built built = Built.fromSource(backend, request, top, Files.getLastModifiedTime(mark), parts.get(0));
+      FileTime since = Files.getLastModifiedTime(mark);
+      String nonce = HexFormat.of().formatHex(bytes(16));
+      cl_program compiled = backend.build(withNonce(request.source(), nonce), request.options(), true);
+      String log = backend.buildLog(compiled);
+      Path objectDir;
+      try {
+        objectDir = PoclProgramDirectory.find(top, since, (NONCE_FUNCTION + nonce).getBytes(StandardCharsets.US_ASCII),
+            null);
+      } finally {
+        clReleaseProgram(compiled);
+      }
+      if (objectDir == null) {
+        LOG.debug("front end shared from this process: the object's directory was not found in {}", top);
+        return parts;
+      }
+      byte[] object;
+      try {
+        object = Files.readAllBytes(objectDir.resolve("program.bc"));
+      } finally {
+        PoclProgramDirectory.deleteQuietly(null, objectDir);
+      }
+      Built built = Built.fromFrontEnd(backend, request, top, since,
+          new FrontEnd(top.relativize(objectDir).toString(), nonce, object));
       if (built == null) {
         return parts;
       }
-      Built old = RETAINED.put(backend, built);
+      Built old = RETAINED.put(backend, built.asRoots(log, parts.get(0)));
       if (old != null) {
         old.release();
       }
-      String line = FrontEnd.line(top.relativize(built.dir()).toString(), built.nonce(),
-          Files.readAllBytes(built.dir().resolve("program.bc")));
-      return List.of(parts.get(0), parts.get(1) + line);
+      return List.of(parts.get(0), parts.get(1) + FrontEnd.line(top.relativize(built.dir()).toString(), nonce, object));
     } catch (IOException | RuntimeException e) {
       LOG.debug("front end shared from this process: {}; each part's rank builds its own", e.toString());
       return parts;
@@ -276,15 +300,19 @@ final class PoclInProcessCompile {
     static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part)
         throws IOException {
       String nonce = HexFormat.of().formatHex(bytes(16));
-      String function = "void " + NONCE_FUNCTION + nonce + "(void)"; // declared first: no warning to make an error
-      cl_program program = backend.build(request.source() + "\n\n" + function + ";\n" + function + " {}\n",
-          request.options());
+      cl_program program = backend.build(withNonce(request.source(), nonce), request.options());
       return found(program, request, top, since, nonce, null, backend.buildLog(program), part, false);
     }
 
+    /** This program as the root's part {@code part} uses it, with the build log of the root's front end. */
+    Built asRoots(String frontEndLog, String rootsPart) {
+      return new Built(program, top, dir, nonce, frontEndLog, rootsPart, request, false);
+    }
+
     /**
-     * The root's {@code program.bc} built here (no front end: PoCL takes LLVM bitcode as a binary), with an option of
-     * no use that gives it a directory of its own; null where it does not build or its directory is not found.
+     * The root's object (its front end's LLVM bitcode, which PoCL takes as a binary) built here, with no front end and
+     * with an option of no use that gives it a directory of its own; null where it does not build or its directory is
+     * not found.
      */
     static Built fromFrontEnd(OpenClBackend backend, KernelSource request, Path top, FileTime since, FrontEnd f)
         throws IOException {
@@ -333,10 +361,16 @@ final class PoclInProcessCompile {
   /** The name, less its nonce, of the function of no use a source is built with here. */
   private static final String NONCE_FUNCTION = "mpi_build_compile_";
 
+  /** {@code source} with the function of no use named by {@code nonce} appended. */
+  private static String withNonce(String source, String nonce) {
+    String function = "void " + NONCE_FUNCTION + nonce + "(void)"; // declared first: no warning to make an error
+    return source + "\n\n" + function + ";\n" + function + " {}\n";
+  }
+
   /**
    * The root's front end as the other parts of a shared compile carry it: a line {@code #front-end}, the root's
    * directory of the program (so that a rank sharing its PoCL cache tells it from its own), the nonce, and the
-   * program's {@code program.bc} in base64. {@link PoclSpecialization#pairs} skips it.
+   * object's bitcode ({@link #shareFrontEnd}) in base64. {@link PoclSpecialization#pairs} skips it.
    */
   record FrontEnd(String rootDirectory, String nonce, byte[] bitcode) {
     static final String PREFIX = "#front-end\t";

@@ -67,6 +67,13 @@ public final class InProcessCompileMain {
         PoclSpecialization.perKernel(other.launchShapes()));
     System.out.println("second " + (second == null ? "none" : ManyShapesTest.functions(second.binary())));
     System.out.println("left " + left(top, hash));
+    // a shared compile of such shapes: no front end shared where the root's part cannot compile here
+    KernelSource outside = request.withLaunchShapes(java.util.List.of(LaunchShape.of("k1", 16).withGlobalSize(64),
+        LaunchShape.of("k2", 32).withGlobalSize(64)));
+    java.util.List<String> outsideParts = PoclSpecialization.parts(outside, 2);
+    System.out.println("outside parts " + outsideParts.size() + " front end shared " + PoclInProcessCompile
+        .shareFrontEnd(backend, outside, outsideParts).get(1).contains(PoclInProcessCompile.FrontEnd.PREFIX));
+    PoclInProcessCompile.release(backend);
     // shapes among the first's, another source: on every PoCL this compiles here (before 6.0, the kept value holds
     // them; the shapes k2 did not name are stand-ins)
     KernelSource same = KernelSource.of(request.source() + "// another request\n").withKernels("k0", "k1", "k2", "k3")
@@ -110,6 +117,9 @@ public final class InProcessCompileMain {
       joined.program().close();
       ManyShapesTest.runsRight(backend, request, joined.binary());
       System.out.println("root ran right");
+      // shapes nobody named: their functions built from the joined binary's program.bc (the first part's)
+      ManyShapesTest.runsRight(backend, request, joined.binary(), new long[] {16, 16, 16, 16});
+      System.out.println("root ran unnamed shapes right");
     } else {
       java.util.List<String> parts = java.util.List.of(Files.readString(dir.resolve("parts")).split("\0"));
       PoclSpecialization.Result c = PoclInProcessCompile.compilePart(backend, request, parts.get(1),
