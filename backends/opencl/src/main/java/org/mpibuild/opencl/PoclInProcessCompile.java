@@ -122,7 +122,8 @@ final class PoclInProcessCompile {
    * The parts of a shared compile, each but the root's (the first) with the root's front end: the request is compiled
    * here now ({@code clCompileProgram}), the object's bitcode added to the other parts ({@link FrontEnd}) and a program
    * built from it kept for the root's part ({@link #compilePart}), so that the other ranks generate code without a
-   * front end of their own. The parts as they were where it cannot be (said at DEBUG).
+   * front end of their own. The parts as they were where it cannot be, none where the source does not compile (the
+   * root then compiles alone and reports the error as any compile does); each said at DEBUG.
    *
    * <p>The object, not the {@code program.bc} of a built program: PoCL links its kernel library into a program built
    * from LLVM bitcode, and {@code program.bc} holds it already; PoCL 3.1's binary query of such a program crashed the
@@ -171,6 +172,10 @@ final class PoclInProcessCompile {
         old.release();
       }
       return List.of(parts.get(0), parts.get(1) + FrontEnd.line(top.relativize(built.dir()).toString(), nonce, object));
+    } catch (org.mpibuild.CompileException | IllegalArgumentException e) {
+      // the compile would fail however it is dealt: the root compiles alone, and says why as any compile does
+      LOG.debug("front end shared from this process: {}; the root compiles alone", e.toString());
+      return List.of();
     } catch (IOException | RuntimeException e) {
       LOG.debug("front end shared from this process: {}; each part's rank builds its own", e.toString());
       return parts;

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 import org.mpibuild.support.BackendSupport;
 
 /**
@@ -43,7 +44,7 @@ final class PoclProgramDirectory {
         Files.deleteIfExists(file);
       }
       BackendSupport.deleteTree(tree);
-    } catch (IOException ignored) {
+    } catch (IOException | java.io.UncheckedIOException ignored) {
       // our own temporary files; nothing else to do
     }
   }
@@ -54,8 +55,8 @@ final class PoclProgramDirectory {
    */
   static Path find(Path top, FileTime since, byte[] nonce, Path not) throws IOException {
     List<Path> found = new ArrayList<>();
-    for (Path first : recent(top, since)) {
-      for (Path program : recent(first, since)) {
+    for (Path first : recent(top, since, FIRST)) {
+      for (Path program : recent(first, since, REST)) {
         Path bitcode = program.resolve("program.bc");
         try {
           if (!program.equals(not) && Files.isRegularFile(bitcode, LinkOption.NOFOLLOW_LINKS)
@@ -70,12 +71,17 @@ final class PoclProgramDirectory {
     return found.size() == 1 ? found.get(0) : null;
   }
 
-  private static List<Path> recent(Path dir, FileTime since) throws IOException {
+  /** The names of PoCL's program directories, {@code XX/REST}: a build hash, a letter A to P per half byte. */
+  private static final Pattern FIRST = Pattern.compile("[A-P]{2}");
+  private static final Pattern REST = Pattern.compile("[A-P]{37}");
+
+  /** The directories in {@code dir} named as {@code name} says and changed since {@code since}; none if it is gone. */
+  private static List<Path> recent(Path dir, FileTime since, Pattern name) throws IOException {
     List<Path> out = new ArrayList<>();
     try (DirectoryStream<Path> entries = Files.newDirectoryStream(dir)) {
       for (Path p : entries) {
         try {
-          if (Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
+          if (name.matcher(p.getFileName().toString()).matches() && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS)
               && Files.getLastModifiedTime(p, LinkOption.NOFOLLOW_LINKS).compareTo(since) >= 0) {
             out.add(p);
           }
@@ -83,6 +89,8 @@ final class PoclProgramDirectory {
           // deleted meanwhile: not this build's
         }
       }
+    } catch (NoSuchFileException e) {
+      // deleted meanwhile (another build's directory, in a cache ranks share): not this build's
     }
     return out;
   }

@@ -46,6 +46,12 @@ public final class InProcessCompileMain {
     } catch (CompileException e) {
       System.out.println("error " + e.buildLog().contains("nothing"));
     }
+    // nor shared: a source that does not compile leaves the root to compile alone (no parts), which reports the error
+    KernelSource brokenPair = KernelSource.of("__kernel void k0(__global float* y) { y[0] = nothing; }\n"
+        + "__kernel void k1(__global float* y) { y[0] = 1; }").withLaunchShapes(java.util.List.of(
+        LaunchShape.of("k0", 2).withGlobalSize(64), LaunchShape.of("k1", 2).withGlobalSize(64)));
+    System.out.println("broken shared parts " + PoclInProcessCompile.shareFrontEnd(backend, brokenPair,
+        PoclSpecialization.parts(brokenPair, 2)).size());
     KernelSource request = ManyShapesTest.request();
     PoclSpecialization.Result r = PoclInProcessCompile.compile(backend, request,
         PoclSpecialization.perKernel(request.launchShapes()));

@@ -94,25 +94,36 @@ class PoclInProcessCompileTest {
     assertThrows(IllegalArgumentException.class, () -> PoclBinary.withBuildHash(binary, "ab/" + "c".repeat(37)));
   }
 
-  /** Only a directory changed since the compile began whose program.bc holds the nonce, and only one. */
+  /**
+   * Only a directory of PoCL's form ({@code XX/REST}, letters A to P) changed since the compile began whose program.bc
+   * holds the nonce, and only one.
+   */
   @Test
   void theProgramsDirectoryIsTheOneNewDirectoryWithTheNonce(@TempDir Path top) throws Exception {
     FileTime since = FileTime.fromMillis(System.currentTimeMillis() - 60_000);
     byte[] nonce = "mpi_build_compile_0123".getBytes(StandardCharsets.US_ASCII);
-    Path ours = program(top, "AB/CDE", "bitcode mpi_build_compile_0123 more");
-    program(top, "AB/XYZ", "bitcode of another program");
-    program(top, "QR/STU", "bitcode mpi_build_compile_9999");
-    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, null));
-    Path old = program(top, "OL/DER", "bitcode mpi_build_compile_0123");
+    Path ours = program(top, hash("AB", 'C'), "bitcode mpi_build_compile_0123 more");
+    program(top, hash("AB", 'D'), "bitcode of another program");
+    program(top, hash("PO", 'E'), "bitcode mpi_build_compile_9999");
+    program(top, "AB/not-a-build-hash", "mpi_build_compile_0123");
+    program(top, ".mpi-build-stand-ins-1/" + "F".repeat(37), "mpi_build_compile_0123");
+    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, null), "only directories of PoCL's form");
+    Path old = program(top, hash("OL", 'D'), "bitcode mpi_build_compile_0123");
     Files.setLastModifiedTime(old, FileTime.fromMillis(0));
     Files.setLastModifiedTime(old.getParent(), FileTime.fromMillis(0));
     assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, null), "a directory older than the compile");
-    program(top, "ZZ/TWO", "mpi_build_compile_0123");
+    program(top, hash("MM", 'A'), "mpi_build_compile_0123");
     assertNull(PoclProgramDirectory.find(top, since, nonce, null), "two: neither is provably ours");
-    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, top.resolve("ZZ/TWO")),
+    assertEquals(ours, PoclProgramDirectory.find(top, since, nonce, top.resolve(hash("MM", 'A'))),
         "the other named as not this compile's (the root's, in a cache the ranks share)");
     assertNull(PoclProgramDirectory.find(top, since, "mpi_build_compile_none".getBytes(
         StandardCharsets.US_ASCII), null));
+    assertNull(PoclProgramDirectory.find(top.resolve("gone"), since, nonce, null), "a cache top deleted meanwhile");
+  }
+
+  /** A build hash as PoCL names its directories: {@code first}, then 37 times {@code fill}. */
+  private static String hash(String first, char fill) {
+    return first + "/" + String.valueOf(fill).repeat(37);
   }
 
   private static Path program(Path top, String hash, String bitcode) throws Exception {
@@ -214,6 +225,7 @@ class PoclInProcessCompileTest {
     assertTrue(out.contains("loaded true\n"), out);
     assertTrue(out.contains("unnamed shapes ran right\n"), out);
     assertTrue(out.contains("error true\n"), "a compile error with its build log: " + out);
+    assertTrue(out.contains("broken shared parts 0\n"), "a source that does not compile is not shared: " + out);
     assertEquals(4, out.split("left 0\n", -1).length - 1, "no program of a nonce left, each time: " + out);
     // PoCL 3.1 to 5.0 keep the variable's first value: the second request, with a shape outside it, goes to a
     // compile process; 6.0 and later build it here. The third, with a shape among the first's, is built here by both.
