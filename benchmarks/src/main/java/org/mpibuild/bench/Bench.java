@@ -23,9 +23,11 @@ import org.mpibuild.spi.Backend;
  * ({@link Phases}); the cell keeps the slowest rank's phases. Its CPU time is the processes' CPU time over
  * the cell, its ended child processes' included (a shaped compile runs in one), summed over ranks.
  *
- * <p>The {@code cold} job runs a warm-up repetition (dropped), then {@code REPS} repetitions, a multiple of
- * the number of strategies; each runs every strategy once, in an order that rotates from one repetition to
- * the next, so that every strategy runs in every position equally often:
+ * <p>The {@code cold} job ({@code naive}, {@code collective}, {@code limit-finished}) and the {@code occa} job
+ * ({@code lock}, {@code lock-long}, {@code occa12}: OCCA's schemes in processes of their own, {@link #OCCA}) each run
+ * a warm-up repetition (dropped), then {@code REPS} repetitions, a multiple of the number of strategies; each runs
+ * every strategy once, in an order that rotates from one repetition to the next, so that every strategy runs in
+ * every position equally often; a ratio across the two jobs pairs repetition i with repetition i:
  * <ul>
  *   <li>{@code naive}: every rank compiles from source with its own context ({@code clCreateProgramWithSource}
  *       + {@code clBuildProgram}) and launches; it never reads the program binary;
@@ -44,13 +46,13 @@ import org.mpibuild.spi.Backend;
  *       ({@link Strategies#limitFinished}).
  * </ul>
  * The {@code warm} job (a new job, so that every rank's PoCL kernel cache is empty) runs, per repetition,
- * {@code collective-warm} and {@code occa12-warm} on the directories the cold job's repetition filled:
+ * {@code collective-warm} and {@code occa12-warm} on the directories the cold jobs' repetition filled:
  * warm and cold cells are in different jobs, so their ratio is unpaired. The {@code shapes} job runs
  * {@code collective} and {@code collective-unshaped} (the same request without its shapes): what an unnamed
  * shape costs a receiver. Every cell's source carries a define of its own, so that PoCL's cache never
  * answers for a strategy.
  *
- * <p>usage: Bench OUT.jsonl cold|warm|shapes REPS PROGRAM
+ * <p>usage: Bench OUT.jsonl cold|occa|warm|shapes REPS PROGRAM
  */
 public final class Bench {
   private static int rank;
@@ -89,7 +91,13 @@ public final class Bench {
     }
   }
 
-  static final List<String> COLD = List.of("naive", "lock", "lock-long", "occa12", "collective", "limit-finished");
+  static final List<String> COLD = List.of("naive", "collective", "limit-finished");
+  /**
+   * OCCA's strategies, cold, in processes of their own: on PoCL before 6.0 the value of POCL_BINARY_SPECIALIZE_WG
+   * that mpi-build's first compile in a process sets is kept for the life of the process, and OCCA's binary query
+   * there would then build mpi-build's named functions too.
+   */
+  static final List<String> OCCA = List.of("lock", "lock-long", "occa12");
   static final List<String> WARM = List.of("collective-warm", "occa12-warm");
   static final List<String> SHAPES = List.of("collective", "collective-unshaped");
 
@@ -103,9 +111,10 @@ public final class Bench {
     program = args[3];
     List<String> strategies = switch (job) {
       case "cold" -> COLD;
+      case "occa" -> OCCA;
       case "warm" -> WARM;
       case "shapes" -> SHAPES;
-      default -> throw new IllegalArgumentException("job '" + job + "': expected cold, warm or shapes");
+      default -> throw new IllegalArgumentException("job '" + job + "': expected cold, occa, warm or shapes");
     };
     if (reps % strategies.size() != 0) {
       throw new IllegalArgumentException("reps=" + reps + " is not a multiple of the " + strategies.size()
@@ -118,26 +127,28 @@ public final class Bench {
       switch (job) {
         case "warm" -> warm(json, work, reps);
         case "shapes" -> shapes(json, work, reps);
-        default -> cold(json, work, reps);
+        default -> cold(json, work, reps, strategies);
       }
     }
     backend.close();
     MPI.Finalize();
   }
 
-  static void cold(Cells json, Path work, int reps) throws Exception {
-    long compileMs = calibrate();
+  /** The cold cells of {@code strategies} ({@link #COLD} or {@link #OCCA}). */
+  static void cold(Cells json, Path work, int reps, List<String> strategies) throws Exception {
+    boolean lockLong = strategies.contains("lock-long");
+    long compileMs = lockLong ? calibrate() : 0;
     long stale = compileMs * 20 / 23;
     OccaCaches.Lock occa = new OccaCaches.Lock(OccaCaches.OCCA_STALE_MS, OccaCaches.OCCA_POLL_MS);
     OccaCaches.Lock scaled = new OccaCaches.Lock(stale, Math.max(1, stale / 40));
-    if (rank == 0) {
+    if (rank == 0 && lockLong) {
       System.out.printf(Locale.ROOT, "bench n=%d: fastest compile of %s measured at %d ms; lock-long stale age %d ms, poll %d ms"
           + " (20/23 of the compile, and 2.5%% of that)%n", size, program, compileMs, scaled.staleMillis(), scaled.pollMillis());
     }
     List<Double> longCompiles = new ArrayList<>();
     Cells longJson = new Cells(null); // lock-long's lines, kept apart until its check below
     for (int rep = -1; rep < reps; rep++) {
-      for (String s : rotated(COLD, rep)) {
+      for (String s : rotated(strategies, rep)) {
         String tag = s + " " + rep + " " + size;
         Cell c = switch (s) {
           case "naive" -> Strategies.naive(variant(program, tag, false), program);
@@ -156,6 +167,9 @@ public final class Bench {
         record(s.equals("lock-long") ? longJson : json, s, rep, c,
             s.equals("lock-long") ? scaled : s.equals("lock") ? occa : null);
       }
+    }
+    if (!lockLong) {
+      return;
     }
     // The long case measures something only if the compile outlasts the stale age.
     double compile = Stats.median(longCompiles);

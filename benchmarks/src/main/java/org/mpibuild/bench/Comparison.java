@@ -28,7 +28,7 @@ final class Comparison {
    * Repetitions must be a multiple of this: the least common multiple of the cold and warm jobs' numbers of
    * strategies, so that in each job every rotation of the strategies occurs equally often.
    */
-  static final int REPS_MULTIPLE = Stats.lcm(Bench.COLD.size(), Bench.WARM.size());
+  static final int REPS_MULTIPLE = Stats.lcm(Stats.lcm(Bench.COLD.size(), Bench.OCCA.size()), Bench.WARM.size());
 
   private Comparison() {}
 
@@ -54,7 +54,8 @@ final class Comparison {
     int reps = Stats.roundUpToMultiple(m.reps(), REPS_MULTIPLE);
     if (reps != m.reps()) {
       System.out.println("bench: reps=" + m.reps() + " rounded up to " + reps + ", a multiple of " + REPS_MULTIPLE
-          + " (the cold job's " + Bench.COLD.size() + " and the warm job's " + Bench.WARM.size() + " strategies), so "
+          + " (the cold jobs' " + Bench.COLD.size() + " and " + Bench.OCCA.size() + " and the warm job's "
+          + Bench.WARM.size() + " strategies), so "
           + "that every rotation order occurs equally often");
       m = new Mode(m.name(), m.ranks(), reps, m.program(), m.bcastSizes(), m.bcastReps());
     }
@@ -65,7 +66,8 @@ final class Comparison {
     long started = System.nanoTime();
     Map<String, Object> machine = Machine.describe(repo);
     System.out.println("bench: mode " + mode.name() + ", ranks " + mode.ranks() + ", " + mode.reps()
-        + " repetitions per cell after a dropped warm-up (cold cells paired in one job, warm cells in another), program " + mode.program() + "; machine " + machine);
+        + " repetitions per cell after a dropped warm-up (mpi-build's and naive's cold cells paired in one job, OCCA's "
+        + "in another, warm cells in a third), program " + mode.program() + "; machine " + machine);
     List<Map<String, String>> cells = new ArrayList<>();
     List<String> lost = new ArrayList<>(); // the jobs that failed: said in the report, never the end of it
     for (int n : mode.ranks()) {
@@ -82,19 +84,21 @@ final class Comparison {
   }
 
   /**
-   * The cold job at N, then the warm job on its caches; a failed job's finished cells are kept, and {@code lost}
-   * says what is missing.
+   * The cold job at N (naive, mpi-build and the limit), OCCA's cold job (processes of their own: on PoCL before 6.0,
+   * mpi-build's compile in a process sets a value of POCL_BINARY_SPECIALIZE_WG that PoCL keeps, and OCCA's binary
+   * query there would build mpi-build's named functions too), then the warm job on their caches; a failed job's
+   * finished cells are kept, and {@code lost} says what is missing.
    */
   private static List<Map<String, String>> jobsAt(Path repo, Path out, Mode mode, int n, List<String> lost)
       throws Exception {
     List<Map<String, String>> cells = new ArrayList<>();
     Path work = Files.createTempDirectory(out, "work-" + n + "-");
     String salt = Long.toString(System.nanoTime());
-    boolean coldLost = false;
-    for (String phase : List.of("cold", "warm")) {
+    String coldLost = null;
+    for (String phase : List.of("cold", "occa", "warm")) {
       Path jsonl = out.resolve("cells-" + n + "-" + phase + ".jsonl");
-      if (coldLost) { // the warm job reads the cold job's caches: without them its cells would be cold ones
-        lost.add("the warm job at N = " + n + " was not run: the cold job before it failed");
+      if (phase.equals("warm") && coldLost != null) { // it reads the cold jobs' caches: without them, cold cells
+        lost.add("the warm job at N = " + n + " was not run: the " + coldLost + " job before it failed");
         continue;
       }
       try {
@@ -113,7 +117,7 @@ final class Comparison {
             + "by repetition; the rest are missing): " + BackendSupport.firstLine(e);
         System.out.println("bench: " + why);
         lost.add(why);
-        coldLost = phase.equals("cold");
+        coldLost = phase.equals("warm") ? coldLost : phase;
       }
     }
     BenchReport.deleteTree(work);
