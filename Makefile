@@ -47,7 +47,7 @@ test: provision ## every test: unit tests, then the mpirun-launched and containe
 # side by side at N = 1, 2, 4, 8, 16 ranks, 6 repetitions (a multiple of the strategies) after a warm-up, each
 # phase of every rank timed, and the broadcast at 4 and 2 ranks. Writes benchmarks/target/bench/{results.md,
 # time-to-ready.png,phases.png,results.json,generic.md,generic.json} and the others' files; docs/benchmarks.md
-# says what they hold. BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=6".
+# says what they hold. BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=7".
 bench: build ## every benchmark, then the main comparison, whose bench: line judges the goals
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . batch
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . stream
@@ -65,12 +65,12 @@ bench-fresh: build ## jobs of 1 and 2 ranks, new processes each time: naive agai
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . fresh $(FRESH_ARGS)
 
 # The main comparison alone.
-bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ranks=1,2,4 reps=6")
+bench-main: build ## the main comparison alone (BENCH_ARGS narrows it, e.g. "ranks=1,2,4 reps=7")
 	java -cp "$(BENCH_CP)" org.mpibuild.bench.BenchReport . quick $(BENCH_ARGS)
 
 # The main comparison on Debian 13's PoCL 6.0, where users of a current distribution are: the version matrix's
 # trixie image (Open MPI 5 with mpi.jar, Java 25, PoCL 6.0), this build's jars mounted, N = 1 and 2 by default
-# (BENCH_ARGS overrides, e.g. "ranks=1,2 reps=6"). Writes benchmarks/target/bench-trixie/, beside bookworm's.
+# (BENCH_ARGS overrides, e.g. "ranks=1,2 reps=7"). Writes benchmarks/target/bench-trixie/, beside bookworm's.
 bench-main-trixie: build ## the main comparison in the trixie image (PoCL 6.0), N = 1 and 2
 	$(call bench-in-matrix-image,trixie,-e MPI_BUILD_BENCH_OUT=$(CURDIR)/benchmarks/target/bench-trixie,quick $(or $(BENCH_ARGS),ranks=1$(comma)2))
 

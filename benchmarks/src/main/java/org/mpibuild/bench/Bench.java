@@ -109,13 +109,7 @@ public final class Bench {
     String job = args[1];
     int reps = Integer.parseInt(args[2]);
     program = args[3];
-    List<String> strategies = switch (job) {
-      case "cold" -> COLD;
-      case "occa" -> OCCA;
-      case "warm" -> WARM;
-      case "shapes" -> SHAPES;
-      default -> throw new IllegalArgumentException("job '" + job + "': expected cold, occa, warm or shapes");
-    };
+    List<String> strategies = strategies(job);
     if (reps % strategies.size() != 0) {
       throw new IllegalArgumentException("reps=" + reps + " is not a multiple of the " + strategies.size()
           + " strategies of the " + job + " job " + strategies + ": every rotation must occur equally often");
@@ -132,6 +126,17 @@ public final class Bench {
     }
     backend.close();
     MPI.Finalize();
+  }
+
+  /** The strategies of the job {@code job}. */
+  static List<String> strategies(String job) {
+    return switch (job) {
+      case "cold" -> COLD;
+      case "occa" -> OCCA;
+      case "warm" -> WARM;
+      case "shapes" -> SHAPES;
+      default -> throw new IllegalArgumentException("job '" + job + "': expected cold, occa, warm or shapes");
+    };
   }
 
   /** The cold cells of {@code strategies} ({@link #COLD} or {@link #OCCA}). */

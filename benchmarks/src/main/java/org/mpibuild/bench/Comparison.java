@@ -21,14 +21,11 @@ final class Comparison {
   record Mode(String name, List<Integer> ranks, int reps, String program, List<Integer> bcastSizes, int bcastReps) {}
 
   static final List<Integer> BCAST_SIZES = List.of(1 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20);
-  static final Mode QUICK = new Mode("quick", List.of(1, 2, 4, 8, 16), 6, "matmul4", BCAST_SIZES, 15);
+  static final Mode QUICK = new Mode("quick", List.of(1, 2, 4, 8, 16), 7, "matmul4", BCAST_SIZES, 15);
   static final Mode FULL = new Mode("full", List.of(1, 2, 4, 8, 16), 12, "matmul24", BCAST_SIZES, 21);
 
-  /**
-   * Repetitions must be a multiple of this: the least common multiple of the cold and warm jobs' numbers of
-   * strategies, so that in each job every rotation of the strategies occurs equally often.
-   */
-  static final int REPS_MULTIPLE = Stats.lcm(Stats.lcm(Bench.COLD.size(), Bench.OCCA.size()), Bench.WARM.size());
+  /** The fewest repetitions a figure is published from (the project's standard). */
+  static final int MIN_REPS = 7;
 
   private Comparison() {}
 
@@ -48,25 +45,26 @@ final class Comparison {
         default -> throw new IllegalArgumentException("unknown setting '" + kv[0] + "' in '" + a + "'");
       }
     }
-    if (m.reps() < 6) {
-      throw new IllegalArgumentException("reps=" + m.reps() + " is too few for a 95% interval of a median (6 or more)");
-    }
-    int reps = Stats.roundUpToMultiple(m.reps(), REPS_MULTIPLE);
-    if (reps != m.reps()) {
-      System.out.println("bench: reps=" + m.reps() + " rounded up to " + reps + ", a multiple of " + REPS_MULTIPLE
-          + " (the cold jobs' " + Bench.COLD.size() + " and " + Bench.OCCA.size() + " and the warm job's "
-          + Bench.WARM.size() + " strategies), so "
-          + "that every rotation order occurs equally often");
-      m = new Mode(m.name(), m.ranks(), reps, m.program(), m.bcastSizes(), m.bcastReps());
+    if (m.reps() < MIN_REPS) {
+      throw new IllegalArgumentException("reps=" + m.reps() + " is too few: a published figure takes " + MIN_REPS
+          + " or more paired repetitions");
     }
     return m;
+  }
+
+  /**
+   * The repetitions the job {@code job} runs for {@code reps}: rounded up to a multiple of its number of strategies,
+   * so that every rotation order occurs equally often (ratios pair the repetitions both sides have).
+   */
+  static int jobReps(int reps, String job) {
+    return Stats.roundUpToMultiple(reps, Bench.strategies(job).size());
   }
 
   static void run(Path repo, Path out, Mode mode) throws Exception {
     long started = System.nanoTime();
     Map<String, Object> machine = Machine.describe(repo);
     System.out.println("bench: mode " + mode.name() + ", ranks " + mode.ranks() + ", " + mode.reps()
-        + " repetitions per cell after a dropped warm-up (mpi-build's and naive's cold cells paired in one job, OCCA's "
+        + " repetitions or more per cell (each job's rounded up to a multiple of its strategies) after a dropped warm-up (mpi-build's and naive's cold cells paired in one job, OCCA's "
         + "in another, warm cells in a third), program " + mode.program() + "; machine " + machine);
     List<Map<String, String>> cells = new ArrayList<>();
     List<String> lost = new ArrayList<>(); // the jobs that failed: said in the report, never the end of it
@@ -104,7 +102,7 @@ final class Comparison {
       try {
         BenchReport.run(List.of(repo.resolve("bin/mpi-build").toString(), "run", "-np", Integer.toString(n), "-cp",
             System.getProperty("java.class.path"), "org.mpibuild.bench.Bench", jsonl.toString(), phase,
-            Integer.toString(mode.reps()), mode.program()),
+            Integer.toString(jobReps(mode.reps(), phase)), mode.program()),
             Map.of("MPI_BUILD_BENCH_DIR", work.toString(), "MPI_BUILD_BENCH_RUN", salt,
                 // native access, as a user of Java 22+ gives it: mpi-build's PoCL compile then runs in the rank
                 "MPI_BUILD_JAVA_OPTS", "-XX:+UseSerialGC -Xmx1g --enable-native-access=ALL-UNNAMED"), 3600);

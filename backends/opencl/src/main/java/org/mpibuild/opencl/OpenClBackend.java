@@ -62,8 +62,8 @@ final class OpenClBackend implements Backend {
   private final String target;
   private final String compiler;
   /** Where this device is, for a compile in a child process: the platform's and the device's index. */
-  private final int platformIndex;
-  private final int deviceIndex;
+  final int platformIndex;
+  final int deviceIndex;
   private final boolean pocl;
   /** Whether this backend wants a PoCL compile process started ahead ({@link #prepareCompiles}). */
   private volatile boolean compilesAhead;
@@ -84,16 +84,6 @@ final class OpenClBackend implements Backend {
     this.pocl = pocl;
     this.inProcessProblem = pocl ? PoclInProcessCompile.unavailable(compiler) : "not PoCL";
     OPEN.add(this);
-  }
-
-  /** The platform's index among the platforms, as a child process finds it again. */
-  int platformIndex() {
-    return platformIndex;
-  }
-
-  /** The device's index among the platform's devices. */
-  int deviceIndex() {
-    return deviceIndex;
   }
 
   @Override
@@ -145,7 +135,9 @@ final class OpenClBackend implements Backend {
   @Override
   public List<String> compileParts(KernelSource request, int ranks) {
     List<String> parts = pocl && !request.launchShapes().isEmpty() ? PoclSpecialization.parts(request, ranks) : List.of();
-    return inProcessProblem == null ? PoclInProcessCompile.shareFrontEnd(this, request, parts) : parts;
+    try (UseGuard.Use use = guard.enter()) { // what it keeps for the root's part, close releases after the uses
+      return inProcessProblem == null ? PoclInProcessCompile.shareFrontEnd(this, request, parts) : parts;
+    }
   }
 
   @Override
@@ -154,8 +146,12 @@ final class OpenClBackend implements Backend {
       throw new IllegalArgumentException("a shared compile's part needs PoCL; this device's platform is " + target);
     }
     Map<String, Set<String>> named = PoclSpecialization.part(request, part);
-    PoclSpecialization.Result r = inProcessProblem == null
-        ? PoclInProcessCompile.compilePart(this, request, part, named) : null;
+    PoclSpecialization.Result r = null;
+    if (inProcessProblem == null) {
+      try (UseGuard.Use use = guard.enter()) {
+        r = PoclInProcessCompile.compilePart(this, request, part, named);
+      }
+    }
     r = r != null ? r : PoclSpecialization.compilePart(request, named, platformIndex, deviceIndex, compilesAhead);
     return new Compilation(null, r.binary(), r.buildLog());
   }
@@ -437,12 +433,13 @@ final class OpenClBackend implements Backend {
   @Override
   public void close() {
     OPEN.remove(this);
-    PoclInProcessCompile.release(this);
     if (compilesAhead) {
       compilesAhead = false;
       SpareCompileProcess.unwant(platformIndex, deviceIndex);
     }
-    if (guard.close("its MpiBuild was closed")) {
+    boolean mine = guard.close("its MpiBuild was closed");
+    PoclInProcessCompile.release(this); // once the uses have ended: none keeps a program for the root's part after it
+    if (mine) {
       clReleaseCommandQueue(queue);
       clReleaseContext(context);
     }

@@ -70,7 +70,7 @@ class ManyShapesTest {
     for (int i = 0; i < LOCAL.length; i++) {
       expected.add("k" + i + "/" + LOCAL[i] + "-1-1-goffs0-smallgrid");
     }
-    PoclSpecialization.Result whole = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex());
+    PoclSpecialization.Result whole = PoclSpecialization.compile(request, backend.platformIndex, backend.deviceIndex);
     assertEquals(expected, functions(whole.binary()));
     // what a compile process started ahead checks before it hands a binary over
     java.util.Map<String, java.util.Set<String>> named = PoclSpecialization.perKernel(request.launchShapes());
@@ -78,7 +78,7 @@ class ManyShapesTest {
     assertEquals("k2 4-1-1-goffs0-smallgrid", PoclCompileProcess.missing(
         PoclBinary.keepOnly(whole.binary(), (kernel, spec) -> !kernel.equals("k2")), named));
     // 4 kernels x (4 shapes + the generic one) = 20 stand-ins; with 8 allowed, one shape per compile process
-    PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(), 8, List.of());
+    PoclSpecialization.Result split = PoclSpecialization.compile(request, backend.platformIndex, backend.deviceIndex, 8, List.of());
     assertEquals(expected, functions(split.binary()));
     runsRight(request, split.binary());
   }
@@ -103,7 +103,7 @@ class ManyShapesTest {
     }
     org.mpibuild.spi.Compilation joined = backend.joinParts(request, backend.target(), compiled);
     try {
-      assertEquals(functions(PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex())
+      assertEquals(functions(PoclSpecialization.compile(request, backend.platformIndex, backend.deviceIndex)
           .binary()), functions(joined.binary()));
     } finally {
       joined.program().close();

@@ -31,7 +31,7 @@ class SpareCompileProcessTest {
     backend.prepareCompiles();
     assertTrue(ProcessHandle.current().children().noneMatch(SpareCompileProcessTest::startedAhead),
         "none before the first compile");
-    PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex(), backend.deviceIndex(), true);
+    PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex, backend.deviceIndex, true);
     waiting();
   }
 
@@ -46,7 +46,7 @@ class SpareCompileProcessTest {
     Path home = home(spare);
     assertTrue(Files.isDirectory(home), home.toString());
     KernelSource request = ManyShapesTest.request();
-    PoclSpecialization.Result r = PoclSpecialization.compile(request, backend.platformIndex(), backend.deviceIndex(),
+    PoclSpecialization.Result r = PoclSpecialization.compile(request, backend.platformIndex, backend.deviceIndex,
         true);
     assertEquals(named(), ManyShapesTest.functions(r.binary()));
     assertTrue(spare.onExit().get(30, TimeUnit.SECONDS) != null && !spare.isAlive(), "it served the compile");
@@ -60,8 +60,8 @@ class SpareCompileProcessTest {
     ProcessHandle spare = waiting();
     spare.destroyForcibly();
     spare.onExit().get(30, TimeUnit.SECONDS);
-    PoclSpecialization.Result r = PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex(),
-        backend.deviceIndex(), true);
+    PoclSpecialization.Result r = PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex,
+        backend.deviceIndex, true);
     assertEquals(named(), ManyShapesTest.functions(r.binary()));
   }
 
@@ -71,7 +71,7 @@ class SpareCompileProcessTest {
     KernelSource broken = KernelSource.of("__kernel void k0(__global float* y) { y[0] = undefined_name; }")
         .withLaunchShapes(List.of(org.mpibuild.LaunchShape.of("k0", 4)));
     CompileException e = assertThrows(CompileException.class, () -> PoclSpecialization.compile(broken,
-        backend.platformIndex(), backend.deviceIndex(), true));
+        backend.platformIndex, backend.deviceIndex, true));
     assertTrue(e.buildLog().contains("undefined_name"), e.buildLog());
     assertTrue(spare.onExit().get(30, TimeUnit.SECONDS) != null, "the error came from the process started ahead");
   }
@@ -79,7 +79,7 @@ class SpareCompileProcessTest {
   @Test
   void aBackendThatDidNotWantOneLeavesItWaiting() throws Exception {
     ProcessHandle spare = waiting();
-    PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex(), backend.deviceIndex(), false);
+    PoclSpecialization.compile(ManyShapesTest.request(), backend.platformIndex, backend.deviceIndex, false);
     assertTrue(spare.isAlive(), "not taken by a compile that did not ask for it");
   }
 
