@@ -44,7 +44,7 @@ test: provision ## every test: unit tests, then the mpirun-launched and containe
 
 # The benchmarks: the batch build, stream-ordered messages, the FFM binding, signed cache entries, the cost of
 # generic code, then the main comparison, whose bench: line (with its goals) ends the output: every strategy
-# side by side at N = 1, 2, 4, 8, 16 ranks, 6 repetitions (a multiple of the strategies) after a warm-up, each
+# side by side at N = 1, 2, 4, 8, 16 ranks, 7 repetitions or more (each job's a multiple of its strategies) after a warm-up, each
 # phase of every rank timed, and the broadcast at 4 and 2 ranks. Writes benchmarks/target/bench/{results.md,
 # time-to-ready.png,phases.png,results.json,generic.md,generic.json} and the others' files; docs/benchmarks.md
 # says what they hold. BENCH_ARGS narrows the main comparison, for example BENCH_ARGS="ranks=1,2,4 reps=7".

@@ -235,6 +235,12 @@ public final class Bench {
   /** The warm cells, on the directories of the cold job's repetitions, with the cold cells' requests. */
   static void warm(Cells json, Path work, int reps) throws Exception {
     for (int rep = -1; rep < reps; rep++) {
+      for (String cold : List.of("collective-" + rep, "occa12-" + rep)) {
+        if (!java.nio.file.Files.isDirectory(work.resolve(cold))) { // its cells would be cold ones, called warm
+          throw new IllegalStateException("warm repetition " + rep + ": no cache " + work.resolve(cold)
+              + " from the cold jobs");
+        }
+      }
       for (String s : rotated(WARM, rep)) {
         Cell c = s.equals("collective-warm")
             ? Strategies.collective(variant(program, "collective " + rep + " " + size, true),

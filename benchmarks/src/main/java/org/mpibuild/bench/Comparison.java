@@ -14,7 +14,7 @@ import org.mpibuild.support.BackendSupport;
  * mpirun, then {@link BcastBench} at 4 and 2 ranks; then it writes Markdown tables (times, CPU, where the
  * time goes), two charts (time to ready; its phases), JSON with every raw figure and the machine, and the
  * {@code bench:} line with the goals. Every ratio is a median of per-repetition ratios with a
- * distribution-free 95% interval; cells in the same job are paired, warm over cold is not (two jobs), and
+ * distribution-free 95% interval; cells in the same job are paired (OCCA over mpi-build: repetition i of two jobs), warm over cold is not, and
  * says so in its name.
  */
 final class Comparison {
@@ -54,10 +54,12 @@ final class Comparison {
 
   /**
    * The repetitions the job {@code job} runs for {@code reps}: rounded up to a multiple of its number of strategies,
-   * so that every rotation order occurs equally often (ratios pair the repetitions both sides have).
+   * so that every rotation order occurs equally often (ratios pair the repetitions both sides have); a cold job runs
+   * at least as many as the warm job, whose repetition i reads the caches of the cold jobs' repetition i.
    */
   static int jobReps(int reps, String job) {
-    return Stats.roundUpToMultiple(reps, Bench.strategies(job).size());
+    int warm = Stats.roundUpToMultiple(reps, Bench.WARM.size());
+    return job.equals("warm") ? warm : Stats.roundUpToMultiple(warm, Bench.strategies(job).size());
   }
 
   static void run(Path repo, Path out, Mode mode) throws Exception {

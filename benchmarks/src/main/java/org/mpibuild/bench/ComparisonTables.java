@@ -66,8 +66,9 @@ final class ComparisonTables {
   private static void timeTable(StringBuilder sb, Comparison.Mode mode, List<Map<String, String>> cells,
       List<String> cols, boolean phases, int cores) {
     sb.append("Time until every rank holds a ready kernel (context open, built or loaded, every kernel launched once "
-        + "and finished), program `").append(mode.program()).append("`: median ms [min-max] over ").append(mode.reps())
-        .append(" repetitions; compiles summed over ranks. Runs with N > ").append(cores)
+        + "and finished), program `").append(mode.program()).append("`: median ms [min-max] over ")
+        .append(Comparison.jobReps(mode.reps(), "cold")).append(" repetitions (")
+        .append(Comparison.jobReps(mode.reps(), "warm")).append(" warm); compiles summed over ranks. Runs with N > ").append(cores)
         .append(" cores are oversubscribed. Warm cells ran in a job of their own: unpaired with the cold ones.\n\n| N | cores |");
     cols.forEach(s -> sb.append(' ').append(StrategyLabels.label(s, !phases)).append(" |"));
     sb.append("\n|---|---|");
@@ -140,7 +141,8 @@ final class ComparisonTables {
         .filter(r -> mode.ranks().stream().anyMatch(n -> BenchLine.measured(cells, n, r))).toList();
     boolean lockLong = mode.ranks().stream().anyMatch(n -> CellQueries.has(cells, n, "lock-long", "ms"));
     sb.append("\nRatios: the median of the per-repetition ratios, [95% interval of that median]; cells of one job "
-        + "are paired, warm over cold is unpaired (two jobs; repetition i over repetition i)\n\n| N |");
+        + "are paired; OCCA's cells ran in a job of their own, so OCCA over mpi-build pairs repetition i of each job, "
+        + "minutes apart; warm over cold is unpaired (two jobs; repetition i over repetition i)\n\n| N |");
     ratios.forEach(r -> sb.append(' ').append(r.name()).append(" |"));
     sb.append(lockLong ? " lock-long compiles | lock-long stale / poll ms |\n|---|" : "\n|---|");
     ratios.forEach(r -> sb.append("---|"));

@@ -23,6 +23,11 @@ class ComparisonTest {
     assertEquals(9, Comparison.jobReps(7, "occa"));
     assertEquals(8, Comparison.jobReps(7, "warm")); // 2
     assertEquals(12, Comparison.jobReps(12, "cold"));
+    // never fewer cold repetitions than warm: warm repetition i reads the caches of cold repetition i
+    for (int reps = 7; reps <= 30; reps++) {
+      assertTrue(Comparison.jobReps(reps, "cold") >= Comparison.jobReps(reps, "warm"), "reps=" + reps);
+      assertEquals(Comparison.jobReps(reps, "cold"), Comparison.jobReps(reps, "occa"), "reps=" + reps);
+    }
   }
 
   @Test
