@@ -235,18 +235,17 @@ public final class Bench {
   /** The warm cells, on the directories of the cold job's repetitions, with the cold cells' requests. */
   static void warm(Cells json, Path work, int reps) throws Exception {
     for (int rep = -1; rep < reps; rep++) {
-      for (String cold : List.of("collective-" + rep, "occa12-" + rep)) {
-        if (!java.nio.file.Files.isDirectory(work.resolve(cold))) { // its cells would be cold ones, called warm
-          throw new IllegalStateException("warm repetition " + rep + ": no cache " + work.resolve(cold)
-              + " from the cold jobs");
+      Path collective = work.resolve("collective-" + rep);
+      Path occa12 = work.resolve("occa12-" + rep);
+      for (Path cold : List.of(collective, occa12)) {
+        if (!java.nio.file.Files.isDirectory(cold)) { // its cells would be cold ones, called warm
+          throw new IllegalStateException("warm repetition " + rep + ": no cache " + cold + " from the cold jobs");
         }
       }
       for (String s : rotated(WARM, rep)) {
         Cell c = s.equals("collective-warm")
-            ? Strategies.collective(variant(program, "collective " + rep + " " + size, true),
-                work.resolve("collective-" + rep), size, program)
-            : OccaCaches.occa12(variant(program, "occa12 " + rep + " " + size, false), work.resolve("occa12-" + rep),
-                program);
+            ? Strategies.collective(variant(program, "collective " + rep + " " + size, true), collective, size, program)
+            : OccaCaches.occa12(variant(program, "occa12 " + rep + " " + size, false), occa12, program);
         record(json, s, rep, c, null);
       }
     }

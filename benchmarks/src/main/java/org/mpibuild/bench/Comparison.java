@@ -14,8 +14,8 @@ import org.mpibuild.support.BackendSupport;
  * mpirun, then {@link BcastBench} at 4 and 2 ranks; then it writes Markdown tables (times, CPU, where the
  * time goes), two charts (time to ready; its phases), JSON with every raw figure and the machine, and the
  * {@code bench:} line with the goals. Every ratio is a median of per-repetition ratios with a
- * distribution-free 95% interval; cells in the same job are paired (OCCA over mpi-build: repetition i of two jobs), warm over cold is not, and
- * says so in its name.
+ * distribution-free 95% interval; cells in the same job are paired (OCCA over mpi-build: repetition i of two
+ * jobs), warm over cold is not, and says so in its name.
  */
 final class Comparison {
   record Mode(String name, List<Integer> ranks, int reps, String program, List<Integer> bcastSizes, int bcastReps) {}
@@ -66,8 +66,9 @@ final class Comparison {
     long started = System.nanoTime();
     Map<String, Object> machine = Machine.describe(repo);
     System.out.println("bench: mode " + mode.name() + ", ranks " + mode.ranks() + ", " + mode.reps()
-        + " repetitions or more per cell (each job's rounded up to a multiple of its strategies) after a dropped warm-up (mpi-build's and naive's cold cells paired in one job, OCCA's "
-        + "in another, warm cells in a third), program " + mode.program() + "; machine " + machine);
+        + " repetitions or more per cell (each job's rounded up to a multiple of its strategies) after a dropped "
+        + "warm-up (mpi-build's and naive's cold cells paired in one job, OCCA's in another, warm cells in a third), "
+        + "program " + mode.program() + "; machine " + machine);
     List<Map<String, String>> cells = new ArrayList<>();
     List<String> lost = new ArrayList<>(); // the jobs that failed: said in the report, never the end of it
     for (int n : mode.ranks()) {

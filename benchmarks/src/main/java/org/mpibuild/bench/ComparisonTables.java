@@ -68,7 +68,8 @@ final class ComparisonTables {
     sb.append("Time until every rank holds a ready kernel (context open, built or loaded, every kernel launched once "
         + "and finished), program `").append(mode.program()).append("`: median ms [min-max] over ")
         .append(Comparison.jobReps(mode.reps(), "cold")).append(" repetitions (")
-        .append(Comparison.jobReps(mode.reps(), "warm")).append(" warm); compiles summed over ranks. Runs with N > ").append(cores)
+        .append(Comparison.jobReps(mode.reps(), "warm")).append(" warm); compiles summed over ranks. Runs with N > ")
+        .append(cores)
         .append(" cores are oversubscribed. Warm cells ran in a job of their own: unpaired with the cold ones.\n\n| N | cores |");
     cols.forEach(s -> sb.append(' ').append(StrategyLabels.label(s, !phases)).append(" |"));
     sb.append("\n|---|---|");

@@ -75,21 +75,6 @@ final class Stats {
     return sum / Math.pow(2, n);
   }
 
-  /** The least common multiple of two positive numbers. */
-  static int lcm(int a, int b) {
-    if (a <= 0 || b <= 0) {
-      throw new IllegalArgumentException("lcm of " + a + " and " + b);
-    }
-    int x = a;
-    int y = b;
-    while (y != 0) {
-      int t = x % y;
-      x = y;
-      y = t;
-    }
-    return a / x * b;
-  }
-
   /** The smallest multiple of {@code multiple} that is at least {@code n}. */
   static int roundUpToMultiple(int n, int multiple) {
     if (multiple <= 0) {

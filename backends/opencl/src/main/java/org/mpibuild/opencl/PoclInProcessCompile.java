@@ -142,36 +142,27 @@ final class PoclInProcessCompile {
       Path top = OpenClDevices.poclCacheTop(System.getenv());
       mark = Files.createTempFile(top, ".mpi-build-", ".mark");
       FileTime since = Files.getLastModifiedTime(mark);
-      String nonce = HexFormat.of().formatHex(bytes(16));
-      cl_program compiled = backend.build(withNonce(request.source(), nonce), request.options(), true);
-      String log = backend.buildLog(compiled);
-      Path objectDir;
-      try {
-        objectDir = PoclProgramDirectory.find(top, since, (NONCE_FUNCTION + nonce).getBytes(StandardCharsets.US_ASCII),
-            null);
-      } finally {
-        clReleaseProgram(compiled);
-      }
-      if (objectDir == null) {
-        LOG.debug("front end shared from this process: the object's directory was not found in {}", top);
+      Built compiled = Built.fromSource(backend, request, top, since, "", true);
+      if (compiled == null) {
         return parts;
       }
-      byte[] object;
+      FrontEnd object;
       try {
-        object = Files.readAllBytes(objectDir.resolve("program.bc"));
+        object = new FrontEnd(top.relativize(compiled.dir()).toString(), compiled.nonce(),
+            Files.readAllBytes(compiled.dir().resolve("program.bc")));
       } finally {
-        PoclProgramDirectory.deleteQuietly(null, objectDir);
+        compiled.release(); // the object's directory too: nothing builds from it but the bitcode read here
       }
-      Built built = Built.fromFrontEnd(backend, request, top, since,
-          new FrontEnd(top.relativize(objectDir).toString(), nonce, object));
+      Built built = Built.fromFrontEnd(backend, request, top, since, object);
       if (built == null) {
         return parts;
       }
-      Built old = RETAINED.put(backend, built.asRoots(log, parts.get(0)));
+      Built old = RETAINED.put(backend, built.asRoots(compiled.log(), parts.get(0)));
       if (old != null) {
         old.release();
       }
-      return List.of(parts.get(0), parts.get(1) + FrontEnd.line(top.relativize(built.dir()).toString(), nonce, object));
+      return List.of(parts.get(0),
+          parts.get(1) + FrontEnd.line(top.relativize(built.dir()).toString(), object.nonce(), object.bitcode()));
     } catch (org.mpibuild.CompileException | IllegalArgumentException e) {
       // the compile would fail however it is dealt: the root compiles alone, and says why as any compile does
       LOG.debug("front end shared from this process: {}; the root compiles alone", e.toString());
@@ -221,7 +212,7 @@ final class PoclInProcessCompile {
       long start = System.nanoTime();
       if (built == null) {
         built = from instanceof FrontEnd f ? Built.fromFrontEnd(backend, request, top, since, f)
-            : Built.fromSource(backend, request, top, since, ""); // a compile error or invalid options: thrown
+            : Built.fromSource(backend, request, top, since, "", false); // a compile error or bad options: thrown
       }
       return built == null ? null : finish(backend, request, named, built, libraries, start);
     } catch (IOException | UncheckedIOException | IllegalStateException e) {
@@ -301,11 +292,16 @@ final class PoclInProcessCompile {
    */
   record Built(cl_program program, Path top, Path dir, String nonce, String log, String part,
       KernelSource request, boolean fromFrontEnd) {
-    /** The request's source with a function named by a new nonce, built; null where its directory is not found. */
-    static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part)
-        throws IOException {
+    /**
+     * The request's source with a function named by a new nonce, built (with {@code compileOnly}, compiled only: its
+     * object, unlinked); null where its directory is not found.
+     */
+    static Built fromSource(OpenClBackend backend, KernelSource request, Path top, FileTime since, String part,
+        boolean compileOnly) throws IOException {
       String nonce = HexFormat.of().formatHex(bytes(16));
-      cl_program program = backend.build(withNonce(request.source(), nonce), request.options());
+      String function = "void " + NONCE_FUNCTION + nonce + "(void)"; // declared first: no warning to make an error
+      cl_program program = backend.build(request.source() + "\n\n" + function + ";\n" + function + " {}\n",
+          request.options(), compileOnly);
       return found(program, request, top, since, nonce, null, backend.buildLog(program), part, false);
     }
 
@@ -365,12 +361,6 @@ final class PoclInProcessCompile {
 
   /** The name, less its nonce, of the function of no use a source is built with here. */
   private static final String NONCE_FUNCTION = "mpi_build_compile_";
-
-  /** {@code source} with the function of no use named by {@code nonce} appended. */
-  private static String withNonce(String source, String nonce) {
-    String function = "void " + NONCE_FUNCTION + nonce + "(void)"; // declared first: no warning to make an error
-    return source + "\n\n" + function + ";\n" + function + " {}\n";
-  }
 
   /**
    * The root's front end as the other parts of a shared compile carry it: a line {@code #front-end}, the root's

@@ -72,7 +72,8 @@ final class PoclLaunchedBinary {
     try {
       Path top = OpenClDevices.poclCacheTop(System.getenv());
       mark = Files.createTempFile(top, ".mpi-build-", ".mark");
-      built = PoclInProcessCompile.Built.fromSource(backend, request, top, Files.getLastModifiedTime(mark), "");
+      built = PoclInProcessCompile.Built.fromSource(backend, request, top, Files.getLastModifiedTime(mark), "",
+          false);
     } catch (IOException | IllegalStateException | java.io.UncheckedIOException e) {
       // a compile error (CompileException) or invalid options (IllegalArgumentException) reach the caller
       LOG.debug("binary from the launched program: {}", e.toString());
