@@ -93,7 +93,16 @@ public final class RequestFingerprint {
    * equals 65535, that is, when the maximum and minimum of each value coincide.
    */
   int[] agreementVector() {
-    int[] v = new int[32];
+    return agreementVector(digest);
+  }
+
+  /** {@link #agreementVector()} of {@code value}'s SHA-256 digest: whether every rank holds the same value. */
+  public static int[] agreementVector(String value) {
+    return agreementVector(Payload.sha256Digest().digest(value.getBytes(StandardCharsets.UTF_8)));
+  }
+
+  private static int[] agreementVector(byte[] digest) {
+    int[] v = new int[AGREEMENT_INTS];
     for (int i = 0; i < 16; i++) {
       int x = ((digest[2 * i] & 0xff) << 8) | (digest[2 * i + 1] & 0xff);
       v[i] = x;
@@ -102,9 +111,17 @@ public final class RequestFingerprint {
     return v;
   }
 
+  /** The length of an agreement vector. */
+  public static final int AGREEMENT_INTS = 32;
+
   static boolean agreed(int[] maxima) {
+    return agreed(maxima, 0);
+  }
+
+  /** Whether the agreement vector's maxima at {@code from} in {@code maxima} show that every rank had the same. */
+  public static boolean agreed(int[] maxima, int from) {
     for (int i = 0; i < 16; i++) {
-      if (maxima[i] + maxima[16 + i] != 0xffff) {
+      if (maxima[from + i] + maxima[from + 16 + i] != 0xffff) {
         return false;
       }
     }

@@ -10,26 +10,34 @@ public final class Verdict {
   private Verdict() {}
 
   /**
-   * Returns the failure reason of every rank that failed, by rank; empty when none did. One all-reduce
-   * when all succeeded, plus one all-gather of the reasons otherwise. Collective.
-   *
-   * @param localFailure this rank's reason, or null if it succeeded
+   * Every failed rank's reason, by rank, where an all-reduce of the caller's has already shown that some rank failed
+   * (the all-gather of {@link #failures} only). Collective.
    */
-  public static SortedMap<Integer, String> failures(Communicator comm, String localFailure) {
+  public static SortedMap<Integer, String> reasons(Communicator comm, String localFailure) {
+    return reasons(reports(comm, localFailure == null ? null : RankFailure.problem(localFailure)));
+  }
+
+  private static SortedMap<Integer, String> reasons(SortedMap<Integer, RankFailure> reports) {
     SortedMap<Integer, String> out = new TreeMap<>();
-    failures(comm, localFailure == null ? null : RankFailure.problem(localFailure))
-        .forEach((rank, f) -> out.put(rank, f.reason()));
+    reports.forEach((rank, f) -> out.put(rank, f.reason()));
     return out;
   }
 
   /**
-   * Returns every failed rank's report, by rank; empty when none failed. As {@link #failures(Communicator,
-   * String)}, with typed reports. Collective.
+   * Returns every failed rank's report, by rank; empty when none failed. One all-reduce when all succeeded, plus
+   * one all-gather of the reports otherwise. Collective.
+   *
+   * @param localFailure this rank's report, or null if it succeeded
    */
   public static SortedMap<Integer, RankFailure> failures(Communicator comm, RankFailure localFailure) {
     if (comm.allReduceMax(new int[] {localFailure == null ? 0 : 1})[0] == 0) {
       return Collections.emptySortedMap();
     }
+    return reports(comm, localFailure);
+  }
+
+  /** Every failed rank's report, by rank, once some rank is known to have failed: one all-gather. Collective. */
+  private static SortedMap<Integer, RankFailure> reports(Communicator comm, RankFailure localFailure) {
     byte[][] all = comm.allGather(localFailure == null ? new byte[0] : localFailure.encode());
     SortedMap<Integer, RankFailure> failures = new TreeMap<>();
     for (int r = 0; r < all.length; r++) {

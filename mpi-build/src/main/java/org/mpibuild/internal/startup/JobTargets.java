@@ -2,8 +2,10 @@ package org.mpibuild.internal.startup;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.function.UnaryOperator;
+import org.mpibuild.internal.agreement.RequestFingerprint;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 
@@ -32,13 +34,38 @@ public final class JobTargets implements AutoCloseable {
     this.jobWideBinary = jobWideBinary;
   }
 
-  /** Gathers every rank's target (one all-gather) and splits by target if needed. Collective. */
+  /**
+   * Every rank's target, and a split by target if needed: one all-reduce where every rank has the same target (the
+   * usual job), and an all-gather of the targets only where they differ. Collective.
+   */
   public static JobTargets gather(Communicator comm, Backend backend) {
-    byte[][] all = comm.allGather(backend.target().getBytes(StandardCharsets.UTF_8));
+    return agreed(comm, backend, comm.allReduceMax(agreementVector(backend)), 0);
+  }
+
+  /** What this rank adds to the all-reduce that {@link #agreed} reads: whether every rank has its target. */
+  public static int[] agreementVector(Backend backend) {
+    return RequestFingerprint.agreementVector(backend.target());
+  }
+
+  /**
+   * Every rank's target, and a split by target if needed, from {@code maxima}: the element-wise maxima over the ranks,
+   * from index {@code from}, of each rank's {@link #agreementVector} (the caller's all-reduce may carry more). Where
+   * they show that every rank has this rank's target, nothing is sent; else the targets are gathered. Collective.
+   */
+  public static JobTargets agreed(Communicator comm, Backend backend, int[] maxima, int from) {
+    String mine = backend.target();
+    if (RequestFingerprint.agreed(maxima, from)) {
+      return of(Collections.nCopies(comm.size(), mine), comm, backend);
+    }
+    byte[][] all = comm.allGather(mine.getBytes(StandardCharsets.UTF_8));
     List<String> targets = new ArrayList<>();
     for (byte[] b : all) {
       targets.add(new String(b, StandardCharsets.UTF_8));
     }
+    return of(targets, comm, backend);
+  }
+
+  private static JobTargets of(List<String> targets, Communicator comm, Backend backend) {
     List<String> distinct = new ArrayList<>();
     List<List<Integer>> members = new ArrayList<>();
     for (int r = 0; r < targets.size(); r++) {

@@ -3,6 +3,7 @@ package org.mpibuild.internal.startup;
 import java.util.SortedMap;
 import org.mpibuild.BackendUnavailableException;
 import org.mpibuild.internal.agreement.RequestAgreement;
+import org.mpibuild.internal.agreement.RequestFingerprint;
 import org.mpibuild.internal.agreement.Verdict;
 import org.mpibuild.internal.cache.Caches;
 import org.mpibuild.internal.comm.LogContext;
@@ -18,7 +19,8 @@ import org.slf4j.LoggerFactory;
 /**
  * What {@code MpiBuildBuilder#build} does: open MPI (or take the caller's communicator), agree on the
  * settings, split the communicator by node, open the backend on every rank (telling it where the rank runs
- * on its node) and agree that it runs everywhere, open the caches and gather the job's targets. Collective.
+ * on its node), agree that it runs everywhere and on the job's targets (one all-reduce), and open the caches.
+ * Collective.
  *
  * @param comm the communicator the instance owns (a borrowed one is wrapped so that closing it does nothing)
  * @param backend the open backend
@@ -61,15 +63,26 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
           failure = e.getMessage() == null ? e.toString() : e.getMessage();
         }
       }
-      try {
-        agreeOnBackend(comm, b, failure);
-      } catch (RuntimeException e) {
+      // One all-reduce says whether the backend opened everywhere and whether every rank has the same target
+      // (a rank whose backend failed adds zeros: its target is never read).
+      int[] mine = new int[1 + RequestFingerprint.AGREEMENT_INTS];
+      mine[0] = failure == null ? 0 : 1;
+      if (failure == null) {
+        System.arraycopy(JobTargets.agreementVector(b), 0, mine, 1, RequestFingerprint.AGREEMENT_INTS);
+      }
+      int[] maxima = comm.allReduceMax(mine);
+      if (maxima[0] != 0) {
+        SortedMap<Integer, String> failures = Verdict.reasons(comm, failure);
+        if (b != null) {
+          b.close();
+        }
         node.close();
-        throw e;
+        throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
+            + Verdict.describe(failures), null);
       }
       int nodeRanks = node.size();
       Caches caches = Caches.of(settings.cache(), node);
-      JobTargets targets = JobTargets.gather(comm, b);
+      JobTargets targets = JobTargets.agreed(comm, b, maxima, 1);
       log.debug("mpi-build ready: {} on {}, target {} ({} in the job), cache {}", b.id(), comm.description(),
           b.target(), targets.distinct().size(), settings.cache().enabled() ? settings.cache().dir() : "off");
       return new Startup(comm, b, caches, targets, nodeRanks);
@@ -79,18 +92,6 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
       }
       throw e;
     }
-  }
-
-  private static void agreeOnBackend(Communicator comm, Backend b, String failure) {
-    SortedMap<Integer, String> failures = Verdict.failures(comm, failure);
-    if (failures.isEmpty()) {
-      return;
-    }
-    if (b != null) {
-      b.close();
-    }
-    throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
-        + Verdict.describe(failures), null);
   }
 
   /** A caller's communicator: used, never closed by the library. */
