@@ -10,7 +10,7 @@ import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.Communicator;
 
 /**
- * The targets of every rank, gathered once when an instance is created, and the groups of ranks that
+ * The targets of every rank, agreed on once when an instance is created, and the groups of ranks that
  * share one. When the backend builds one binary per target (OpenCL) and the job has several, the ranks
  * are split into one communicator per target: each group's binary is compiled on a rank of that group,
  * all groups in parallel, and broadcast inside the group only. A backend that builds one binary for the

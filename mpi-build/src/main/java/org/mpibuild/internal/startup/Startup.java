@@ -65,20 +65,32 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
       }
       // One all-reduce says whether the backend opened everywhere and whether every rank has the same target
       // (a rank whose backend failed adds zeros: its target is never read).
-      int[] mine = new int[1 + RequestFingerprint.AGREEMENT_INTS];
-      mine[0] = failure == null ? 0 : 1;
-      if (failure == null) {
-        System.arraycopy(JobTargets.agreementVector(b), 0, mine, 1, RequestFingerprint.AGREEMENT_INTS);
-      }
-      int[] maxima = comm.allReduceMax(mine);
-      if (maxima[0] != 0) {
-        SortedMap<Integer, String> failures = Verdict.reasons(comm, failure);
-        if (b != null) {
-          b.close();
+      int[] maxima;
+      try {
+        int[] mine = new int[1 + RequestFingerprint.AGREEMENT_INTS];
+        if (failure == null) {
+          try {
+            System.arraycopy(JobTargets.agreementVector(b), 0, mine, 1, RequestFingerprint.AGREEMENT_INTS);
+          } catch (RuntimeException | LinkageError e) { // a backend's target(): said by every rank, not a hang
+            failure = "its target: " + (e.getMessage() == null ? e.toString() : e.getMessage());
+          }
         }
-        node.close();
-        throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
-            + Verdict.describe(failures), null);
+        mine[0] = failure == null ? 0 : 1;
+        maxima = comm.allReduceMax(mine);
+        if (maxima[0] != 0) {
+          SortedMap<Integer, String> failures = Verdict.reasons(comm, failure);
+          throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
+              + Verdict.describe(failures), null);
+        }
+      } catch (RuntimeException e) {
+        try {
+          if (b != null) {
+            b.close();
+          }
+        } finally {
+          node.close();
+        }
+        throw e;
       }
       int nodeRanks = node.size();
       Caches caches = Caches.of(settings.cache(), node);

@@ -30,7 +30,8 @@ import org.mpibuild.testkit.InProcessCommunicator;
 /**
  * What opening costs in collectives: a job whose ranks share one target agrees on the backend and the target in one
  * all-reduce and gathers nothing (the targets of thousands of ranks are not sent to every rank); a job of several
- * targets gathers them; a backend that fails anywhere fails every rank, naming the rank.
+ * targets gathers them; a backend that fails anywhere, or whose target cannot be read, fails every rank, naming the
+ * rank. The blocking collectives are counted (the settings' agreement, non-blocking, comes before them).
  */
 class StartupCollectivesTest {
   private static final Settings SETTINGS = Settings.from(SettingSource.of(new Properties(),
@@ -79,7 +80,9 @@ class StartupCollectivesTest {
       if (placement.nodeRank() == 2) {
         throw new BackendUnavailableException("no device on this rank", null);
       }
-      return new FakeBackend();
+      FakeBackend b = new FakeBackend();
+      b.target = "cpu-" + placement.nodeRank(); // every target differs: the failure still decides alone
+      return b;
     }
 
     @Override
@@ -94,8 +97,8 @@ class StartupCollectivesTest {
   }
 
   /**
-   * Opens {@code targets.length} ranks, rank r's backend a fake one with target {@code targets[r]}; with
-   * {@code targets} null, {@link FailsOnRankTwo}'s on 4 ranks.
+   * Opens {@code targets.length} ranks, rank r's backend a fake one with target {@code targets[r]} (null: one whose
+   * target cannot be read); with {@code targets} null, {@link FailsOnRankTwo}'s on 4 ranks.
    */
   private static List<Startup> open(String[] targets, AtomicInteger gathers, AtomicInteger reduces) throws Exception {
     int size = targets == null ? 4 : targets.length;
@@ -110,7 +113,12 @@ class StartupCollectivesTest {
           if (targets == null) {
             return Startup.open(FAILING, comm, null);
           }
-          FakeBackend b = new FakeBackend();
+          FakeBackend b = targets[rank] != null ? new FakeBackend() : new FakeBackend() {
+            @Override
+            public String target() {
+              throw new IllegalStateException("the device went away");
+            }
+          };
           b.target = targets[rank];
           return Startup.open(SETTINGS, comm, b);
         }));
@@ -147,6 +155,7 @@ class StartupCollectivesTest {
     String[] targets = {"cpu-a", "cpu-b", "cpu-a", "cpu-c"};
     List<Startup> opened = open(targets, gathers, reduces);
     assertEquals(4, gathers.get(), "one all-gather of the targets per rank");
+    assertEquals(4, reduces.get(), "one all-reduce per rank");
     for (Startup s : opened) {
       assertEquals(List.of(targets), s.targets().rankTargets());
       assertEquals(List.of("cpu-a", "cpu-b", "cpu-c"), s.targets().distinct());
@@ -164,6 +173,19 @@ class StartupCollectivesTest {
     assertTrue(e.getCause() instanceof BackendUnavailableException, e.toString());
     assertTrue(e.getCause().getMessage().contains("cannot run on ranks [2]")
         && e.getCause().getMessage().contains("rank 2: no device on this rank"), e.getCause().getMessage());
-    assertEquals(4, gathers.get(), "one all-gather of the reasons per rank");
+    assertEquals(4, gathers.get(), "one all-gather of the reasons per rank, none of the (different) targets");
+    assertEquals(4, reduces.get(), "one all-reduce per rank");
+  }
+
+  @Test
+  void aTargetThatCannotBeReadFailsEveryRankNamingItsRank() {
+    AtomicInteger gathers = new AtomicInteger();
+    AtomicInteger reduces = new AtomicInteger();
+    ExecutionException e = assertThrows(ExecutionException.class,
+        () -> open(new String[] {"cpu-a", null, "cpu-a"}, gathers, reduces));
+    assertTrue(e.getCause() instanceof BackendUnavailableException, e.toString());
+    assertTrue(e.getCause().getMessage().contains("cannot run on ranks [1]")
+        && e.getCause().getMessage().contains("rank 1: its target: the device went away"), e.getCause().getMessage());
+    assertEquals(3, reduces.get(), "every rank in the all-reduce, the failing one too");
   }
 }
