@@ -63,35 +63,7 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
           failure = e.getMessage() == null ? e.toString() : e.getMessage();
         }
       }
-      // One all-reduce says whether the backend opened everywhere and whether every rank has the same target
-      // (a rank whose backend failed adds zeros: its target is never read).
-      int[] maxima;
-      try {
-        int[] mine = new int[1 + RequestFingerprint.AGREEMENT_INTS];
-        if (failure == null) {
-          try {
-            System.arraycopy(JobTargets.agreementVector(b), 0, mine, 1, RequestFingerprint.AGREEMENT_INTS);
-          } catch (RuntimeException | LinkageError e) { // a backend's target(): said by every rank, not a hang
-            failure = "its target: " + (e.getMessage() == null ? e.toString() : e.getMessage());
-          }
-        }
-        mine[0] = failure == null ? 0 : 1;
-        maxima = comm.allReduceMax(mine);
-        if (maxima[0] != 0) {
-          SortedMap<Integer, String> failures = Verdict.reasons(comm, failure);
-          throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
-              + Verdict.describe(failures), null);
-        }
-      } catch (RuntimeException e) {
-        try {
-          if (b != null) {
-            b.close();
-          }
-        } finally {
-          node.close();
-        }
-        throw e;
-      }
+      int[] maxima = agreeOnBackend(comm, node, b, failure);
       int nodeRanks = node.size();
       Caches caches = Caches.of(settings.cache(), node);
       JobTargets targets = JobTargets.agreed(comm, b, maxima, 1);
@@ -101,6 +73,43 @@ public record Startup(Communicator comm, Backend backend, Caches caches, JobTarg
     } catch (RuntimeException e) {
       if (ownsComm) {
         comm.close();
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * One all-reduce says whether the backend opened on every rank and whether every rank has the same target (a rank
+   * whose backend failed adds zeros: its target is never read); returns its maxima, for {@link JobTargets#agreed}.
+   * Where any rank failed, every rank throws the same exception, naming the ranks and their reasons, its backend and
+   * node communicator closed.
+   */
+  private static int[] agreeOnBackend(Communicator comm, Communicator node, Backend b, String opening) {
+    String failure = opening;
+    try {
+      int[] mine = new int[1 + RequestFingerprint.AGREEMENT_INTS];
+      if (failure == null) {
+        try {
+          System.arraycopy(JobTargets.agreementVector(b), 0, mine, 1, RequestFingerprint.AGREEMENT_INTS);
+        } catch (RuntimeException | LinkageError e) { // a backend's target(): said by every rank, not a hang
+          failure = "its target: " + (e.getMessage() == null ? e.toString() : e.getMessage());
+        }
+      }
+      mine[0] = failure == null ? 0 : 1;
+      int[] maxima = comm.allReduceMax(mine);
+      if (maxima[0] != 0) {
+        SortedMap<Integer, String> failures = Verdict.reasons(comm, failure);
+        throw new BackendUnavailableException("the backend cannot run on ranks " + failures.keySet()
+            + Verdict.describe(failures), null);
+      }
+      return maxima;
+    } catch (RuntimeException e) {
+      try {
+        if (b != null) {
+          b.close();
+        }
+      } finally {
+        node.close();
       }
       throw e;
     }
