@@ -14,14 +14,13 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.mpibuild.BackendUnavailableException;
+import org.mpibuild.internal.agreement.RequestFingerprint;
 import org.mpibuild.internal.settings.Settings;
 import org.mpibuild.spi.Backend;
 import org.mpibuild.spi.BackendProvider;
 import org.mpibuild.spi.Communicator;
-import org.mpibuild.spi.ForwardingCommunicator;
 import org.mpibuild.spi.Placement;
 import org.mpibuild.spi.SettingSource;
 import org.mpibuild.testkit.FakeBackend;
@@ -31,7 +30,8 @@ import org.mpibuild.testkit.InProcessCommunicator;
  * What opening costs in collectives: a job whose ranks share one target agrees on the backend and the target in one
  * all-reduce and gathers nothing (the targets of thousands of ranks are not sent to every rank); a job of several
  * targets gathers them; a backend that fails anywhere, or whose target cannot be read, fails every rank, naming the
- * rank. The blocking collectives are counted (the settings' agreement, non-blocking, comes before them).
+ * rank. The test kit's record of collective calls counts them (the settings' agreement's all-reduce, of another
+ * length, is not opening's).
  */
 class StartupCollectivesTest {
   private static final Settings SETTINGS = Settings.from(SettingSource.of(new Properties(),
@@ -39,28 +39,15 @@ class StartupCollectivesTest {
   private static final Settings FAILING = Settings.from(SettingSource.of(new Properties(),
       Map.of("MPI_BUILD_CACHE", "off", "MPI_BUILD_BACKEND", "fails-on-rank-2")));
 
-  /** Counts the all-gathers and all-reduces its rank makes. */
-  static final class Counting extends ForwardingCommunicator {
-    final AtomicInteger gathers;
-    final AtomicInteger reduces;
+  /** The all-gathers {@code world}'s ranks made. */
+  private static long gathers(InProcessCommunicator.World world) {
+    return world.calls().stream().filter(c -> c.operation().equals("allGather")).count();
+  }
 
-    Counting(Communicator inner, AtomicInteger gathers, AtomicInteger reduces) {
-      super(inner);
-      this.gathers = gathers;
-      this.reduces = reduces;
-    }
-
-    @Override
-    public byte[][] allGather(byte[] mine) {
-      gathers.incrementAndGet();
-      return super.allGather(mine);
-    }
-
-    @Override
-    public int[] allReduceMax(int[] values) {
-      reduces.incrementAndGet();
-      return super.allReduceMax(values);
-    }
+  /** The all-reduces of opening's verdict and targets (a flag and an agreement vector) {@code world}'s ranks made. */
+  private static long reduces(InProcessCommunicator.World world) {
+    int bytes = (1 + RequestFingerprint.AGREEMENT_INTS) * Integer.BYTES;
+    return world.calls().stream().filter(c -> c.operation().equals("allReduceMax") && c.bytes() == bytes).count();
   }
 
   /** A backend chosen only by name, that cannot open on the node's rank 2 (every rank of the test is on one node). */
@@ -97,19 +84,18 @@ class StartupCollectivesTest {
   }
 
   /**
-   * Opens {@code targets.length} ranks, rank r's backend a fake one with target {@code targets[r]} (null: one whose
-   * target cannot be read); with {@code targets} null, {@link FailsOnRankTwo}'s on 4 ranks.
+   * Opens every rank of {@code world}, rank r's backend a fake one with target {@code targets[r]} (null: one whose
+   * target cannot be read); with {@code targets} null, {@link FailsOnRankTwo}'s.
    */
-  private static List<Startup> open(String[] targets, AtomicInteger gathers, AtomicInteger reduces) throws Exception {
-    int size = targets == null ? 4 : targets.length;
-    InProcessCommunicator.World world = new InProcessCommunicator.World(size, 60_000);
+  private static List<Startup> open(InProcessCommunicator.World world, String[] targets) throws Exception {
+    int size = world.rank(0).size();
     ExecutorService ranks = Executors.newFixedThreadPool(size);
     try {
       List<Future<Startup>> futures = new ArrayList<>();
       for (int r = 0; r < size; r++) {
         int rank = r;
         futures.add(ranks.submit(() -> {
-          Communicator comm = new Counting(world.rank(rank), gathers, reduces);
+          Communicator comm = world.rank(rank);
           if (targets == null) {
             return Startup.open(FAILING, comm, null);
           }
@@ -135,11 +121,10 @@ class StartupCollectivesTest {
 
   @Test
   void ranksWithOneTargetAgreeInOneAllReduceAndGatherNothing() throws Exception {
-    AtomicInteger gathers = new AtomicInteger();
-    AtomicInteger reduces = new AtomicInteger();
-    List<Startup> opened = open(new String[] {"cpu-a", "cpu-a", "cpu-a", "cpu-a", "cpu-a"}, gathers, reduces);
-    assertEquals(0, gathers.get(), "an all-gather where every rank has the same target");
-    assertEquals(5, reduces.get(), "one blocking all-reduce per rank: the backend's verdict and the target together");
+    InProcessCommunicator.World world = new InProcessCommunicator.World(5, 60_000);
+    List<Startup> opened = open(world, new String[] {"cpu-a", "cpu-a", "cpu-a", "cpu-a", "cpu-a"});
+    assertEquals(0, gathers(world), "an all-gather where every rank has the same target");
+    assertEquals(5, reduces(world), "one blocking all-reduce per rank: the backend's verdict and the target together");
     for (Startup s : opened) {
       assertEquals(List.of("cpu-a", "cpu-a", "cpu-a", "cpu-a", "cpu-a"), s.targets().rankTargets());
       assertEquals(List.of("cpu-a"), s.targets().distinct());
@@ -150,12 +135,11 @@ class StartupCollectivesTest {
 
   @Test
   void ranksWithSeveralTargetsGatherThem() throws Exception {
-    AtomicInteger gathers = new AtomicInteger();
-    AtomicInteger reduces = new AtomicInteger();
+    InProcessCommunicator.World world = new InProcessCommunicator.World(4, 60_000);
     String[] targets = {"cpu-a", "cpu-b", "cpu-a", "cpu-c"};
-    List<Startup> opened = open(targets, gathers, reduces);
-    assertEquals(4, gathers.get(), "one all-gather of the targets per rank");
-    assertEquals(4, reduces.get(), "one all-reduce per rank");
+    List<Startup> opened = open(world, targets);
+    assertEquals(4, gathers(world), "one all-gather of the targets per rank");
+    assertEquals(4, reduces(world), "one all-reduce per rank");
     for (Startup s : opened) {
       assertEquals(List.of(targets), s.targets().rankTargets());
       assertEquals(List.of("cpu-a", "cpu-b", "cpu-c"), s.targets().distinct());
@@ -166,26 +150,24 @@ class StartupCollectivesTest {
 
   @Test
   void aBackendThatFailsOnOneRankFailsEveryRankNamingIt() {
-    AtomicInteger gathers = new AtomicInteger();
-    AtomicInteger reduces = new AtomicInteger();
+    InProcessCommunicator.World world = new InProcessCommunicator.World(4, 60_000);
     ExecutionException e = assertThrows(ExecutionException.class,
-        () -> open(null, gathers, reduces));
+        () -> open(world, null));
     assertTrue(e.getCause() instanceof BackendUnavailableException, e.toString());
     assertTrue(e.getCause().getMessage().contains("cannot run on ranks [2]")
         && e.getCause().getMessage().contains("rank 2: no device on this rank"), e.getCause().getMessage());
-    assertEquals(4, gathers.get(), "one all-gather of the reasons per rank, none of the (different) targets");
-    assertEquals(4, reduces.get(), "one all-reduce per rank");
+    assertEquals(4, gathers(world), "one all-gather of the reasons per rank, none of the (different) targets");
+    assertEquals(4, reduces(world), "one all-reduce per rank");
   }
 
   @Test
   void aTargetThatCannotBeReadFailsEveryRankNamingItsRank() {
-    AtomicInteger gathers = new AtomicInteger();
-    AtomicInteger reduces = new AtomicInteger();
+    InProcessCommunicator.World world = new InProcessCommunicator.World(3, 60_000);
     ExecutionException e = assertThrows(ExecutionException.class,
-        () -> open(new String[] {"cpu-a", null, "cpu-a"}, gathers, reduces));
+        () -> open(world, new String[] {"cpu-a", null, "cpu-a"}));
     assertTrue(e.getCause() instanceof BackendUnavailableException, e.toString());
     assertTrue(e.getCause().getMessage().contains("cannot run on ranks [1]")
         && e.getCause().getMessage().contains("rank 1: its target: the device went away"), e.getCause().getMessage());
-    assertEquals(3, reduces.get(), "every rank in the all-reduce, the failing one too");
+    assertEquals(3, reduces(world), "every rank in the all-reduce, the failing one too");
   }
 }
